@@ -1,0 +1,132 @@
+/**
+ * @file client.h
+ * @brief The client: speaks the seq/cmd frame protocol over any link.
+ *
+ * autd3_client_open() opens the link, starts the client's bus thread, does
+ * the handshake (Reset with seq 0 then 1, optional low-latency SetMode),
+ * then Clear and Synchronize. From then on the bus thread stages at most one
+ * new frame per bus cycle, keeps up to `max_inflight` frames in flight, routes
+ * the devices' cumulative acks, and retransmits (resync) or resets when a
+ * frame is not acked in time.
+ *
+ * Thread-safety: every function may be called from any thread; send and the
+ * reads may be called concurrently. Nothing here runs on the bus thread.
+ * @since 0.1.0
+ */
+#ifndef AUTD3_CLIENT_H
+#define AUTD3_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autd3/error.h"
+#include "autd3/geometry.h"
+#include "autd3/link.h"
+#include "autd3/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Client configuration (mirrors the reference ClientConfig). */
+typedef struct autd3_client_config {
+  uint32_t timeout_cycles;      /**< cycles a head frame may stay unacked before resync; default 10, ≥ 1 */
+  uint32_t max_inflight;        /**< frames in flight, 1..127; default 127 */
+  uint32_t max_resync_rounds;   /**< resync rounds before reset, and again before giving up; default 8, ≥ 1 */
+  bool low_latency;             /**< ask the firmware to process frames inline; default false */
+  uint32_t reset_resend_cycles; /**< cycles of Reset during recovery; default 2, ≥ 1 */
+  int rt_priority;              /**< SCHED_FIFO priority of the bus thread (1..99), 0 = none (default) */
+  int rt_cpu;                   /**< CPU for the bus thread, -1 = none (default) */
+  bool validate_state;          /**< reserved for client-side pre-checks; default true */
+} autd3_client_config_t;
+
+/** Defaults. */
+AUTD3_EXTERN autd3_client_config_t autd3_client_config_default(void);
+/** Validate; AUTD3_E_INVALID_CONFIG with a message naming the field. */
+AUTD3_EXTERN autd3_err_t autd3_client_config_validate(const autd3_client_config_t *c);
+
+/** Opaque client. */
+typedef struct autd3_client autd3_client_t;
+/** Opaque handle of one streaming send. */
+typedef struct autd3_request autd3_request_t;
+
+/** Response of one frame: the data byte each device returned with its ack. */
+typedef struct autd3_response {
+  uint16_t num_devices;
+  uint8_t data[AUTD3_MAX_DEVICES];
+} autd3_response_t;
+
+/**
+ * First non-zero data byte → AUTD3_E_DEVICE (message names the device index
+ * and the code; `*device`/`*code` set if non-NULL), else AUTD3_OK.
+ */
+AUTD3_EXTERN autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t *code);
+
+/**
+ * Open the link described by `link`, check that its device count equals the
+ * geometry's (1..128), start the bus thread and run the handshake, Clear and
+ * Synchronize. Blocks. `config` NULL → defaults.
+ */
+AUTD3_EXTERN autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link_option_t *link,
+                                           const autd3_client_config_t *config, autd3_client_t **out);
+
+/**
+ * Queue one frame (streaming). Blocks only while all `max_inflight` slots are
+ * in use (back-pressure). On success `*req` is a handle to wait on or poll;
+ * pass `req` NULL to fire and forget (the frame is still tracked and acked).
+ */
+AUTD3_EXTERN autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, autd3_request_t **req);
+
+/**
+ * Wait for a request to complete and release the handle. AUTD3_OK when every
+ * device acked it (data bytes in `resp` if non-NULL, not checked); TIMEOUT,
+ * LINK or CLOSED otherwise.
+ */
+AUTD3_EXTERN autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp);
+/** Like autd3_request_wait() with a deadline: AUTD3_E_PENDING (handle still valid) if not done within `timeout_ms`. */
+AUTD3_EXTERN autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, autd3_response_t *resp);
+/** Non-blocking: AUTD3_E_PENDING (handle still valid) if not done, else as autd3_request_wait(). */
+AUTD3_EXTERN autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp);
+/** Give the handle up without waiting (the frame stays in flight). */
+AUTD3_EXTERN void autd3_request_detach(autd3_request_t *req);
+
+/** Stop-and-wait: send, wait, then autd3_response_check(). `resp` may be NULL. */
+AUTD3_EXTERN autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *frame, autd3_response_t *resp);
+
+/** Read every device's CPU and FPGA firmware versions (exclusive reads). `out` has N entries. */
+AUTD3_EXTERN autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out);
+/** Read every device's latched error detail (exclusive read). `out` has N bytes. */
+AUTD3_EXTERN autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out);
+/** Read every device's FPGA state byte (exclusive read). `out` has N bytes. */
+AUTD3_EXTERN autd3_err_t autd3_client_read_fpga_state(autd3_client_t *c, uint8_t *out);
+
+/** Number of devices. */
+AUTD3_EXTERN size_t autd3_client_num_devices(const autd3_client_t *c);
+/** The client's link (for stats, state checks, emulator fault injection). Owned by the client. */
+AUTD3_EXTERN autd3_link_t *autd3_client_link(autd3_client_t *c);
+
+/** Client-side counters. */
+typedef struct autd3_client_stats {
+  uint64_t sent;        /**< frames taken by the bus thread */
+  uint64_t completed;   /**< frames acked by every device */
+  uint64_t failed;      /**< frames failed (timeout, link error, close) */
+  uint64_t resyncs;     /**< resync episodes entered */
+  uint64_t resets;      /**< reset escalations */
+  uint64_t retransmits; /**< cycles spent re-sending the head frame */
+} autd3_client_stats_t;
+
+/** Read the client's counters (thread-safe). */
+AUTD3_EXTERN void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out);
+
+/**
+ * Stop the bus thread, fail every request still in flight with AUTD3_E_CLOSED
+ * (their handles stay valid until waited on or detached), close the link and
+ * free the client. NULL is fine.
+ */
+AUTD3_EXTERN void autd3_client_close(autd3_client_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

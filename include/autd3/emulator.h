@@ -1,0 +1,86 @@
+/**
+ * @file emulator.h
+ * @brief The in-process AUTD3 device emulator: link options, the device timing
+ * model (shared with the network emulator autd3-emu and the emulated TwinCAT
+ * runtime), counters and fault injection.
+ *
+ * See docs/device-model.md for the timing model and why its defaults are what
+ * they are.
+ * @since 0.1.0
+ */
+#ifndef AUTD3_EMULATOR_H
+#define AUTD3_EMULATOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "autd3/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Firmware versions the emulated devices report. */
+typedef struct autd3_fw_version {
+  uint8_t cpu_major, cpu_minor, cpu_patch;
+  uint8_t fpga_major, fpga_minor, fpga_patch;
+} autd3_fw_version_t;
+
+/**
+ * When an emulated device acts on a frame. A real AUTD3's port layer is not
+ * public (shared/reference/device-timing-notes.md), so this is explicit.
+ */
+typedef struct autd3_timing_model {
+  bool take_on_sync0;        /**< true: a new output image is taken at the next SYNC0 event; false: on arrival */
+  uint32_t fifo_latency_ns;  /**< FIFO mode: time from take to processed (main loop) */
+  uint32_t ll_latency_ns;    /**< low-latency mode: time from take to processed (inline ISR) */
+  bool publish_on_sync0;     /**< true: (ack, data) become readable at the next SYNC0; false: once processed */
+} autd3_timing_model_t;
+
+/** The default model (take at SYNC0, FIFO 100 µs, low-latency 10 µs, publish when processed). */
+AUTD3_EXTERN autd3_timing_model_t autd3_timing_model_default(void);
+/** The most pessimistic model (take at SYNC0, FIFO 900 µs, publish at SYNC0). */
+AUTD3_EXTERN autd3_timing_model_t autd3_timing_model_pessimistic(void);
+/** The ideal model (take on arrival, zero latency, publish at once: same-cycle acks). */
+AUTD3_EXTERN autd3_timing_model_t autd3_timing_model_ideal(void);
+/** Parse "default", "pessimistic", "ideal" or "take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now". */
+AUTD3_EXTERN autd3_err_t autd3_timing_model_parse(const char *s, autd3_timing_model_t *out);
+
+/** Options of the in-process emulator link. The device count comes from the geometry. */
+typedef struct autd3_emulator_option {
+  uint32_t cycle_ns;            /**< bus cycle (SYNC0 period) paced by a real timer; default 1 000 000 */
+  autd3_timing_model_t timing;  /**< default autd3_timing_model_default() */
+  autd3_fw_version_t version;   /**< reported firmware versions; default 0.1.0 / 0.1.0 */
+} autd3_emulator_option_t;
+
+/** Defaults. */
+AUTD3_EXTERN autd3_emulator_option_t autd3_emulator_option_default(void);
+
+/** Counters of one emulated device. */
+typedef struct autd3_device_counters {
+  uint64_t received;     /**< output images handed to the firmware */
+  uint64_t executed;     /**< frames processed in order (seq == expected) */
+  uint64_t deduplicated; /**< frames ignored as the same (seq, cmd) as the last */
+  uint64_t dropped;      /**< frames dropped because the FIFO was full */
+  uint64_t seq_mismatch; /**< processed frames ignored for seq != expected */
+  uint64_t resets;       /**< Reset commands executed */
+  uint64_t errors;       /**< commands that returned a non-zero error code */
+} autd3_device_counters_t;
+
+/** Faults to inject into one emulated device (all zero = none). */
+typedef struct autd3_device_fault {
+  uint32_t drop_next;        /**< drop the next K output images before the firmware sees them */
+  bool freeze;               /**< stop processing and publishing (inputs keep their last value) */
+  uint32_t invalidate_rx;    /**< make the next K cycles' inputs invalid (rx_valid false) */
+} autd3_device_fault_t;
+
+struct autd3_link;
+/** Inject faults into device `dev` of an emulator link (thread-safe; applied at the next cycle). */
+AUTD3_EXTERN autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const autd3_device_fault_t *fault);
+/** Read device `dev`'s counters (thread-safe). */
+AUTD3_EXTERN autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

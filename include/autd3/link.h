@@ -1,0 +1,136 @@
+/**
+ * @file link.h
+ * @brief Links: the physical path from the host to a chain of AUTD3 devices.
+ *
+ * Every link offers the same interface: one call to autd3_link_cycle() is one
+ * bus cycle for all devices (N × 626 bytes out, N × 2 bytes in, device 0
+ * first in bus order). A link is opened from a tagged ::autd3_link_option_t;
+ * swapping the link changes no caller code.
+ *
+ * Most users never touch a link directly: autd3_client_open() opens one and
+ * drives it from the client's bus thread. Tools such as autd3-remote-server
+ * drive a link themselves.
+ * @since 0.1.0
+ */
+#ifndef AUTD3_LINK_H
+#define AUTD3_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autd3/emulator.h"
+#include "autd3/error.h"
+#include "autd3/geometry.h"
+#include "autd3/link_echocat.h"
+#include "autd3/link_ethercat.h"
+#include "autd3/link_ethercrab.h"
+#include "autd3/link_remote.h"
+#include "autd3/link_soem.h"
+#include "autd3/link_twincat.h"
+#include "autd3/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Link kinds: XX(NAME, value, "name", "CMake option that builds it"). */
+#define AUTD3_LINK_KIND_MAP(XX)                               \
+  XX(EMULATOR, 0, "emulator", "(always built)")               \
+  XX(ECHOCAT, 1, "echocat", "AUTD3_LINK_ECHOCAT")             \
+  XX(SOEM, 2, "soem", "AUTD3_LINK_SOEM")                      \
+  XX(ETHERCRAB, 3, "ethercrab", "AUTD3_LINK_ETHERCRAB")       \
+  XX(TWINCAT, 4, "twincat", "AUTD3_LINK_TWINCAT")             \
+  XX(REMOTE, 5, "remote", "AUTD3_LINK_REMOTE")
+
+/** Link kind tag. */
+typedef enum autd3_link_kind {
+#define AUTD3_LINK_KIND_ENUM_(name, val, str, opt) AUTD3_LINK_##name = (val),
+  AUTD3_LINK_KIND_MAP(AUTD3_LINK_KIND_ENUM_)
+#undef AUTD3_LINK_KIND_ENUM_
+  AUTD3_LINK_KIND_COUNT_
+} autd3_link_kind_t;
+
+/** Tagged link option: `kind` selects the member of the union that is read. */
+typedef struct autd3_link_option {
+  autd3_link_kind_t kind;
+  union {
+    autd3_emulator_option_t emulator;
+    autd3_echocat_option_t echocat;
+    autd3_soem_option_t soem;
+    autd3_ethercrab_option_t ethercrab;
+    autd3_twincat_option_t twincat;
+    autd3_remote_option_t remote;
+  } u;
+} autd3_link_option_t;
+
+/** A tagged option for `kind` holding that kind's defaults. */
+AUTD3_EXTERN autd3_link_option_t autd3_link_option_default(autd3_link_kind_t kind);
+/** The common EtherCAT section of an echocat/SOEM/EtherCrab option, NULL for other kinds. */
+AUTD3_EXTERN autd3_ethercat_option_t *autd3_link_option_ethercat(autd3_link_option_t *o);
+/** Kind from its name ("echocat", "soem", ...); AUTD3_E_UNKNOWN_LINK if none. */
+AUTD3_EXTERN autd3_err_t autd3_link_kind_parse(const char *name, autd3_link_kind_t *out);
+/** Name of a kind ("unknown" if out of range). */
+AUTD3_EXTERN const char *autd3_link_kind_name(autd3_link_kind_t kind);
+/** Whether `kind` is available in this process (built in, or its library registered). */
+AUTD3_EXTERN bool autd3_link_kind_available(autd3_link_kind_t kind);
+
+/** Opaque link handle. */
+typedef struct autd3_link autd3_link_t;
+
+/** Link statistics: cycles whose inputs were stale (rx_valid false) or lost (no reply); a lost cycle is also stale. */
+typedef struct autd3_link_stats {
+  uint64_t cycles;
+  uint64_t stale_cycles;
+  uint64_t lost_cycles;
+} autd3_link_stats_t;
+
+/** EtherCAT-level state of one device as seen by the state checker. */
+typedef enum autd3_device_state {
+  AUTD3_DEVICE_OP = 0,
+  AUTD3_DEVICE_SAFE_OP = 1,
+  AUTD3_DEVICE_SAFE_OP_ERROR = 2,
+  AUTD3_DEVICE_LOST = 3,
+  AUTD3_DEVICE_OTHER = 4
+} autd3_device_state_t;
+
+/** Result of a state check. */
+typedef struct autd3_link_status {
+  uint16_t num_devices;
+  uint8_t state[AUTD3_MAX_DEVICES];    /**< autd3_device_state_t per device */
+  uint8_t al_state[AUTD3_MAX_DEVICES]; /**< raw AL status low byte where known (OTHER), else 0 */
+  uint64_t recoveries;                 /**< times every device came back to OP after a problem */
+} autd3_link_status_t;
+
+/**
+ * Open a link for `geometry`'s device count. Blocks for as long as bring-up
+ * takes (EtherCAT scan, DC alignment, OP). Allocates. Errors: INVALID_ARGUMENT,
+ * INVALID_OPTION, NOT_BUILT (message names the CMake option), and the link's own.
+ */
+AUTD3_EXTERN autd3_err_t autd3_link_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, autd3_link_t **out);
+/** Number of devices on the bus (fixed after open). */
+AUTD3_EXTERN size_t autd3_link_num_devices(const autd3_link_t *link);
+/** Kind of an open link. */
+AUTD3_EXTERN autd3_link_kind_t autd3_link_kind(const autd3_link_t *link);
+/**
+ * One bus cycle: blocks until the cycle's deadline, sends `tx` (N × 626) and
+ * fills `rx` (N × 2). `*rx_valid` false means this cycle's inputs are stale
+ * (working counter mismatch or lost frame) and `rx` must be ignored. An error
+ * is fatal for the link. Call from one thread at a time. No allocation.
+ */
+AUTD3_EXTERN autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
+/** Statistics (thread-safe, lock-free). */
+AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out);
+/**
+ * Check the devices' states and try to recover the ones that are not in OP.
+ * Thread-safe with respect to autd3_link_cycle() (may be called from another
+ * thread while the bus thread cycles); may block for a few cycles.
+ */
+AUTD3_EXTERN autd3_err_t autd3_link_check_state(autd3_link_t *link, autd3_link_status_t *out);
+/** Close the link (EtherCAT links return the devices to INIT) and free it. NULL is fine. */
+AUTD3_EXTERN void autd3_link_close(autd3_link_t *link);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

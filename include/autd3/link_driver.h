@@ -1,0 +1,74 @@
+/**
+ * @file link_driver.h
+ * @brief For link implementers: the vtable every link implements and the
+ * registry that maps a link kind to its open function.
+ *
+ * Built-in links (emulator, echocat, TwinCAT, Remote) register themselves in
+ * libautd3. Links in separate libraries (SOEM: GPL-3.0-only; EtherCrab: Rust)
+ * register from a constructor when their library is loaded.
+ *
+ * A link object starts with a `struct autd3_link` header; the library owns
+ * the header's counters, the implementation everything after it.
+ * @since 0.1.0
+ */
+#ifndef AUTD3_LINK_DRIVER_H
+#define AUTD3_LINK_DRIVER_H
+
+#include <stdatomic.h>
+
+#include "autd3/link.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Operations of one link implementation. */
+typedef struct autd3_link_vtable {
+  /**
+   * One bus cycle (see autd3_link_cycle()). Paces itself. Must not allocate,
+   * must not take a lock that another thread can hold for long, must not block
+   * on anything but its own I/O. Report stale/lost cycles through
+   * autd3_link_count_cycle().
+   */
+  autd3_err_t (*cycle)(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
+  /** State check and recovery (see autd3_link_check_state()); may run concurrently with cycle. */
+  autd3_err_t (*check_state)(struct autd3_link *link, autd3_link_status_t *out);
+  /** Close and free everything, including the object itself. */
+  void (*close)(struct autd3_link *link);
+} autd3_link_vtable_t;
+
+/** Header of every link object. */
+struct autd3_link {
+  const autd3_link_vtable_t *vt;
+  autd3_link_kind_t kind;
+  uint16_t num_devices;
+  _Atomic uint64_t cycles;
+  _Atomic uint64_t stale_cycles;
+  _Atomic uint64_t lost_cycles;
+};
+
+/** Initialise a link header (counters zero). */
+AUTD3_EXTERN void autd3_link_init(struct autd3_link *link, const autd3_link_vtable_t *vt, autd3_link_kind_t kind, uint16_t num_devices);
+/** Count one cycle: stale if !rx_valid, lost (and stale) if `lost`. Lock-free. */
+AUTD3_EXTERN void autd3_link_count_cycle(struct autd3_link *link, bool rx_valid, bool lost);
+
+/** Open function of a link kind. `option->kind` is the registered kind. */
+typedef autd3_err_t (*autd3_link_open_fn)(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out);
+
+/** Register (or replace) the open function of `kind`. Thread-safe; call before opening. */
+AUTD3_EXTERN autd3_err_t autd3_link_register(autd3_link_kind_t kind, autd3_link_open_fn open);
+
+/**
+ * Set the calling thread's detailed error message (printf format) and return
+ * `err`, so a link can write `return autd3_set_error(AUTD3_E_NO_DEVICE, "echocat: no slave on %s", ifname);`.
+ */
+AUTD3_EXTERN autd3_err_t autd3_set_error(autd3_err_t err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

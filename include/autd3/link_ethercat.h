@@ -1,0 +1,45 @@
+/**
+ * @file link_ethercat.h
+ * @brief Options shared by the three EtherCAT links (echocat, SOEM, EtherCrab).
+ *
+ * The same field means the same thing in every EtherCAT link, so switching
+ * link changes the kind and nothing else.
+ * @since 0.1.0
+ */
+#ifndef AUTD3_LINK_ETHERCAT_H
+#define AUTD3_LINK_ETHERCAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "autd3/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Options common to every EtherCAT link. Times in nanoseconds or milliseconds as named. */
+typedef struct autd3_ethercat_option {
+  /** Adapter name ("eth0"), or NULL / "auto": the first adapter whose slaves are all AUTD3. */
+  const char *interface;
+  uint32_t sync0_period_ns;   /**< SYNC0 period, a multiple of 500 000; default 1 000 000 */
+  int32_t sync0_shift_ns;     /**< SYNC0 shift and host send phase; default 0 */
+  uint32_t send_cycle_ns;     /**< host process-data period; 0 = sync0_period_ns (default) */
+  uint32_t sync_tolerance_ns; /**< DC alignment threshold; default 1 000 (1 µs) */
+  uint32_t sync_timeout_ms;   /**< DC alignment timeout; default 10 000 */
+  uint32_t state_timeout_ms;  /**< wait for SAFE-OP; default 10 000 */
+  uint32_t op_wait_timeout_ms;/**< wait for OP; default 10 000 */
+  int rt_priority;            /**< SCHED_FIFO priority of the link's own threads, 0 = none (default) */
+  int rt_cpu;                 /**< CPU to pin the link's threads to, -1 = none (default) */
+  const char *capture_path;   /**< write every bus frame to this pcap file; NULL = off (default) */
+} autd3_ethercat_option_t;
+
+/** Defaults as documented per field. */
+AUTD3_EXTERN autd3_ethercat_option_t autd3_ethercat_option_default(void);
+/** Check the common fields; AUTD3_E_INVALID_OPTION with a message naming the field. */
+AUTD3_EXTERN autd3_err_t autd3_ethercat_option_validate(const autd3_ethercat_option_t *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,31 @@
+/**
+ * @file link_ethercrab.h
+ * @brief Options of the EtherCrab link (a Rust shim over the ethercrab crate,
+ * in the separate library libautd3-link-ethercrab, CMake option AUTD3_LINK_ETHERCRAB).
+ * @since 0.1.0
+ */
+#ifndef AUTD3_LINK_ETHERCRAB_H
+#define AUTD3_LINK_ETHERCRAB_H
+
+#include "autd3/link_ethercat.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** EtherCrab options. */
+typedef struct autd3_ethercrab_option {
+  autd3_ethercat_option_t ethercat; /**< common EtherCAT options */
+  uint32_t pdu_timeout_ms;          /**< EtherCrab PDU timeout; default 100 */
+} autd3_ethercrab_option_t;
+
+/** Defaults. */
+AUTD3_EXTERN autd3_ethercrab_option_t autd3_ethercrab_option_default(void);
+
+/** Register the EtherCrab link (defined in libautd3-link-ethercrab; automatic when linked). */
+AUTD3_EXTERN void autd3_link_ethercrab_register(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

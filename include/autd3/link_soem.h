@@ -1,0 +1,35 @@
+/**
+ * @file link_soem.h
+ * @brief Options of the SOEM link. The link itself lives in the separate
+ * GPL-3.0-only library libautd3-link-soem (CMake option AUTD3_LINK_SOEM);
+ * libautd3 never links SOEM.
+ * @since 0.1.0
+ */
+#ifndef AUTD3_LINK_SOEM_H
+#define AUTD3_LINK_SOEM_H
+
+#include "autd3/link_ethercat.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** SOEM options (the common EtherCAT ones). */
+typedef struct autd3_soem_option {
+  autd3_ethercat_option_t ethercat; /**< common EtherCAT options */
+} autd3_soem_option_t;
+
+/** Defaults. */
+AUTD3_EXTERN autd3_soem_option_t autd3_soem_option_default(void);
+
+/**
+ * Register the SOEM link with libautd3 (declared here, defined in
+ * libautd3-link-soem). Linking that library registers it automatically; calling
+ * this is only needed when a static link dropped the constructor.
+ */
+AUTD3_EXTERN void autd3_link_soem_register(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

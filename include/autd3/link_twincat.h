@@ -1,0 +1,33 @@
+/**
+ * @file link_twincat.h
+ * @brief Options of the TwinCAT link (ADS/AMS over TCP, no Beckhoff library).
+ * @since 0.1.0
+ */
+#ifndef AUTD3_LINK_TWINCAT_H
+#define AUTD3_LINK_TWINCAT_H
+
+#include <stdint.h>
+
+#include "autd3/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** TwinCAT options. Local when `server_ip` is NULL: the router at 127.0.0.1:48898. */
+typedef struct autd3_twincat_option {
+  const char *server_ip;         /**< remote TwinCAT host, NULL = local router (default) */
+  uint16_t server_port;          /**< ADS TCP port; default 48898 */
+  const char *server_ams_net_id; /**< "a.b.c.d.e.f" of the runtime; NULL = server_ip + ".1.1" */
+  const char *client_ams_net_id; /**< our net id; NULL = local IP + ".1.1" (remote) / asked from the router (local) */
+  uint16_t ams_port;             /**< target AMS port; default 301 */
+  uint32_t timeout_ms;           /**< per ADS request; default 1000 */
+} autd3_twincat_option_t;
+
+/** Defaults. */
+AUTD3_EXTERN autd3_twincat_option_t autd3_twincat_option_default(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

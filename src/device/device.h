@@ -1,0 +1,84 @@
+/*
+ * The AUTD3 device model: the new-generation firmware's protocol behaviour
+ * (firmware/cpu/src/{app,proto}.c of shinolab/autd3-sdk) plus an explicit
+ * timing model of *when* the firmware sees a frame and publishes its answer.
+ *
+ * One autd3_dev_t is one device. It is reused by the in-process emulator
+ * link, the EtherCAT emulator (src/emu) and the emulated TwinCAT runtime.
+ *
+ * Time: every call takes `now_ns` on one monotonic time base chosen by the
+ * caller (the in-process link uses CLOCK_MONOTONIC, the EtherCAT emulator the
+ * device's own DC local time). Calls must come with non-decreasing `now_ns`;
+ * each call first runs every event due up to `now_ns` (SYNC0 edges, finished
+ * processing) in time order.
+ *
+ * Not thread-safe: the owner serialises calls. No allocation after init.
+ */
+#ifndef AUTD3_DEVICE_DEVICE_H
+#define AUTD3_DEVICE_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "autd3/emulator.h"
+#include "autd3/proto.h"
+
+#define AUTD3_DEV_FIFO_DEPTH 8 /* ring of 8, 7 usable, as the firmware */
+
+typedef struct autd3_dev_fifo_entry {
+  uint8_t frame[AUTD3_TX_FRAME_BYTES];
+  uint64_t due_ns; /* when the main loop finishes processing it */
+} autd3_dev_fifo_entry_t;
+
+typedef struct autd3_dev {
+  /* configuration */
+  autd3_fw_version_t version;
+  autd3_timing_model_t timing;
+  uint8_t fpga_state;
+
+  /* firmware state (§6.1 of autd3-link-layer.md) */
+  uint8_t expected_seq; /* boot 0 */
+  uint8_t ack;          /* boot 0xFF */
+  uint8_t data;         /* boot 0 */
+  uint8_t error_detail; /* latched non-zero error code */
+  uint8_t mode;         /* AUTD3_MODE_FIFO / AUTD3_MODE_LOW_LATENCY */
+  uint8_t last_seq, last_cmd; /* dedup memory, boot 0xFF/0xFF */
+  bool synchronized;    /* a Synchronize was executed */
+
+  /* FIFO of frames taken but not processed */
+  autd3_dev_fifo_entry_t fifo[AUTD3_DEV_FIFO_DEPTH];
+  uint8_t fifo_head, fifo_len;
+  uint64_t busy_until_ns; /* main loop busy (e.g. XorHash sleep) until */
+
+  /* timing state */
+  uint64_t now_ns;            /* time of the last call */
+  uint64_t sync0_start_ns;    /* first SYNC0 edge; 0 with period 0 = SYNC0 inactive */
+  uint32_t sync0_period_ns;   /* 0 = SYNC0 inactive: images are taken on arrival */
+  bool image_pending;         /* an output image arrived and was not yet taken */
+  uint8_t image[AUTD3_TX_FRAME_BYTES];
+  uint8_t rx[AUTD3_RX_FRAME_BYTES];    /* published (ack, data) the master reads */
+  bool rx_dirty;                       /* firmware (ack,data) changed, not yet published (publish_on_sync0) */
+
+  /* fault injection and counters */
+  autd3_device_fault_t fault;
+  autd3_device_counters_t counters;
+} autd3_dev_t;
+
+/* Boot a device (power-on state). `version`/`timing` NULL → defaults. */
+void autd3_dev_init(autd3_dev_t *d, const autd3_fw_version_t *version, const autd3_timing_model_t *timing);
+/* Power-cycle: firmware back to boot state, FIFO emptied, counters kept. */
+void autd3_dev_power_cycle(autd3_dev_t *d, uint64_t now_ns);
+/* SYNC0 grid: edges at start + k*period (period 0 = inactive). */
+void autd3_dev_set_sync0(autd3_dev_t *d, uint64_t start_ns, uint32_t period_ns);
+/* Run every event due up to now_ns. */
+void autd3_dev_advance(autd3_dev_t *d, uint64_t now_ns);
+/* A complete new output image (626 logical bytes) arrived at now_ns. */
+void autd3_dev_write(autd3_dev_t *d, const uint8_t frame[AUTD3_TX_FRAME_BYTES], uint64_t now_ns);
+/* The published inputs at now_ns: rx[0] = ack, rx[1] = data. */
+void autd3_dev_read(autd3_dev_t *d, uint64_t now_ns, uint8_t rx[AUTD3_RX_FRAME_BYTES]);
+
+/* The firmware core without timing, for unit tests: what recv_ethercat() and
+ * app_process_pending() do when called back to back. */
+void autd3_dev_recv_frame(autd3_dev_t *d, const uint8_t frame[AUTD3_TX_FRAME_BYTES], uint64_t now_ns);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * The operating-system seam: monotonic time, absolute sleeps, threads, RT
+ * priority and affinity. Everything OS-specific outside the NIC lives behind
+ * this header; src/platform/posix/ implements it for Linux (and other POSIX
+ * systems where noted), a win/ folder would implement it for Windows.
+ */
+#ifndef AUTD3_PLATFORM_PLATFORM_H
+#define AUTD3_PLATFORM_PLATFORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "autd3/error.h"
+
+/* Monotonic clock in nanoseconds (CLOCK_MONOTONIC). Never goes back. */
+uint64_t autd3__now_ns(void);
+/* Wall-clock (CLOCK_REALTIME) in nanoseconds since the Unix epoch. */
+uint64_t autd3__realtime_ns(void);
+/* Sleep until the monotonic time `deadline_ns` (absolute; returns at once if past).
+ * If spin_ns > 0, sleep until deadline - spin_ns and busy-wait the rest. */
+void autd3__sleep_until_ns(uint64_t deadline_ns, uint32_t spin_ns);
+/* Relative sleep. */
+void autd3__sleep_ns(uint64_t ns);
+
+typedef struct autd3__thread {
+  uintptr_t handle; /* pthread_t on POSIX */
+} autd3__thread_t;
+
+/* Start a thread running fn(arg). */
+autd3_err_t autd3__thread_start(autd3__thread_t *t, void *(*fn)(void *), void *arg, const char *name);
+/* Join it. */
+void autd3__thread_join(autd3__thread_t *t);
+/* Apply SCHED_FIFO `priority` (1..99, 0 = leave) and pin to `cpu` (-1 = leave) for the calling thread.
+ * Returns AUTD3_E_PERMISSION (with a message) if the OS refuses. */
+autd3_err_t autd3__thread_set_rt(int priority, int cpu);
+
+/* CPU time consumed by the calling thread, ns (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t autd3__thread_cpu_ns(void);
+
+#endif

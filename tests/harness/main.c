@@ -1,0 +1,55 @@
+/* Test runner: `test_x NAME` runs one case in this process (how ctest runs
+ * them); `test_x` alone runs every case, each in a forked child. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/test.h"
+
+#define MAX_CASES 256
+static struct {
+  const char *name;
+  autd3_test_fn fn;
+} cases[MAX_CASES];
+static int ncases;
+
+void autd3_test_register(const char *name, autd3_test_fn fn) {
+  if (ncases < MAX_CASES) {
+    cases[ncases].name = name;
+    cases[ncases].fn = fn;
+    ncases++;
+  }
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc > 1) {
+    for (int i = 0; i < ncases; i++) {
+      if (strcmp(cases[i].name, argv[1]) == 0) {
+        cases[i].fn();
+        return 0;
+      }
+    }
+    fprintf(stderr, "no test named %s\n", argv[1]);
+    return 2;
+  }
+  int failed = 0, skipped = 0;
+  for (int i = 0; i < ncases; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      cases[i].fn();
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    const char *r = code == 0 ? "ok" : code == 77 ? "skipped" : "FAILED";
+    if (code == 77) skipped++;
+    else if (code != 0) failed++;
+    printf("%-40s %s\n", cases[i].name, r);
+  }
+  printf("%d passed, %d failed, %d skipped\n", ncases - failed - skipped, failed, skipped);
+  return failed ? 1 : 0;
+}
