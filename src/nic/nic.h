@@ -1,0 +1,51 @@
+/*
+ * Raw NIC I/O: the only contract EtherCAT code has with the operating system's
+ * network stack. "Send these bytes / give me the next EtherCAT frame / MAC /
+ * list adapters". Everything EtherCAT-specific is portable code above this.
+ *
+ * Back ends: nic_afpacket.c (Linux AF_PACKET, default on Linux) and
+ * nic_pcap.c (libpcap: macOS, Windows/Npcap, also Linux), chosen at open.
+ * Used by echocat (master side) and by autd3-emu (device side).
+ *
+ * Receive only returns EtherCAT frames (EtherType 0x88A4) that were not sent
+ * by this handle itself; other traffic is dropped and counted.
+ * Thread-safety: one thread sends and receives on a handle at a time.
+ */
+#ifndef AUTD3_NIC_NIC_H
+#define AUTD3_NIC_NIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autd3/error.h"
+#include "autd3/link_echocat.h" /* autd3_nic_backend_t */
+
+#define AUTD3_ETHERTYPE_ECAT 0x88A4
+#define AUTD3_NIC_MAX_FRAME 1518
+
+typedef struct autd3_nic autd3_nic_t;
+
+/* Open `ifname` with `backend` (AUTD3_NIC_AUTO: AF_PACKET on Linux).
+ * Errors: NO_INTERFACE (no such adapter), PERMISSION (message names
+ * CAP_NET_RAW/CAP_NET_ADMIN and how to grant them: `sudo setcap
+ * cap_net_raw,cap_net_admin+ep <binary>` or run as root), NOT_BUILT (pcap
+ * back end missing), IO. */
+autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, autd3_nic_t **out);
+/* Send one Ethernet frame (header included); frames shorter than 60 bytes are sent as is. */
+autd3_err_t autd3__nic_send(autd3_nic_t *nic, const uint8_t *frame, size_t len);
+/* Receive the next EtherCAT frame into buf; waits until the monotonic
+ * `deadline_ns` (0 = do not wait). AUTD3_E_TIMEOUT if none arrived. */
+autd3_err_t autd3__nic_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline_ns);
+/* Adapter MAC address. */
+void autd3__nic_mac(const autd3_nic_t *nic, uint8_t mac[6]);
+/* Pollable file descriptor (-1 if the back end has none). */
+int autd3__nic_fd(const autd3_nic_t *nic);
+/* Frames received and dropped because they were not EtherCAT or were our own. */
+uint64_t autd3__nic_ignored(const autd3_nic_t *nic);
+void autd3__nic_close(autd3_nic_t *nic);
+
+/* Names of the adapters that are up (excluding loopback), at most `cap`. */
+autd3_err_t autd3__nic_list(char (*names)[32], size_t cap, size_t *count);
+
+#endif
