@@ -1,10 +1,11 @@
-# autd3_add_test(FILE path.c [LIBS ...] [TIMEOUT s] [LABELS ...] [PREFIX name])
+# autd3_add_test(FILE path.c [LIBS ...] [TIMEOUT s] [LABELS ...] [PREFIX name] [DEFINES ...] [SOURCES ...])
+# The same FILE may be registered several times under different PREFIXes and DEFINES.
 #
 # Builds one test executable from `path.c` plus the harness and registers every
 # `TEST(name)` it contains as its own ctest entry `<prefix>.<name>`, run in its
 # own process. Exit code 77 means skipped (the reason is printed).
 function(autd3_add_test)
-  cmake_parse_arguments(T "" "FILE;TIMEOUT;PREFIX" "LIBS;LABELS;SOURCES" ${ARGN})
+  cmake_parse_arguments(T "" "FILE;TIMEOUT;PREFIX" "LIBS;LABELS;SOURCES;DEFINES" ${ARGN})
   get_filename_component(base ${T_FILE} NAME_WE)
   if(NOT T_PREFIX)
     set(T_PREFIX ${base})
@@ -17,6 +18,9 @@ function(autd3_add_test)
   target_include_directories(${exe} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${exe} PRIVATE _GNU_SOURCE AUTD3_SOURCE_DIR="${PROJECT_SOURCE_DIR}" AUTD3_BINARY_DIR="${PROJECT_BINARY_DIR}")
   target_link_libraries(${exe} PRIVATE autd3_internal ${T_LIBS})
+  if(T_DEFINES)
+    target_compile_definitions(${exe} PRIVATE ${T_DEFINES})
+  endif()
   file(STRINGS ${T_FILE} lines REGEX "^TEST\\([A-Za-z0-9_]+\\)")
   foreach(line ${lines})
     string(REGEX REPLACE "^TEST\\(([A-Za-z0-9_]+)\\).*" "\\1" name "${line}")

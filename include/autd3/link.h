@@ -127,6 +127,12 @@ AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t 
  * thread while the bus thread cycles); may block for a few cycles.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_check_state(autd3_link_t *link, autd3_link_status_t *out);
+/**
+ * Link-specific diagnostics as text lines "name : value" (e.g. departure
+ * jitter against the DC deadline, late wake-ups), written to `buf`
+ * (NUL-terminated). Returns the length; 0 if the link has none. Thread-safe.
+ */
+AUTD3_EXTERN size_t autd3_link_diagnostics(autd3_link_t *link, char *buf, size_t cap);
 /** Close the link (EtherCAT links return the devices to INIT) and free it. NULL is fine. */
 AUTD3_EXTERN void autd3_link_close(autd3_link_t *link);
 

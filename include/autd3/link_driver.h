@@ -35,6 +35,11 @@ typedef struct autd3_link_vtable {
   autd3_err_t (*check_state)(struct autd3_link *link, autd3_link_status_t *out);
   /** Close and free everything, including the object itself. */
   void (*close)(struct autd3_link *link);
+  /**
+   * Optional (may be NULL): link-specific diagnostics as text lines
+   * ("name : value"), e.g. echocat's departure jitter; see autd3_link_diagnostics().
+   */
+  size_t (*diagnostics)(struct autd3_link *link, char *buf, size_t cap);
 } autd3_link_vtable_t;
 
 /** Header of every link object. */

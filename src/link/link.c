@@ -222,6 +222,13 @@ autd3_err_t autd3_link_check_state(autd3_link_t *link, autd3_link_status_t *out)
   return link->vt->check_state(link, out);
 }
 
+size_t autd3_link_diagnostics(autd3_link_t *link, char *buf, size_t cap) {
+  if (link == NULL || buf == NULL || cap == 0) return 0;
+  buf[0] = 0;
+  if (link->vt->diagnostics == NULL) return 0;
+  return link->vt->diagnostics(link, buf, cap);
+}
+
 void autd3_link_close(autd3_link_t *link) {
   if (link) link->vt->close(link);
 }
