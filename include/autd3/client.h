@@ -106,7 +106,7 @@ AUTD3_EXTERN size_t autd3_client_num_devices(const autd3_client_t *c);
 /** The client's link (for stats, state checks, emulator fault injection). Owned by the client. */
 AUTD3_EXTERN autd3_link_t *autd3_client_link(autd3_client_t *c);
 
-/** Client-side counters. */
+/** Client-side counters (the last two appended in 0.1.0 for benchmarks). */
 typedef struct autd3_client_stats {
   uint64_t sent;        /**< frames taken by the bus thread */
   uint64_t completed;   /**< frames acked by every device */
@@ -114,6 +114,8 @@ typedef struct autd3_client_stats {
   uint64_t resyncs;     /**< resync episodes entered */
   uint64_t resets;      /**< reset escalations */
   uint64_t retransmits; /**< cycles spent re-sending the head frame */
+  uint64_t bus_cpu_ns;  /**< CPU time the bus thread has used so far (for CPU-use reports) */
+  uint64_t bus_cycles;  /**< bus cycles the bus thread has run since the handshake */
 } autd3_client_stats_t;
 
 /** Read the client's counters (thread-safe). */
@@ -122,7 +124,10 @@ AUTD3_EXTERN void autd3_client_stats(const autd3_client_t *c, autd3_client_stats
 /**
  * Stop the bus thread, fail every request still in flight with AUTD3_E_CLOSED
  * (their handles stay valid until waited on or detached), close the link and
- * free the client. NULL is fine.
+ * free the client. NULL is fine. Blocks for at most about one bus cycle (the
+ * bus thread stops at its next cycle boundary). Senders blocked on
+ * back-pressure in other threads wake and fail with AUTD3_E_CLOSED; no call
+ * on the client may *start* after close has returned.
  */
 AUTD3_EXTERN void autd3_client_close(autd3_client_t *c);
 

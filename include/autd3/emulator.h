@@ -75,7 +75,11 @@ typedef struct autd3_device_fault {
 } autd3_device_fault_t;
 
 struct autd3_link;
-/** Inject faults into device `dev` of an emulator link (thread-safe; applied at the next cycle). */
+/**
+ * Inject faults into device `dev` of an emulator link (thread-safe; applied at
+ * the next cycle). Replaces the device's current faults (all fields): a zeroed
+ * fault clears them, `freeze = false` thaws a frozen device.
+ */
 AUTD3_EXTERN autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const autd3_device_fault_t *fault);
 /** Read device `dev`'s counters (thread-safe). */
 AUTD3_EXTERN autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out);

@@ -6,6 +6,7 @@
 #ifndef AUTD3_LINK_TWINCAT_H
 #define AUTD3_LINK_TWINCAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "autd3/error.h"
@@ -22,6 +23,10 @@ typedef struct autd3_twincat_option {
   const char *client_ams_net_id; /**< our net id; NULL = local IP + ".1.1" (remote) / asked from the router (local) */
   uint16_t ams_port;             /**< target AMS port; default 301 */
   uint32_t timeout_ms;           /**< per ADS request; default 1000 */
+  /** Cycle time of the runtime's I/O task ("Task 1"), µs; 0 = 1000. cycle() paces itself to it. */
+  uint32_t task_cycle_us;
+  /** Do not register a device notification: read the inputs synchronously every cycle (the fallback). */
+  bool no_notification;
 } autd3_twincat_option_t;
 
 /** Defaults. */

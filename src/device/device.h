@@ -12,7 +12,19 @@
  * each call first runs every event due up to `now_ns` (SYNC0 edges, finished
  * processing) in time order.
  *
- * Not thread-safe: the owner serialises calls. No allocation after init.
+ * Not thread-safe: the owner serialises calls. No allocation, no I/O, no
+ * locks: every function is safe on a hot path (bus thread, frame handler).
+ *
+ * Event order at one instant: SYNC0 publish, ISR completion, FIFO completion,
+ * take. So at an edge E the inputs first get what was processed before E,
+ * then the pending image is taken; an image written *at* E (it arrives just
+ * after the edge) is taken at the next edge. docs/device-model.md has the
+ * model, the defaults and why.
+ *
+ * Typical owner loop (one exchange at time t):
+ *   autd3_dev_write(d, tx_of_this_device, t);   // the frame passes the device
+ *   autd3_dev_read(d, t, rx_of_this_device);    // inputs as published at t
+ *   if (autd3_dev_consume_rx_invalid(d)) rx_valid = false;
  */
 #ifndef AUTD3_DEVICE_DEVICE_H
 #define AUTD3_DEVICE_DEVICE_H
@@ -50,14 +62,28 @@ typedef struct autd3_dev {
   uint8_t fifo_head, fifo_len;
   uint64_t busy_until_ns; /* main loop busy (e.g. XorHash sleep) until */
 
+  /* Inline (ISR) processing: Reset, or any frame in low-latency mode. While
+   * the ISR is busy no new image is taken (newer images replace the pending
+   * one, as in a 3-buffer SyncManager). */
+  bool isr_pending;
+  uint64_t isr_due_ns;
+  uint8_t isr_frame[AUTD3_TX_FRAME_BYTES];
+  bool sync0_any_period; /* Synchronize accepts any SYNC0 period, not only multiples of 500 µs */
+
   /* timing state */
   uint64_t now_ns;            /* time of the last call */
   uint64_t sync0_start_ns;    /* first SYNC0 edge; 0 with period 0 = SYNC0 inactive */
   uint32_t sync0_period_ns;   /* 0 = SYNC0 inactive: images are taken on arrival */
   bool image_pending;         /* an output image arrived and was not yet taken */
+  uint64_t image_arrival_ns;  /* when the pending image arrived */
   uint8_t image[AUTD3_TX_FRAME_BYTES];
   uint8_t rx[AUTD3_RX_FRAME_BYTES];    /* published (ack, data) the master reads */
   bool rx_dirty;                       /* firmware (ack,data) changed, not yet published (publish_on_sync0) */
+  uint64_t rx_dirty_ns;                /* first change since the last publish */
+
+  /* self-check of the event loop (tests): events must run in time order */
+  uint64_t last_event_ns;
+  uint32_t time_reversals; /* must stay 0 */
 
   /* fault injection and counters */
   autd3_device_fault_t fault;
@@ -68,7 +94,8 @@ typedef struct autd3_dev {
 void autd3_dev_init(autd3_dev_t *d, const autd3_fw_version_t *version, const autd3_timing_model_t *timing);
 /* Power-cycle: firmware back to boot state, FIFO emptied, counters kept. */
 void autd3_dev_power_cycle(autd3_dev_t *d, uint64_t now_ns);
-/* SYNC0 grid: edges at start + k*period (period 0 = inactive). */
+/* SYNC0 grid: edges at start + k*period (period 0 = inactive: images are taken
+ * on arrival and inputs published when processed, whatever the timing model). */
 void autd3_dev_set_sync0(autd3_dev_t *d, uint64_t start_ns, uint32_t period_ns);
 /* Run every event due up to now_ns. */
 void autd3_dev_advance(autd3_dev_t *d, uint64_t now_ns);
@@ -76,6 +103,13 @@ void autd3_dev_advance(autd3_dev_t *d, uint64_t now_ns);
 void autd3_dev_write(autd3_dev_t *d, const uint8_t frame[AUTD3_TX_FRAME_BYTES], uint64_t now_ns);
 /* The published inputs at now_ns: rx[0] = ack, rx[1] = data. */
 void autd3_dev_read(autd3_dev_t *d, uint64_t now_ns, uint8_t rx[AUTD3_RX_FRAME_BYTES]);
+
+/* Replace the injected faults (all fields; applied from now_ns on; events up to
+ * now_ns run first). Thawing a frozen device resumes it from now_ns. */
+void autd3_dev_set_fault(autd3_dev_t *d, const autd3_device_fault_t *fault, uint64_t now_ns);
+/* For links, once per exchange: true (and one count consumed) if this cycle's
+ * inputs must be reported invalid (fault.invalidate_rx). */
+bool autd3_dev_consume_rx_invalid(autd3_dev_t *d);
 
 /* The firmware core without timing, for unit tests: what recv_ethercat() and
  * app_process_pending() do when called back to back. */

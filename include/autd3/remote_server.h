@@ -1,0 +1,75 @@
+/**
+ * @file remote_server.h
+ * @brief The server side of the Remote link (ARMT v3): serves any link to one
+ * TCP client at a time. Used by the tool autd3-remote-server; embeddable.
+ *
+ * A server owns a listening socket, the wrapped link and a bus thread that
+ * paces it. Each client request (tag 0x01 + N × 626) is carried by exactly one
+ * cycle of the wrapped link and answered with that cycle's rx; between
+ * requests the bus thread keeps cycling with the last tx.
+ *
+ * Device count: with `devices` = 0 (default, like the reference
+ * RemoteServer::serve_with_factory) the link is opened when a client's
+ * geometry arrives, with that many devices, and closed when the client
+ * leaves. With `devices` = N the link is opened by autd3_remote_server_create()
+ * and keeps cycling between clients (like RemoteServer::with_link); a client
+ * whose geometry has another count is answered with N and disconnected.
+ * @since 0.1.0
+ */
+#ifndef AUTD3_REMOTE_SERVER_H
+#define AUTD3_REMOTE_SERVER_H
+
+#include <stdint.h>
+
+#include "autd3/link.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Server options. Strings (and those inside `link`) must outlive the server. */
+typedef struct autd3_remote_server_option {
+  const char *listen;            /**< "host:port" or "[v6]:port"; default "127.0.0.1:8080" (loopback only); port 0 = any */
+  autd3_link_option_t link;      /**< the wrapped link; default emulator */
+  uint16_t devices;              /**< 0 = open the link per client from its geometry (default); N = open at start */
+  uint32_t handshake_timeout_ms; /**< hello + geometry must arrive within this; default 10 000 */
+  uint32_t stall_timeout_ms;     /**< a started request must complete, and a reply be taken, within this; default 5 000 */
+  uint32_t min_period_us;        /**< shortest bus cycle for links that do not pace themselves; default 250 (as the reference) */
+  uint32_t pickup_percent;       /**< with no request pending, wait this % of the measured cycle for one before the next cycle; default 50, 0 = never wait */
+  /** Log sink for connection events (one line, no newline); NULL = stderr. Called from the thread in autd3_remote_server_run(). */
+  void (*log)(void *ctx, const char *line);
+  void *log_ctx;
+} autd3_remote_server_option_t;
+
+/** Server counters (read at any time). */
+typedef struct autd3_remote_server_stats {
+  uint64_t clients;   /**< sessions accepted */
+  uint64_t refused;   /**< connections refused (busy, bad hello/geometry, link open failure) */
+  uint64_t requests;  /**< frames answered */
+  uint64_t dropped;   /**< sessions ended for malformed, stalled or timed-out input */
+} autd3_remote_server_stats_t;
+
+typedef struct autd3_remote_server autd3_remote_server_t;
+
+/** Defaults. */
+AUTD3_EXTERN autd3_remote_server_option_t autd3_remote_server_option_default(void);
+/**
+ * Bind the listening socket (and with `devices` > 0 open the link and start the
+ * bus thread). Allocates. Errors: INVALID_OPTION, CONNECT (cannot bind), the link's own.
+ */
+AUTD3_EXTERN autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, autd3_remote_server_t **out);
+/** Port actually bound (useful with port 0). */
+AUTD3_EXTERN uint16_t autd3_remote_server_port(const autd3_remote_server_t *s);
+/** Serve clients until autd3_remote_server_stop(). Call from one thread. Returns AUTD3_OK after a stop. */
+AUTD3_EXTERN autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s);
+/** Ask run() to return. Async-signal-safe (call it from a SIGINT handler) and thread-safe. */
+AUTD3_EXTERN void autd3_remote_server_stop(autd3_remote_server_t *s);
+/** Counters (thread-safe). */
+AUTD3_EXTERN void autd3_remote_server_stats(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out);
+/** Close the client, stop the bus thread, close the link, free. Not while run() is running. NULL is fine. */
+AUTD3_EXTERN void autd3_remote_server_destroy(autd3_remote_server_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,465 @@
+/*
+ * The client's user side: configuration, open/close, the request slot pool,
+ * send and the waits, the exclusive reads. The bus thread lives in bus.c.
+ *
+ * Algorithm and defaults follow shinolab/autd3-sdk crates/autd3-rs/src/client/
+ * {mod,config,pool}.rs (reference notes: autd3-link-layer.md §1.2). Where this
+ * C version differs it says why next to the code.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/client_internal.h"
+
+autd3_client_config_t autd3_client_config_default(void) {
+  autd3_client_config_t c = {
+      .timeout_cycles = 10,
+      .max_inflight = AUTD3_MAX_INFLIGHT,
+      .max_resync_rounds = 8,
+      .low_latency = false,
+      .reset_resend_cycles = 2,
+      .rt_priority = 0,
+      .rt_cpu = -1,
+      .validate_state = true,
+  };
+  return c;
+}
+
+autd3_err_t autd3_client_config_validate(const autd3_client_config_t *c) {
+  if (c == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "client config is NULL");
+  if (c->timeout_cycles < 1) return autd3_set_error(AUTD3_E_INVALID_CONFIG, "timeout_cycles = 0: must be >= 1");
+  /* 127 = half the 8-bit seq space, so "newer than" stays unambiguous (config.rs). */
+  if (c->max_inflight < 1 || c->max_inflight > AUTD3_MAX_INFLIGHT)
+    return autd3_set_error(AUTD3_E_INVALID_CONFIG, "max_inflight = %u: must be 1..%d", c->max_inflight, AUTD3_MAX_INFLIGHT);
+  if (c->max_resync_rounds < 1) return autd3_set_error(AUTD3_E_INVALID_CONFIG, "max_resync_rounds = 0: must be >= 1");
+  if (c->reset_resend_cycles < 1) return autd3_set_error(AUTD3_E_INVALID_CONFIG, "reset_resend_cycles = 0: must be >= 1");
+  if (c->rt_priority < 0 || c->rt_priority > 99)
+    return autd3_set_error(AUTD3_E_INVALID_CONFIG, "rt_priority = %d: must be 0 (none) or 1..99", c->rt_priority);
+  if (c->rt_cpu < -1) return autd3_set_error(AUTD3_E_INVALID_CONFIG, "rt_cpu = %d: must be -1 (none) or a CPU index", c->rt_cpu);
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t *code) {
+  if (r == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_response_check: NULL response");
+  for (int i = 0; i < r->num_devices && i < AUTD3_MAX_DEVICES; i++) {
+    if (r->data[i] != 0) {
+      if (device) *device = i;
+      if (code) *code = r->data[i];
+      return autd3_set_error(AUTD3_E_DEVICE, "device %d reported error 0x%02x (%s)", i, r->data[i],
+                             autd3_dev_err_message(r->data[i]));
+    }
+  }
+  return AUTD3_OK;
+}
+
+/* ---- lifetime ------------------------------------------------------------------ */
+
+static void client_free(struct autd3_client *c) {
+  for (uint32_t i = 0; i < c->num_slots; i++) sem_destroy(&c->slots[i].done);
+  sem_destroy(&c->free_sem);
+  sem_destroy(&c->hs_done);
+  pthread_mutex_destroy(&c->send_lock);
+  free(c->slots);
+  free(c->slot_mem);
+  free(c->bus.tx);
+  free(c->bus.rx);
+  free(c);
+}
+
+static void client_unref(struct autd3_client *c) {
+  if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) client_free(c);
+}
+
+/* Return a slot to the pool. Called by the user side, or by the bus thread for
+ * detached requests: atomics and a semaphore post only. The client cannot be
+ * freed here while the bus thread runs (close holds its reference until the
+ * thread is joined). */
+static void slot_release(struct autd3_request *r) {
+  struct autd3_client *c = r->client;
+  atomic_store_explicit(&r->flags, 0, memory_order_relaxed);
+  atomic_store_explicit(&r->state, AUTD3__SLOT_FREE, memory_order_release);
+  sem_post(&c->free_sem);
+  client_unref(c);
+}
+
+void autd3__client_complete(struct autd3_client *c, struct autd3_request *r, autd3_err_t result) {
+  r->result = result;
+  atomic_fetch_add_explicit(result == AUTD3_OK ? &c->st_completed : &c->st_failed, 1, memory_order_relaxed);
+  uint32_t old = atomic_fetch_or_explicit(&r->flags, AUTD3__REQ_COMPLETED, memory_order_acq_rel);
+  if (old & AUTD3__REQ_DETACHED)
+    slot_release(r);
+  else
+    sem_post(&r->done);
+}
+
+static autd3_err_t sem_wait_intr(sem_t *s) {
+  while (sem_wait(s) != 0) {
+    if (errno != EINTR) return autd3_set_error(AUTD3_E_INTERNAL, "sem_wait: %s", strerror(errno));
+  }
+  return AUTD3_OK;
+}
+
+/* ---- open / close ----------------------------------------------------------------- */
+
+static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, const autd3_client_config_t *cfg) {
+  struct autd3_client *c = calloc(1, sizeof *c);
+  if (c == NULL) return autd3_set_error(AUTD3_E_NOMEM, "client: out of memory");
+  size_t n = autd3_link_num_devices(link);
+  c->link = link;
+  c->num_devices = (uint16_t)n;
+  c->cfg = *cfg;
+  c->num_slots = cfg->max_inflight;
+  atomic_init(&c->refs, 1);
+  /* Everything the bus thread touches is allocated here, once: slots with
+   * room for a per-device frame, the tx/rx images. */
+  size_t per_slot = n + n * AUTD3_PAYLOAD_BYTES + n;
+  c->slots = calloc(c->num_slots, sizeof *c->slots);
+  c->slot_mem = calloc(c->num_slots, per_slot);
+  c->bus.tx = calloc(n, AUTD3_TX_FRAME_BYTES);
+  c->bus.rx = calloc(n, AUTD3_RX_FRAME_BYTES);
+  sem_init(&c->free_sem, 0, c->num_slots);
+  sem_init(&c->hs_done, 0, 0);
+  pthread_mutex_init(&c->send_lock, NULL);
+  for (uint32_t i = 0; c->slots && i < c->num_slots; i++) sem_init(&c->slots[i].done, 0, 0);
+  if (c->slots == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
+    if (c->slots == NULL) c->num_slots = 0;
+    client_free(c);
+    return autd3_set_error(AUTD3_E_NOMEM, "client: out of memory for %u slots of %zu devices", cfg->max_inflight, n);
+  }
+  for (uint32_t i = 0; i < c->num_slots; i++) {
+    struct autd3_request *r = &c->slots[i];
+    uint8_t *m = c->slot_mem + (size_t)i * per_slot;
+    r->client = c;
+    r->index = (uint8_t)i;
+    r->cmds = m;
+    r->payload = m + n;
+    r->data = m + n + n * AUTD3_PAYLOAD_BYTES;
+    atomic_init(&r->state, AUTD3__SLOT_FREE);
+    atomic_init(&r->flags, 0);
+  }
+  *out = c;
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link_option_t *link_opt,
+                              const autd3_client_config_t *config, autd3_client_t **out) {
+  if (out) *out = NULL;
+  if (geometry == NULL || link_opt == NULL || out == NULL)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_open: %s is NULL",
+                           geometry == NULL ? "geometry" : link_opt == NULL ? "link option" : "out");
+  autd3_client_config_t cfg = config ? *config : autd3_client_config_default();
+  autd3_err_t err = autd3_client_config_validate(&cfg);
+  if (err != AUTD3_OK) return err;
+
+  autd3_link_t *link = NULL;
+  err = autd3_link_open(link_opt, geometry, &link);
+  if (err != AUTD3_OK) return err;
+  size_t ln = autd3_link_num_devices(link), gn = autd3_geometry_num_devices(geometry);
+  if (ln < 1 || ln > AUTD3_MAX_DEVICES) {
+    autd3_link_close(link);
+    return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "%s link exposes %zu devices; must be 1..%d",
+                           autd3_link_kind_name(link_opt->kind), ln, AUTD3_MAX_DEVICES);
+  }
+  if (ln != gn) {
+    autd3_link_close(link);
+    return autd3_set_error(AUTD3_E_GEOMETRY_MISMATCH, "geometry has %zu device(s) but the %s link exposes %zu", gn,
+                           autd3_link_kind_name(link_opt->kind), ln);
+  }
+
+  struct autd3_client *c = NULL;
+  err = client_alloc(&c, link, &cfg);
+  if (err != AUTD3_OK) {
+    autd3_link_close(link);
+    return err;
+  }
+  err = autd3__thread_start(&c->thread, autd3__client_bus_main, c, "autd3-bus");
+  if (err != AUTD3_OK) {
+    autd3_link_close(link);
+    client_free(c);
+    return err;
+  }
+  c->thread_started = true;
+  sem_wait_intr(&c->hs_done);
+  if (c->hs_err != AUTD3_OK) {
+    /* The bus thread has returned without entering its loop. */
+    autd3__thread_join(&c->thread);
+    autd3_link_close(link);
+    err = autd3_set_error(c->hs_err, "%s", c->hs_msg);
+    client_free(c);
+    return err;
+  }
+
+  /* Clear, then Synchronize, each stop-and-wait and checked (mod.rs open_impl
+   * → synchronize(); autd3-link-layer.md §1.2 step 4). */
+  static const uint8_t init_cmds[] = {AUTD3_CMD_CLEAR, AUTD3_CMD_SYNCHRONIZE};
+  for (size_t i = 0; i < sizeof init_cmds; i++) {
+    autd3_frame_t f = autd3_frame_simple(init_cmds[i]);
+    err = autd3_client_send_checked(c, &f, NULL);
+    if (err != AUTD3_OK) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", autd3_last_error());
+      autd3_client_close(c);
+      return autd3_set_error(err, "client open: %s failed: %s", autd3_cmd_name(init_cmds[i]), msg);
+    }
+  }
+  *out = c;
+  return AUTD3_OK;
+}
+
+void autd3_client_close(autd3_client_t *c) {
+  if (c == NULL) return;
+  atomic_store(&c->closing, true);
+  /* The bus thread notices `closing` at its next cycle boundary (≤ one bus
+   * cycle), fails everything in flight or queued with CLOSED and returns. */
+  if (c->thread_started) autd3__thread_join(&c->thread);
+  c->thread_started = false;
+  autd3_link_close(c->link);
+  c->link = NULL;
+  client_unref(c);
+}
+
+size_t autd3_client_num_devices(const autd3_client_t *c) { return c ? c->num_devices : 0; }
+
+autd3_link_t *autd3_client_link(autd3_client_t *c) { return c ? c->link : NULL; }
+
+void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out) {
+  if (c == NULL || out == NULL) return;
+  autd3_client_t *m = (autd3_client_t *)c; /* atomics are read-only here */
+  out->sent = atomic_load_explicit(&m->st_sent, memory_order_relaxed);
+  out->completed = atomic_load_explicit(&m->st_completed, memory_order_relaxed);
+  out->failed = atomic_load_explicit(&m->st_failed, memory_order_relaxed);
+  out->resyncs = atomic_load_explicit(&m->st_resyncs, memory_order_relaxed);
+  out->resets = atomic_load_explicit(&m->st_resets, memory_order_relaxed);
+  out->retransmits = atomic_load_explicit(&m->st_retransmits, memory_order_relaxed);
+  out->bus_cpu_ns = atomic_load_explicit(&m->st_cpu_ns, memory_order_relaxed);
+  out->bus_cycles = atomic_load_explicit(&m->st_cycles, memory_order_relaxed);
+}
+
+/* ---- send ----------------------------------------------------------------------------- */
+
+static autd3_err_t closed_error(struct autd3_client *c) {
+  if (c->dead_reason == AUTD3_E_LINK)
+    return autd3_set_error(AUTD3_E_LINK, "client bus thread stopped: link cycle failed: %s", c->link_msg);
+  return autd3_set_error(AUTD3_E_CLOSED, "client is closed");
+}
+
+/* Take a free slot; blocks while all max_inflight are in use (back-pressure). */
+static autd3_err_t slot_acquire(struct autd3_client *c, struct autd3_request **out) {
+  if (atomic_load(&c->dead)) return closed_error(c);
+  autd3_err_t err = sem_wait_intr(&c->free_sem);
+  if (err != AUTD3_OK) return err;
+  if (!atomic_load(&c->dead)) {
+    /* The semaphore guarantees a FREE slot exists for us; CAS because other
+     * senders scan at the same time. Bounded: one pass over ≤ 127 slots. */
+    for (uint32_t i = 0; i < c->num_slots; i++) {
+      uint32_t expect = AUTD3__SLOT_FREE;
+      if (atomic_compare_exchange_strong(&c->slots[i].state, &expect, AUTD3__SLOT_BUSY)) {
+        atomic_fetch_add(&c->refs, 1);
+        *out = &c->slots[i];
+        return AUTD3_OK;
+      }
+    }
+  }
+  /* The bus thread is gone and we took its "baton" post: pass it on so every
+   * other blocked sender wakes too. */
+  sem_post(&c->free_sem);
+  return closed_error(c);
+}
+
+static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
+  struct autd3_request *r = NULL;
+  autd3_err_t err = slot_acquire(c, &r);
+  if (err != AUTD3_OK) return err;
+  size_t n = c->num_devices;
+  r->broadcast = frame->device_cmds == NULL;
+  r->exclusive = exclusive;
+  r->missing_device = -1;
+  r->result = AUTD3_E_PENDING;
+  memset(r->data, 0, n);
+  if (r->broadcast) {
+    r->cmds[0] = frame->cmd;
+    memcpy(r->payload, frame->payload, frame->len);
+    memset(r->payload + frame->len, 0, AUTD3_PAYLOAD_BYTES - frame->len);
+  } else {
+    memcpy(r->cmds, frame->device_cmds, n);
+    memcpy(r->payload, frame->device_payloads, n * AUTD3_PAYLOAD_BYTES);
+  }
+  /* Fire-and-forget: detached from the start, the bus thread frees it. */
+  atomic_store_explicit(&r->flags, req ? 0u : AUTD3__REQ_DETACHED, memory_order_relaxed);
+
+  /* Publish into the ring. The CAS fails only if the bus thread closed the
+   * ring (it is stopping), so nothing is pushed that nobody will complete. */
+  pthread_mutex_lock(&c->send_lock);
+  uint32_t t = atomic_load_explicit(&c->ring_tail, memory_order_relaxed);
+  bool pushed = false;
+  if (!(t & AUTD3__RING_CLOSED)) {
+    c->ring[t % AUTD3__RING_CAP] = r->index;
+    pushed = atomic_compare_exchange_strong_explicit(&c->ring_tail, &t, (t + 1) & AUTD3__RING_MASK, memory_order_release,
+                                                     memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&c->send_lock);
+  if (!pushed) {
+    err = closed_error(c);
+    slot_release(r);
+    return err;
+  }
+  if (req) *req = r;
+  return AUTD3_OK;
+}
+
+static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
+  if (c == NULL || frame == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_send: %s is NULL", c ? "frame" : "client");
+  if (frame->len > AUTD3_PAYLOAD_BYTES)
+    return autd3_set_error(AUTD3_E_PAYLOAD, "frame len = %u: must be <= %d", frame->len, AUTD3_PAYLOAD_BYTES);
+  if (frame->device_cmds != NULL && frame->device_payloads == NULL)
+    return autd3_set_error(AUTD3_E_PAYLOAD, "per-device frame: device_cmds set but device_payloads is NULL");
+  /* Hold a reference while inside: a close() on another thread then cannot
+   * free the client under a sender that is blocked on back-pressure (it wakes
+   * through the baton post and fails with CLOSED). */
+  atomic_fetch_add(&c->refs, 1);
+  autd3_err_t err = submit(c, frame, exclusive, req);
+  client_unref(c);
+  return err;
+}
+
+autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, autd3_request_t **req) {
+  return client_submit(c, frame, false, req);
+}
+
+/* ---- completion ------------------------------------------------------------------------- */
+
+/* The request is complete (its `done` was consumed): report and free it. */
+static autd3_err_t request_finish(struct autd3_request *r, autd3_response_t *resp) {
+  struct autd3_client *c = r->client;
+  autd3_err_t res = r->result;
+  if (resp) {
+    memset(resp, 0, sizeof *resp);
+    resp->num_devices = c->num_devices;
+    memcpy(resp->data, r->data, c->num_devices);
+  }
+  switch (res) {
+    case AUTD3_OK: break;
+    case AUTD3_E_LINK:
+      /* The bus thread's message lives in its own thread-local slot; it left
+       * a copy in the client before completing, which we now make ours. */
+      autd3_set_error(res, "link cycle failed: %s", c->link_msg);
+      break;
+    case AUTD3_E_TIMEOUT:
+      if (r->missing_device >= 0)
+        autd3_set_error(res, "frame (cmd 0x%02x %s) not acked by device %d: timeout_cycles %u x max_resync_rounds %u, "
+                        "after resync and a reset",
+                        r->cmds[0], autd3_cmd_name(r->cmds[0]), r->missing_device, c->cfg.timeout_cycles, c->cfg.max_resync_rounds);
+      else
+        autd3_set_error(res, "frame (cmd 0x%02x %s) failed: inputs stale for %u consecutive cycles",
+                        r->cmds[0], autd3_cmd_name(r->cmds[0]), c->cfg.timeout_cycles * c->cfg.max_resync_rounds);
+      break;
+    case AUTD3_E_CLOSED: autd3_set_error(res, "client closed while the frame was in flight"); break;
+    default: autd3_set_error(res, "request failed"); break;
+  }
+  slot_release(r);
+  return res;
+}
+
+autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp) {
+  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_request_wait: NULL request");
+  autd3_err_t err = sem_wait_intr(&req->done);
+  if (err != AUTD3_OK) return err;
+  return request_finish(req, resp);
+}
+
+autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, autd3_response_t *resp) {
+  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_request_wait_for: NULL request");
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += timeout_ms / 1000;
+  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  /* sem_clockwait (glibc ≥ 2.30) so a wall-clock step cannot stretch the wait. */
+  while (sem_clockwait(&req->done, CLOCK_MONOTONIC, &ts) != 0) {
+    if (errno == ETIMEDOUT) return autd3_set_error(AUTD3_E_PENDING, "request not complete within %u ms", timeout_ms);
+    if (errno != EINTR) return autd3_set_error(AUTD3_E_INTERNAL, "sem_clockwait: %s", strerror(errno));
+  }
+  return request_finish(req, resp);
+}
+
+autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp) {
+  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_request_poll: NULL request");
+  if (sem_trywait(&req->done) != 0) return autd3_set_error(AUTD3_E_PENDING, "request not complete yet");
+  return request_finish(req, resp);
+}
+
+void autd3_request_detach(autd3_request_t *req) {
+  if (req == NULL) return;
+  uint32_t old = atomic_fetch_or_explicit(&req->flags, AUTD3__REQ_DETACHED, memory_order_acq_rel);
+  if (old & AUTD3__REQ_COMPLETED) {
+    /* Already completed: its post is (or is about to be) there; take it so
+     * the semaphore is zero when the slot is reused. */
+    sem_wait_intr(&req->done);
+    slot_release(req);
+  }
+}
+
+autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *frame, autd3_response_t *resp) {
+  autd3_request_t *req = NULL;
+  autd3_err_t err = autd3_client_send(c, frame, &req);
+  if (err != AUTD3_OK) return err;
+  autd3_response_t local;
+  autd3_response_t *r = resp ? resp : &local;
+  err = autd3_request_wait(req, r);
+  if (err != AUTD3_OK) return err;
+  return autd3_response_check(r, NULL, NULL);
+}
+
+/* ---- exclusive reads -------------------------------------------------------------------- */
+
+/* One broadcast read. Exclusive because cumulative acks give every frame acked
+ * in the same cycle the same data byte (rt.rs route_acks); a read must be the
+ * only frame in flight for its byte to be its own. */
+static autd3_err_t read_exclusive(autd3_client_t *c, uint8_t cmd, uint8_t *out, size_t stride) {
+  autd3_frame_t f = autd3_frame_simple(cmd);
+  autd3_request_t *req = NULL;
+  autd3_err_t err = client_submit(c, &f, true, &req);
+  if (err != AUTD3_OK) return err;
+  autd3_response_t resp;
+  err = autd3_request_wait(req, &resp);
+  if (err != AUTD3_OK) return err;
+  for (size_t i = 0; i < resp.num_devices; i++) out[i * stride] = resp.data[i];
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out) {
+  if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_firmware_version: NULL argument");
+  static const struct {
+    uint8_t cmd;
+    size_t off;
+  } reads[] = {
+      {AUTD3_CMD_READ_CPU_FW_VERSION_MAJOR, offsetof(autd3_fw_version_t, cpu_major)},
+      {AUTD3_CMD_READ_CPU_FW_VERSION_MINOR, offsetof(autd3_fw_version_t, cpu_minor)},
+      {AUTD3_CMD_READ_CPU_FW_VERSION_PATCH, offsetof(autd3_fw_version_t, cpu_patch)},
+      {AUTD3_CMD_READ_FPGA_FW_VERSION_MAJOR, offsetof(autd3_fw_version_t, fpga_major)},
+      {AUTD3_CMD_READ_FPGA_FW_VERSION_MINOR, offsetof(autd3_fw_version_t, fpga_minor)},
+      {AUTD3_CMD_READ_FPGA_FW_VERSION_PATCH, offsetof(autd3_fw_version_t, fpga_patch)},
+  };
+  for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
+    autd3_err_t err = read_exclusive(c, reads[i].cmd, (uint8_t *)out + reads[i].off, sizeof *out);
+    if (err != AUTD3_OK) return err;
+  }
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out) {
+  if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_error_detail: NULL argument");
+  return read_exclusive(c, AUTD3_CMD_READ_ERROR_DETAIL, out, 1);
+}
+
+autd3_err_t autd3_client_read_fpga_state(autd3_client_t *c, uint8_t *out) {
+  if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_fpga_state: NULL argument");
+  return read_exclusive(c, AUTD3_CMD_READ_FPGA_STATE, out, 1);
+}

@@ -1,0 +1,189 @@
+/* EtherCAT frame codec, DC arithmetic and pcap writer (see ecat.h). */
+#include "link/echocat/ecat.h"
+
+#include <string.h>
+
+#include "autd3/link_driver.h"
+
+void ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx) {
+  memset(f->buf, 0xff, 6); /* masters send to broadcast; slaves ignore the destination (§1.1) */
+  memcpy(f->buf + 6, mac, 6);
+  f->buf[12] = 0x88, f->buf[13] = 0xA4;
+  f->buf[14] = f->buf[15] = 0;
+  f->len = ECAT_ETH_HDR + ECAT_HDR;
+  f->last = 0;
+  f->ndg = 0;
+  f->idx = idx;
+}
+
+uint16_t ecat_frame_room(const ecat_frame_t *f) {
+  int room = ECAT_ETH_HDR + ECAT_HDR + ECAT_MAX_PAYLOAD - f->len - ECAT_DG_OVERHEAD;
+  return room > 0 ? (uint16_t)room : 0;
+}
+
+uint16_t ecat_dg_add(ecat_frame_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len) {
+  if (len > 0x7FF || len > ecat_frame_room(f))
+    return 0;
+  uint8_t *h = f->buf + f->len;
+  if (f->last)
+    f->buf[f->last + 7] |= 0x80; /* M bit of the previous datagram: "more follow" (§1.3) */
+  h[0] = cmd;
+  h[1] = f->idx;
+  ecat_put16(h + 2, adp);
+  ecat_put16(h + 4, ado);
+  ecat_put16(h + 6, len);
+  ecat_put16(h + 8, 0);
+  if (data)
+    memcpy(h + ECAT_DG_HDR, data, len);
+  else
+    memset(h + ECAT_DG_HDR, 0, len);
+  ecat_put16(h + ECAT_DG_HDR + len, 0);
+  f->last = f->len;
+  f->len = (uint16_t)(f->len + ECAT_DG_OVERHEAD + len);
+  f->ndg++;
+  return (uint16_t)(f->last + ECAT_DG_HDR);
+}
+
+size_t ecat_frame_finish(ecat_frame_t *f) {
+  uint16_t dlen = (uint16_t)(f->len - ECAT_ETH_HDR - ECAT_HDR);
+  ecat_put16(f->buf + ECAT_ETH_HDR, (uint16_t)(0x1000 | dlen)); /* type 1 = EtherCAT commands (§1.2) */
+  size_t wire = f->len;
+  if (wire < ECAT_MIN_FRAME) {
+    memset(f->buf + wire, 0, ECAT_MIN_FRAME - wire);
+    wire = ECAT_MIN_FRAME;
+  }
+  return wire;
+}
+
+int ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max) {
+  if (len < ECAT_ETH_HDR + ECAT_HDR + ECAT_DG_OVERHEAD)
+    return -1;
+  if (((frame[12] << 8) | frame[13]) != AUTD3_ETHERTYPE_ECAT) /* big-endian, unlike EtherCAT fields */
+    return -1;
+  uint16_t h = ecat_get16(frame + ECAT_ETH_HDR);
+  size_t dlen = h & 0x7FF;
+  if ((h >> 12) != 1 || ECAT_ETH_HDR + ECAT_HDR + dlen > len)
+    return -1;
+  size_t off = ECAT_ETH_HDR + ECAT_HDR, end = off + dlen;
+  int n = 0;
+  for (;;) {
+    if (off + ECAT_DG_OVERHEAD > end)
+      return -1;
+    const uint8_t *d = frame + off;
+    uint16_t lf = ecat_get16(d + 6);
+    uint16_t dl = lf & 0x7FF;
+    if (off + ECAT_DG_OVERHEAD + dl > end)
+      return -1;
+    if (n < max) {
+      dgs[n].cmd = d[0];
+      dgs[n].idx = d[1];
+      dgs[n].adp = ecat_get16(d + 2);
+      dgs[n].ado = ecat_get16(d + 4);
+      dgs[n].len = dl;
+      dgs[n].off = (uint16_t)(off + ECAT_DG_HDR);
+      dgs[n].wkc = ecat_get16(d + ECAT_DG_HDR + dl);
+    }
+    n++;
+    off += ECAT_DG_OVERHEAD + dl;
+    if (!(lf & 0x8000))
+      break;
+    if (n > 255)
+      return -1;
+  }
+  return n;
+}
+
+bool ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const uint8_t *reply, size_t len, ecat_dg_t *dgs) {
+  if (len != sent_len || sent->ndg == 0)
+    return false;
+  int n = ecat_parse(reply, len, dgs, sent->ndg);
+  if (n != sent->ndg)
+    return false;
+  /* Walk the sent chain alongside: cmd, idx and length must be unchanged (slaves only touch ADP, data, WKC). */
+  size_t off = ECAT_ETH_HDR + ECAT_HDR;
+  for (int i = 0; i < n; i++) {
+    const uint8_t *d = sent->buf + off;
+    uint16_t dl = ecat_get16(d + 6) & 0x7FF;
+    if (dgs[i].cmd != d[0] || dgs[i].idx != d[1] || dgs[i].len != dl)
+      return false;
+    off += ECAT_DG_OVERHEAD + dl;
+  }
+  return true;
+}
+
+/* ---- DC ---- */
+
+int64_t ecat_dc_diff_decode(uint32_t v) {
+  int64_t mag = (int64_t)(v & 0x7FFFFFFFu);
+  return (v & 0x80000000u) ? -mag : mag;
+}
+
+void ecat_dc_line_delays(size_t n, const uint32_t *rt0, const uint32_t *rt1, uint32_t *delay) {
+  if (n == 0)
+    return;
+  delay[0] = 0;
+  for (size_t k = 1; k < n; k++) {
+    /* Loop time through everything behind slave k-1 minus the loop time behind slave k, halved:
+     * the one-way delay of the hop k-1 -> k. Differences are taken in 32 bits (the latches wrap). */
+    int64_t behind_prev = (int32_t)(rt1[k - 1] - rt0[k - 1]);
+    int64_t behind_this = (k + 1 < n) ? (int32_t)(rt1[k] - rt0[k]) : 0;
+    int64_t hop = (behind_prev - behind_this) / 2;
+    if (hop < 0)
+      hop = 0;
+    delay[k] = delay[k - 1] + (uint32_t)hop;
+  }
+}
+
+uint64_t ecat_dc_sync0_start(uint64_t systime, uint32_t cycle_ns, int32_t shift_ns) {
+  uint64_t c = cycle_ns;
+  return ((systime + 100000000ull) / c) * c + c + (uint64_t)(int64_t)shift_ns;
+}
+
+uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t) {
+  if (t <= start || period == 0)
+    return start;
+  uint64_t k = (t - start + period - 1) / period;
+  return start + k * period;
+}
+
+/* ---- pcap ---- */
+
+autd3_err_t ecat_capture_open(ecat_capture_t *c, const char *path) {
+  c->frames = 0;
+  c->f = fopen(path, "wb");
+  if (!c->f)
+    return autd3_set_error(AUTD3_E_IO, "echocat: cannot create capture file \"%s\"", path);
+  uint8_t h[24];
+  ecat_put32(h, 0xa1b23c4du); /* nanosecond-resolution pcap */
+  ecat_put16(h + 4, 2);
+  ecat_put16(h + 6, 4);
+  ecat_put32(h + 8, 0);
+  ecat_put32(h + 12, 0);
+  ecat_put32(h + 16, AUTD3_NIC_MAX_FRAME);
+  ecat_put32(h + 20, 1); /* LINKTYPE_ETHERNET */
+  if (fwrite(h, 1, sizeof h, c->f) != sizeof h) {
+    fclose(c->f);
+    c->f = NULL;
+    return autd3_set_error(AUTD3_E_IO, "echocat: cannot write capture file \"%s\"", path);
+  }
+  return AUTD3_OK;
+}
+
+void ecat_capture_write(ecat_capture_t *c, const uint8_t *frame, size_t len, uint64_t realtime_ns) {
+  if (!c->f)
+    return;
+  uint8_t h[16];
+  ecat_put32(h, (uint32_t)(realtime_ns / 1000000000ull));
+  ecat_put32(h + 4, (uint32_t)(realtime_ns % 1000000000ull));
+  ecat_put32(h + 8, (uint32_t)len);
+  ecat_put32(h + 12, (uint32_t)len);
+  fwrite(h, 1, sizeof h, c->f);
+  fwrite(frame, 1, len, c->f);
+  c->frames++;
+}
+
+void ecat_capture_close(ecat_capture_t *c) {
+  if (c->f)
+    fclose(c->f);
+  c->f = NULL;
+}

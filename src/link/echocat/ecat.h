@@ -1,0 +1,116 @@
+/*
+ * echocat's portable EtherCAT pieces: the frame/datagram codec, ESC register
+ * numbers, the distributed-clock arithmetic and the pcap capture writer.
+ * Pure code (no I/O except the capture file), unit-tested in tests/echocat
+ * and fuzzed in fuzz/fuzz_ecat_parse.c.
+ *
+ * Wire format: shared/reference/ethercat-for-autd3.md §1 (frame, datagram),
+ * §2 (commands, working counter), §3 (registers), §8 (DC).
+ * Calling context: any thread; no allocation.
+ */
+#ifndef AUTD3_ECHOCAT_ECAT_H
+#define AUTD3_ECHOCAT_ECAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nic/nic.h"
+
+/* Command codes (§2.2). */
+enum {
+  ECAT_NOP = 0, ECAT_APRD = 1, ECAT_APWR = 2, ECAT_APRW = 3, ECAT_FPRD = 4, ECAT_FPWR = 5, ECAT_FPRW = 6,
+  ECAT_BRD = 7, ECAT_BWR = 8, ECAT_BRW = 9, ECAT_LRD = 10, ECAT_LWR = 11, ECAT_LRW = 12, ECAT_ARMW = 13,
+  ECAT_FRMW = 14
+};
+
+/* ESC registers used by echocat (§3). */
+enum {
+  REG_TYPE = 0x0000, REG_STADR = 0x0010, REG_DLCTL = 0x0100, REG_DLSTAT = 0x0110, REG_ALCTL = 0x0120,
+  REG_ALSTAT = 0x0130, REG_ALCODE = 0x0134, REG_EEPCFG = 0x0500, REG_EEPCTL = 0x0502, REG_EEPDAT = 0x0508,
+  REG_FMMU0 = 0x0600, REG_SM0 = 0x0800, REG_SM2 = 0x0810, REG_DCRT0 = 0x0900, REG_DCSYS = 0x0910,
+  REG_DCRTPU = 0x0918, REG_DCOFS = 0x0920, REG_DCDELAY = 0x0928, REG_DCDIFF = 0x092C, REG_DCSPEED = 0x0930,
+  REG_DCFILT = 0x0934, REG_DCCUC = 0x0980, REG_DCACT = 0x0981, REG_DCSTART0 = 0x0990, REG_DCCYC0 = 0x09A0
+};
+
+/* AL states (§6.1). */
+enum { AL_INIT = 1, AL_PREOP = 2, AL_BOOT = 3, AL_SAFEOP = 4, AL_OP = 8, AL_ERROR = 0x10, AL_ACK = 0x10 };
+
+#define ECAT_ETH_HDR 14
+#define ECAT_HDR 2           /* EtherCAT header after the EtherType */
+#define ECAT_DG_HDR 10       /* datagram header */
+#define ECAT_DG_OVERHEAD 12  /* header + working counter */
+#define ECAT_MIN_FRAME 60    /* Ethernet minimum without FCS: we pad (§1.1) */
+#define ECAT_MAX_DATA (AUTD3_NIC_MAX_FRAME - ECAT_ETH_HDR - ECAT_HDR) /* 1502 here, 1498 on the wire max */
+#define ECAT_MAX_PAYLOAD 1498 /* 1500-byte Ethernet payload minus the EtherCAT header */
+
+/* A frame under construction / as sent. */
+typedef struct ecat_frame {
+  uint8_t buf[AUTD3_NIC_MAX_FRAME];
+  uint16_t len;  /* bytes used, Ethernet header included, before padding */
+  uint16_t last; /* offset of the last datagram header (0 = none yet) */
+  uint8_t ndg;   /* datagrams */
+  uint8_t idx;   /* idx of every datagram of this frame (replies are matched on it) */
+} ecat_frame_t;
+
+/* A parsed datagram: offsets into the frame buffer. */
+typedef struct ecat_dg {
+  uint8_t cmd, idx;
+  uint16_t adp, ado;
+  uint16_t len;  /* data bytes */
+  uint16_t off;  /* data offset in the frame */
+  uint16_t wkc;
+} ecat_dg_t;
+
+/* Start a frame: broadcast destination, source `mac`, EtherType 0x88A4, all datagrams tagged `idx`. */
+void ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx);
+/* Append a datagram (data NULL = zeros). Returns the data offset in f->buf, or 0 if it does not fit. */
+uint16_t ecat_dg_add(ecat_frame_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len);
+/* Bytes still free for one more datagram's data (0 if none fits). */
+uint16_t ecat_frame_room(const ecat_frame_t *f);
+/* Write the EtherCAT length field and pad to 60 bytes; returns the wire length. */
+size_t ecat_frame_finish(ecat_frame_t *f);
+/* Parse a received frame: at most `max` datagrams into `dgs`. Returns the count, or -1 if the frame is
+ * not a well-formed type-1 EtherCAT frame (short, bad length field, datagram chain overruns). */
+int ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max);
+/* Whether `reply` is the answer to `sent` (wire length `sent_len`): same length, same datagram
+ * chain (cmd, idx, len per datagram). Fills dgs (at least sent->ndg entries). */
+bool ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const uint8_t *reply, size_t len, ecat_dg_t *dgs);
+
+/* Little-endian helpers. */
+static inline uint16_t ecat_get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t ecat_get32(const uint8_t *p) { return (uint32_t)ecat_get16(p) | ((uint32_t)ecat_get16(p + 2) << 16); }
+static inline uint64_t ecat_get64(const uint8_t *p) { return (uint64_t)ecat_get32(p) | ((uint64_t)ecat_get32(p + 4) << 32); }
+static inline void ecat_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
+static inline void ecat_put32(uint8_t *p, uint32_t v) { ecat_put16(p, (uint16_t)v), ecat_put16(p + 2, (uint16_t)(v >> 16)); }
+static inline void ecat_put64(uint8_t *p, uint64_t v) { ecat_put32(p, (uint32_t)v), ecat_put32(p + 4, (uint32_t)(v >> 32)); }
+
+/* ---- distributed clocks (§8) ---- */
+
+/* EtherCAT system time counts from 2000-01-01T00:00:00Z. */
+#define ECAT_EPOCH_OFFSET_NS 946684800000000000ull
+
+/* 0x092C is sign-magnitude: bits 30..0 magnitude, bit 31 = negative (as autd3-link-soem reads it). */
+int64_t ecat_dc_diff_decode(uint32_t v);
+/* Propagation delays of a line of n slaves from their port-0/port-1 receive times latched by one frame
+ * (§8.1, line case): delay[0] = 0, delay[k] = delay[k-1] + ((rt1[k-1]-rt0[k-1]) - (rt1[k]-rt0[k]))/2,
+ * where the last slave has no child (its port-1 time is ignored). 32-bit wrap-safe. */
+void ecat_dc_line_delays(size_t n, const uint32_t *rt0, const uint32_t *rt1, uint32_t *delay);
+/* First SYNC0 pulse as the AUTD3 SOEM link programs it: floor((t + 100 ms)/cycle)·cycle + cycle + shift. */
+uint64_t ecat_dc_sync0_start(uint64_t systime, uint32_t cycle_ns, int32_t shift_ns);
+/* Smallest start + k·period (k >= 0) that is >= t. */
+uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t);
+
+/* ---- pcap capture (classic pcap, nanosecond timestamps, LINKTYPE_ETHERNET) ---- */
+typedef struct ecat_capture {
+  FILE *f;
+  uint64_t frames;
+} ecat_capture_t;
+/* Create/truncate `path` and write the file header. IO error names the path. */
+autd3_err_t ecat_capture_open(ecat_capture_t *c, const char *path);
+/* Append one frame with wall-clock timestamp `realtime_ns`. No allocation (buffered stdio). */
+void ecat_capture_write(ecat_capture_t *c, const uint8_t *frame, size_t len, uint64_t realtime_ns);
+void ecat_capture_close(ecat_capture_t *c);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * The EtherCrab link: the C half. EtherCrab (crates.io `ethercrab`, a pure
+ * Rust EtherCAT MainDevice) runs inside the Rust shim of this folder
+ * (src/lib.rs, a staticlib); this file is the only code that calls it. It
+ * implements the link vtable of autd3/link_driver.h, validates options, paces
+ * each cycle to the DC phase with absolute-deadline sleeps, counts stale/lost
+ * cycles, and turns the shim's status codes + messages into autd3_err_t +
+ * autd3_set_error(). Rust never sees an autd3 type; C never sees a Rust one.
+ *
+ * Merely linking this object registers the link (constructor below); the
+ * registry in src/link/link.c then opens it for AUTD3_LINK_ETHERCRAB.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autd3/link_driver.h"
+#include "platform/platform.h"
+
+/* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
+#define CRAB_ABI_VERSION 1u
+
+enum {
+  CRAB_OK = 0,
+  CRAB_INVALID_OPTION = 1,
+  CRAB_NO_INTERFACE = 2,
+  CRAB_PERMISSION = 3,
+  CRAB_NO_DEVICE = 4,
+  CRAB_NOT_AUTD = 5,
+  CRAB_COUNT_MISMATCH = 6,
+  CRAB_SYNC_TIMEOUT = 7,
+  CRAB_STATE_TIMEOUT = 8,
+  CRAB_IO = 9,
+  CRAB_LINK = 10,
+  CRAB_INTERNAL = 11,
+  CRAB_VERSION = 12,
+  CRAB_LOST = 13,
+};
+
+typedef struct crab_open_args {
+  uint32_t abi_version;
+  const char *interface;
+  uint16_t num_devices;
+  uint32_t sync0_period_ns;
+  int32_t sync0_shift_ns;
+  uint32_t sync_tolerance_ns;
+  uint32_t sync_timeout_ms;
+  uint32_t state_timeout_ms;
+  uint32_t op_wait_timeout_ms;
+  uint32_t pdu_timeout_ms;
+  int32_t rt_priority;
+  int32_t rt_cpu;
+} crab_open_args_t;
+
+typedef struct crab_open_info {
+  uint16_t num_devices;
+  uint16_t expected_wkc;
+  char interface[64];
+} crab_open_info_t;
+
+typedef struct crab_cycle_out {
+  uint16_t working_counter;
+  uint16_t expected_wkc;
+  uint8_t all_op;
+  uint8_t rx_valid;
+  uint64_t next_cycle_wait_ns;
+  uint64_t dc_system_time_ns;
+} crab_cycle_out_t;
+
+struct crab_link; /* Rust-owned */
+
+uint32_t autd3crab_abi_version(void);
+int32_t autd3crab_open(const crab_open_args_t *args, struct crab_link **out, crab_open_info_t *info, char *msg, size_t cap);
+int32_t autd3crab_cycle(const struct crab_link *link, const uint8_t *tx, uint8_t *rx, crab_cycle_out_t *out, char *msg, size_t cap);
+int32_t autd3crab_check(const struct crab_link *link, uint8_t *state, uint8_t *al_state, size_t n, uint64_t *recoveries, char *msg,
+                        size_t cap);
+void autd3crab_close(struct crab_link *link);
+
+/* ---- the link object --------------------------------------------------------- */
+
+#define MSG_CAP 512
+
+typedef struct ethercrab_link {
+  struct autd3_link base;
+  struct crab_link *crab;
+  uint32_t period_ns;     /* SYNC0 period */
+  uint64_t extra_wait_ns; /* send_cycle - SYNC0 period (send every k-th SYNC0) */
+  uint64_t next_at_ns;    /* next DC-aligned send; 0 = at once (after open or a lost frame) */
+  uint16_t expected_wkc;
+  char ifname[64];
+  char cycle_msg[MSG_CAP]; /* bus thread only */
+  /* diagnostics: written by the bus thread, read by anyone */
+  _Atomic uint32_t last_wkc;
+  _Atomic uint64_t late_wakeups;     /* woke more than one period after the deadline */
+  _Atomic uint64_t exchange_max_ns;  /* longest send->all groups received */
+  _Atomic uint64_t exchange_last_ns;
+  /* DC phase of each frame: (DC system time at the reference - shift) mod period,
+   * i.e. how long after the target SYNC0 edge (+ shift) the frame got there. */
+  uint64_t shift_mod_ns;
+  _Atomic uint64_t phase_last_ns;
+  _Atomic uint64_t phase_early; /* arrived in the half period before the target edge */
+  _Atomic uint64_t phase_samples;
+} ethercrab_link_t;
+
+static autd3_err_t map_code(int32_t code) {
+  switch (code) {
+    case CRAB_OK: return AUTD3_OK;
+    case CRAB_INVALID_OPTION: return AUTD3_E_INVALID_OPTION;
+    case CRAB_NO_INTERFACE: return AUTD3_E_NO_INTERFACE;
+    case CRAB_PERMISSION: return AUTD3_E_PERMISSION;
+    case CRAB_NO_DEVICE: return AUTD3_E_NO_DEVICE;
+    case CRAB_NOT_AUTD: return AUTD3_E_NOT_AUTD;
+    case CRAB_COUNT_MISMATCH: return AUTD3_E_DEVICE_COUNT_MISMATCH;
+    case CRAB_SYNC_TIMEOUT: return AUTD3_E_SYNC_TIMEOUT;
+    case CRAB_STATE_TIMEOUT: return AUTD3_E_STATE_TIMEOUT;
+    case CRAB_IO: return AUTD3_E_IO;
+    case CRAB_LINK: return AUTD3_E_LINK;
+    case CRAB_VERSION: return AUTD3_E_VERSION;
+    default: return AUTD3_E_INTERNAL;
+  }
+}
+
+/* Bus thread. The shim does one exchange; the pacing is here so that it is an
+ * absolute-deadline sleep on the DC grid (next send = exchange start + the
+ * wait EtherCrab derives from the returned DC system time, i.e. the next
+ * SYNC0 edge + sync0_shift; autd3-link-layer.md §4.3). No allocation. */
+static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+  ethercrab_link_t *L = (ethercrab_link_t *)l;
+  if (tx == NULL || rx == NULL || rx_valid == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "ethercrab: cycle: NULL buffer");
+  *rx_valid = false;
+  if (L->next_at_ns != 0) {
+    uint64_t now = autd3__now_ns();
+    if (now > L->next_at_ns + L->period_ns) atomic_fetch_add_explicit(&L->late_wakeups, 1, memory_order_relaxed);
+    autd3__sleep_until_ns(L->next_at_ns, 0);
+  }
+  crab_cycle_out_t out;
+  memset(&out, 0, sizeof out);
+  uint64_t t0 = autd3__now_ns();
+  int32_t rc = autd3crab_cycle(L->crab, tx, rx, &out, L->cycle_msg, sizeof L->cycle_msg);
+  uint64_t dt = autd3__now_ns() - t0;
+  atomic_store_explicit(&L->exchange_last_ns, dt, memory_order_relaxed);
+  if (dt > atomic_load_explicit(&L->exchange_max_ns, memory_order_relaxed))
+    atomic_store_explicit(&L->exchange_max_ns, dt, memory_order_relaxed);
+  if (rc == CRAB_OK) {
+    *rx_valid = out.rx_valid != 0;
+    atomic_store_explicit(&L->last_wkc, out.working_counter, memory_order_relaxed);
+    L->next_at_ns = t0 + out.next_cycle_wait_ns + L->extra_wait_ns;
+    uint64_t phase = (out.dc_system_time_ns + L->period_ns - L->shift_mod_ns) % L->period_ns;
+    atomic_store_explicit(&L->phase_last_ns, phase, memory_order_relaxed);
+    atomic_fetch_add_explicit(&L->phase_samples, 1, memory_order_relaxed);
+    if (phase >= L->period_ns / 2) atomic_fetch_add_explicit(&L->phase_early, 1, memory_order_relaxed);
+    autd3_link_count_cycle(l, *rx_valid, false);
+    return AUTD3_OK;
+  }
+  if (rc == CRAB_LOST) {
+    /* No reply (PDU timeout) or a working-counter error: the frame is lost;
+     * the DC phase is unknown until the next reply, so send at once. */
+    atomic_store_explicit(&L->last_wkc, 0, memory_order_relaxed);
+    L->next_at_ns = 0;
+    autd3_link_count_cycle(l, false, true);
+    return AUTD3_OK;
+  }
+  return autd3_set_error(map_code(rc), "%s", L->cycle_msg[0] ? L->cycle_msg : "ethercrab: bus cycle failed");
+}
+
+/* Any thread, concurrently with the bus thread (EtherCrab's MainDevice is
+ * shared; the check uses its own PDUs). Blocks for a few PDU round trips. */
+static autd3_err_t crab_check_state(struct autd3_link *l, autd3_link_status_t *out) {
+  ethercrab_link_t *L = (ethercrab_link_t *)l;
+  char msg[MSG_CAP] = "";
+  int32_t rc = autd3crab_check(L->crab, out->state, out->al_state, l->num_devices, &out->recoveries, msg, sizeof msg);
+  if (rc != CRAB_OK) return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: state check failed");
+  return AUTD3_OK;
+}
+
+static void crab_close(struct autd3_link *l) {
+  ethercrab_link_t *L = (ethercrab_link_t *)l;
+  autd3crab_close(L->crab); /* SYNC0 off, INIT, tx/rx thread joined */
+  free(L);
+}
+
+static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
+  ethercrab_link_t *L = (ethercrab_link_t *)l;
+  int n = snprintf(buf, cap,
+                   "interface : %s\n"
+                   "expected wkc : %u\n"
+                   "last wkc : %u\n"
+                   "late wake-ups : %llu\n"
+                   "exchange last : %.3f us\n"
+                   "exchange max : %.3f us\n"
+                   "dc phase last : %.3f us after SYNC0+shift\n"
+                   "dc phase early : %llu of %llu frames reached the devices before SYNC0+shift\n",
+                   L->ifname, (unsigned)L->expected_wkc, (unsigned)atomic_load(&L->last_wkc),
+                   (unsigned long long)atomic_load(&L->late_wakeups), (double)atomic_load(&L->exchange_last_ns) / 1e3,
+                   (double)atomic_load(&L->exchange_max_ns) / 1e3, (double)atomic_load(&L->phase_last_ns) / 1e3,
+                   (unsigned long long)atomic_load(&L->phase_early), (unsigned long long)atomic_load(&L->phase_samples));
+  if (n < 0) return 0;
+  return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+static const autd3_link_vtable_t crab_vtable = {
+    .cycle = crab_cycle,
+    .check_state = crab_check_state,
+    .close = crab_close,
+    .diagnostics = crab_diagnostics,
+};
+
+static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
+  const autd3_ethercrab_option_t *o = &option->u.ethercrab;
+  const autd3_ethercat_option_t *e = &o->ethercat;
+  autd3_err_t err = autd3_ethercat_option_validate(e);
+  if (err != AUTD3_OK) return err;
+  if (o->pdu_timeout_ms == 0) return autd3_set_error(AUTD3_E_INVALID_OPTION, "ethercrab: pdu_timeout_ms must be > 0");
+  /* EtherCrab computes the next send from the SYNC0 grid, so the host period
+   * must be a whole number of SYNC0 periods. */
+  if (e->send_cycle_ns != 0 && e->send_cycle_ns % e->sync0_period_ns != 0)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "ethercrab: send_cycle_ns = %u must be 0 or a multiple of sync0_period_ns = %u",
+                           e->send_cycle_ns, e->sync0_period_ns);
+  if (e->capture_path != NULL)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION,
+                           "ethercrab: capture_path is not supported by the EtherCrab link (EtherCrab owns its socket); "
+                           "capture with `tshark -i <interface> ether proto 0x88a4`, or use the echocat link");
+  uint32_t abi = autd3crab_abi_version();
+  if (abi != CRAB_ABI_VERSION)
+    return autd3_set_error(AUTD3_E_VERSION, "ethercrab: Rust shim ABI version %u, C glue expects %u (stale build?)", abi,
+                           CRAB_ABI_VERSION);
+
+  size_t n = autd3_geometry_num_devices(geometry);
+  ethercrab_link_t *L = calloc(1, sizeof *L);
+  if (L == NULL) return autd3_set_error(AUTD3_E_NOMEM, "ethercrab: out of memory");
+  crab_open_args_t args = {
+      .abi_version = CRAB_ABI_VERSION,
+      .interface = e->interface,
+      .num_devices = (uint16_t)n,
+      .sync0_period_ns = e->sync0_period_ns,
+      .sync0_shift_ns = e->sync0_shift_ns,
+      .sync_tolerance_ns = e->sync_tolerance_ns,
+      .sync_timeout_ms = e->sync_timeout_ms,
+      .state_timeout_ms = e->state_timeout_ms,
+      .op_wait_timeout_ms = e->op_wait_timeout_ms,
+      .pdu_timeout_ms = o->pdu_timeout_ms,
+      .rt_priority = e->rt_priority,
+      .rt_cpu = e->rt_cpu,
+  };
+  crab_open_info_t info;
+  memset(&info, 0, sizeof info);
+  char msg[MSG_CAP] = "";
+  int32_t rc = autd3crab_open(&args, &L->crab, &info, msg, sizeof msg);
+  if (rc != CRAB_OK) {
+    free(L);
+    return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: open failed");
+  }
+  autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
+  L->period_ns = e->sync0_period_ns;
+  L->extra_wait_ns = e->send_cycle_ns > e->sync0_period_ns ? (uint64_t)(e->send_cycle_ns - e->sync0_period_ns) : 0;
+  L->expected_wkc = info.expected_wkc;
+  L->shift_mod_ns = (uint64_t)(((int64_t)e->sync0_shift_ns % (int64_t)e->sync0_period_ns + (int64_t)e->sync0_period_ns) %
+                               (int64_t)e->sync0_period_ns);
+  memcpy(L->ifname, info.interface, sizeof L->ifname);
+  L->ifname[sizeof L->ifname - 1] = 0;
+  *out = &L->base;
+  return AUTD3_OK;
+}
+
+void autd3_link_ethercrab_register(void) { (void)autd3_link_register(AUTD3_LINK_ETHERCRAB, crab_open); }
+
+/* Linking this object is enough to make the link available. */
+__attribute__((constructor)) static void crab_register_at_load(void) { autd3_link_ethercrab_register(); }

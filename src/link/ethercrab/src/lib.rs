@@ -1,0 +1,1071 @@
+//! The Rust half of libautd3's EtherCrab link: the `ethercrab` crate (a pure
+//! Rust EtherCAT MainDevice) behind a small C ABI. `link_ethercrab.c` is the
+//! only caller; it implements the link vtable, validates options, paces the
+//! cycle and turns the status codes below into `autd3_err_t` + message.
+//!
+//! The bring-up follows the new-generation EtherCrab link of shinolab/autd3-sdk
+//! (`crates/autd3-rs-link-ethercrab/src/link/{open,group}.rs`, `sync.rs`,
+//! `state_check.rs`; summarised in autd3-link-layer.md §3.1, §4.2-§4.4):
+//! discover, check every name is "AUTD", SYNC0 mode, PRE-OP with PDI, DC
+//! alignment (EMA of 0x092C), configure SYNC0, SAFE-OP, 200 warm-up cycles,
+//! OP with a working counter that is stable for 5 cycles.
+//!
+//! Runtime: EtherCrab's std build uses async-io for its socket and timers, so
+//! the shim needs no tokio. It owns one thread, the tx/rx thread, running
+//! EtherCrab's `tx_rx_task` under `async_io::block_on`; callers block on
+//! EtherCrab futures with `futures_lite::future::block_on`. Close stops and
+//! joins the tx/rx thread and frees the PDU storage. (async-io keeps one
+//! process-wide helper thread of its own once used; it idles.)
+//!
+//! No panic crosses the boundary: every `extern "C"` function runs its body
+//! under `catch_unwind` and reports a panic as `CODE_INTERNAL`.
+
+use std::ffi::{CStr, c_char};
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
+use std::task::Poll;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ethercrab::error::{Error as CrabError, TimeoutError};
+use ethercrab::std::{ethercat_now, tx_rx_task};
+use ethercrab::subdevice_group::{CycleInfo, DcConfiguration, HasDc, HasPdi, NoDc, PreOp};
+use ethercrab::{
+    Command, DcSync, DefaultLock, MainDevice, MainDeviceConfig, PduStorage, RegisterAddress, RetryBehaviour,
+    SubDeviceGroup, SubDeviceGroupHandle, Timeouts, TxRxResponse,
+};
+
+/// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
+pub const ABI_VERSION: u32 = 1;
+
+// Status codes; link_ethercrab.c maps them onto autd3_err_t.
+const CODE_OK: i32 = 0;
+const CODE_INVALID_OPTION: i32 = 1;
+const CODE_NO_INTERFACE: i32 = 2;
+const CODE_PERMISSION: i32 = 3;
+const CODE_NO_DEVICE: i32 = 4;
+const CODE_NOT_AUTD: i32 = 5;
+const CODE_COUNT_MISMATCH: i32 = 6;
+const CODE_SYNC_TIMEOUT: i32 = 7;
+const CODE_STATE_TIMEOUT: i32 = 8;
+const CODE_IO: i32 = 9;
+const CODE_LINK: i32 = 10;
+const CODE_INTERNAL: i32 = 11;
+const CODE_VERSION: i32 = 12;
+/// Not an error: the cycle's frame was lost (PDU timeout / working counter error).
+const CODE_LOST: i32 = 13;
+
+// Device state codes written by check (= autd3_device_state_t).
+const ST_OP: u8 = 0;
+const ST_SAFE_OP: u8 = 1;
+const ST_SAFE_OP_ERROR: u8 = 2;
+const ST_LOST: u8 = 3;
+const ST_OTHER: u8 = 4;
+
+const TX_BYTES: usize = 626; // AUTD3_TX_FRAME_BYTES
+const RX_BYTES: usize = 2; // AUTD3_RX_FRAME_BYTES
+const MAX_SUBDEVICES: usize = 128; // AUTD3_MAX_DEVICES
+/// Two AUTD3 process images (2 x 628 bytes) plus the DC FRMW fill one
+/// Ethernet frame, so devices are grouped in pairs and every group's frame is
+/// exchanged concurrently each cycle (autd3-sdk `link/group.rs`).
+const GROUP_SUBDEVICES: usize = 2;
+const MAX_GROUPS: usize = MAX_SUBDEVICES / GROUP_SUBDEVICES;
+const GROUP_PDI: usize = (TX_BYTES + RX_BYTES) * GROUP_SUBDEVICES;
+/// Frames in flight: one per group per cycle plus the state checker's PDUs.
+const MAX_FRAMES: usize = 128;
+const PDU_DATA: usize = PduStorage::element_size(1486);
+const SUBDEVICE_NAME: &str = "AUTD";
+const OP_WARMUP_CYCLES: u32 = 200;
+const DISCOVER_ATTEMPTS: u32 = 3;
+const OP_WKC_STABLE_CYCLES: u32 = 5;
+const DC_START_DELAY: Duration = Duration::from_millis(100);
+const ALIGN_CHECK_INTERVAL: Duration = Duration::from_millis(10);
+const ALIGN_LOOP_SLEEP: Duration = Duration::from_millis(1);
+const ALIGN_EMA_ALPHA: f64 = 0.2;
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+const TXRX_EXIT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Bring-up holds EtherCrab's fixed-capacity discovery tables on the stack.
+const BRINGUP_STACK: usize = 32 << 20;
+
+type Storage = PduStorage<MAX_FRAMES, PDU_DATA>;
+type Group<S, DC> = SubDeviceGroup<GROUP_SUBDEVICES, GROUP_PDI, DefaultLock, S, DC>;
+type OpGroup = Group<ethercrab::subdevice_group::Op, HasDc>;
+
+/// Options, filled in by C (already validated there).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct OpenArgs {
+    pub abi_version: u32,
+    /// NUL-terminated adapter name, or NULL for auto-detection.
+    pub interface: *const c_char,
+    pub num_devices: u16,
+    pub sync0_period_ns: u32,
+    /// In (-period, 2 period); a negative shift is taken as period + shift.
+    pub sync0_shift_ns: i32,
+    pub sync_tolerance_ns: u32,
+    pub sync_timeout_ms: u32,
+    pub state_timeout_ms: u32,
+    pub op_wait_timeout_ms: u32,
+    pub pdu_timeout_ms: u32,
+    pub rt_priority: i32,
+    pub rt_cpu: i32,
+}
+
+/// What open found.
+#[repr(C)]
+pub struct OpenInfo {
+    pub num_devices: u16,
+    pub expected_wkc: u16,
+    pub interface: [c_char; 64],
+}
+
+/// Result of one cycle.
+#[repr(C)]
+pub struct CycleOut {
+    pub working_counter: u16,
+    pub expected_wkc: u16,
+    pub all_op: u8,
+    pub rx_valid: u8,
+    /// Time from the start of this exchange to the next DC-aligned send.
+    pub next_cycle_wait_ns: u64,
+    pub dc_system_time_ns: u64,
+}
+
+struct Fail {
+    code: i32,
+    msg: String,
+}
+
+fn fail(code: i32, msg: impl Into<String>) -> Fail {
+    Fail { code, msg: msg.into() }
+}
+
+fn crab_fail(what: &str, e: CrabError) -> Fail {
+    let code = match e {
+        CrabError::Timeout(TimeoutError::StateTransition) => CODE_STATE_TIMEOUT,
+        _ => CODE_LINK,
+    };
+    fail(code, format!("ethercrab: {what}: {e}"))
+}
+
+fn io_fail(ifname: &str, e: &std::io::Error) -> Fail {
+    let code = match e.raw_os_error() {
+        Some(libc::ENODEV) | Some(libc::ENXIO) | Some(libc::ENOENT) => CODE_NO_INTERFACE,
+        Some(libc::EPERM) | Some(libc::EACCES) => CODE_PERMISSION,
+        _ => CODE_IO,
+    };
+    let hint = if code == CODE_PERMISSION {
+        " (raw sockets need CAP_NET_RAW and CAP_NET_ADMIN: run as root or `sudo setcap cap_net_raw,cap_net_admin+ep <binary>`)"
+    } else if code == CODE_NO_INTERFACE {
+        " (no such network interface)"
+    } else {
+        ""
+    };
+    fail(code, format!("ethercrab: cannot open interface \"{ifname}\": {e}{hint}"))
+}
+
+fn is_lost(e: &CrabError) -> bool {
+    matches!(e, CrabError::Timeout(_) | CrabError::WorkingCounter { .. })
+}
+
+// ---- transport: PDU storage, MainDevice, tx/rx thread ------------------------
+
+struct Transport {
+    storage: *mut Storage,
+    md: Option<MainDevice<'static>>,
+    txrx: Option<(JoinHandle<()>, mpsc::Receiver<()>)>,
+    /// Set by the tx/rx thread when EtherCrab's task ended on its own (e.g.
+    /// the interface went away): every later PDU would only time out.
+    txrx_ended: Arc<Mutex<Option<String>>>,
+    ifname: String,
+}
+
+// SAFETY: `storage` is uniquely owned by the Transport and only freed in Drop;
+// PduStorage is designed to be shared between the tx/rx thread and callers.
+unsafe impl Send for Transport {}
+
+fn apply_rt(priority: i32, cpu: i32) -> Result<(), String> {
+    if cpu >= 0 {
+        // SAFETY: plain libc calls on a zeroed cpu_set_t for the calling thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(format!("cannot pin the tx/rx thread to CPU {cpu}: {}", std::io::Error::last_os_error()));
+            }
+        }
+    }
+    if priority > 0 {
+        let param = libc::sched_param { sched_priority: priority };
+        // SAFETY: pthread_setschedparam on the calling thread with a valid param.
+        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        if rc != 0 {
+            return Err(format!(
+                "cannot set SCHED_FIFO priority {priority} on the tx/rx thread: {} (needs CAP_SYS_NICE or an rtprio limit)",
+                std::io::Error::from_raw_os_error(rc)
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Transport {
+    fn open(ifname: &str, timeouts: Timeouts, rt_priority: i32, rt_cpu: i32) -> Result<Self, Fail> {
+        let storage = Box::into_raw(Box::new(Storage::new()));
+        // SAFETY: the allocation lives until Drop, which frees it only after the
+        // tx/rx thread has exited and the MainDevice has been released.
+        let st: &'static Storage = unsafe { &*storage };
+        let free = || drop(unsafe { Box::from_raw(storage) });
+        let Ok((pdu_tx, pdu_rx, pdu_loop)) = st.try_split() else {
+            free();
+            return Err(fail(CODE_INTERNAL, "ethercrab: PDU storage already split"));
+        };
+        let task = match tx_rx_task(ifname, pdu_tx, pdu_rx) {
+            Ok(t) => t,
+            Err(e) => {
+                drop(pdu_loop);
+                free();
+                return Err(io_fail(ifname, &e));
+            }
+        };
+        let md = MainDevice::new(
+            pdu_loop,
+            timeouts,
+            MainDeviceConfig { dc_static_sync_iterations: 10_000, retry_behaviour: RetryBehaviour::None },
+        );
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let txrx_ended = Arc::new(Mutex::new(None));
+        let ended = Arc::clone(&txrx_ended);
+        let spawned = std::thread::Builder::new().name("autd3-crab-txrx".into()).spawn(move || {
+            let rt = apply_rt(rt_priority, rt_cpu);
+            let ok = rt.is_ok();
+            let _ = ready_tx.send(rt);
+            if ok {
+                // The task returns Ok when MainDevice::release_all asks it to exit.
+                let why = match catch_unwind(AssertUnwindSafe(|| async_io::block_on(task))) {
+                    Ok(Ok(_)) => "stopped".to_owned(),
+                    Ok(Err(e)) => format!("failed: {e}"),
+                    Err(p) => panic_msg(&*p),
+                };
+                *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+            }
+            let _ = done_tx.send(());
+        });
+        let handle = match spawned {
+            Ok(h) => h,
+            Err(e) => {
+                // The task (and the PduTx/PduRx inside it) went with the closure.
+                // SAFETY: nothing else borrows the storage now.
+                unsafe {
+                    let _ = md.release_all();
+                }
+                free();
+                return Err(fail(CODE_IO, format!("ethercrab: cannot start the tx/rx thread: {e}")));
+            }
+        };
+        let t = Transport { storage, md: Some(md), txrx: Some((handle, done_rx)), txrx_ended, ifname: ifname.to_owned() };
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(t),
+            // Dropping `t` stops and joins the tx/rx thread.
+            Ok(Err(msg)) => Err(fail(CODE_PERMISSION, format!("ethercrab: {msg}"))),
+            Err(_) => Err(fail(CODE_INTERNAL, "ethercrab: tx/rx thread ended before starting")),
+        }
+    }
+
+    fn md(&self) -> &MainDevice<'static> {
+        self.md.as_ref().expect("MainDevice is taken only in Drop")
+    }
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        if let Some(md) = self.md.take() {
+            // SAFETY: no cycle/check is running (close is exclusive) and the
+            // groups built on this MainDevice are never used again. This also
+            // tells the tx/rx task to exit.
+            drop(unsafe { md.release_all() });
+        }
+        let mut stopped = true;
+        if let Some((handle, done)) = self.txrx.take() {
+            stopped = done.recv_timeout(TXRX_EXIT_TIMEOUT).is_ok();
+            if stopped {
+                let _ = handle.join();
+            }
+        }
+        if stopped {
+            // SAFETY: from Box::into_raw in open; the tx/rx thread has exited.
+            drop(unsafe { Box::from_raw(self.storage) });
+        }
+        // else: leak the storage rather than free memory a stuck thread may touch.
+    }
+}
+
+// ---- concurrent DC exchange over all groups (no heap allocation here) ---------
+
+struct Agg {
+    working_counter: u16,
+    all_op: bool,
+    next_cycle_wait: Duration,
+    dc_system_time: u64,
+}
+
+/// One `tx_rx_dc` per group, all in flight at once; waits for every group
+/// (so no PDU is abandoned mid-flight) and returns the first error.
+async fn exchange<S: HasPdi>(groups: &[Group<S, HasDc>], md: &MainDevice<'_>) -> Result<Agg, CrabError> {
+    type Resp = Result<TxRxResponse<GROUP_SUBDEVICES, CycleInfo>, CrabError>;
+    let mut futs: heapless::Vec<_, MAX_GROUPS> = heapless::Vec::new();
+    for g in groups.iter().take(MAX_GROUPS) {
+        let _ = futs.push(Some(g.tx_rx_dc(md)));
+    }
+    let mut results: heapless::Vec<Option<Resp>, MAX_GROUPS> = heapless::Vec::new();
+    for _ in 0..futs.len() {
+        let _ = results.push(None);
+    }
+    let mut futs = pin!(futs);
+    std::future::poll_fn(|cx| {
+        // SAFETY: the vector is pinned and never moved; each element is
+        // polled in place and dropped in place (set to None) when done.
+        let futs = unsafe { futs.as_mut().get_unchecked_mut() };
+        let mut pending = false;
+        for (slot, res) in futs.iter_mut().zip(results.iter_mut()) {
+            if let Some(f) = slot.as_mut() {
+                match unsafe { Pin::new_unchecked(f) }.poll(cx) {
+                    Poll::Ready(r) => {
+                        *res = Some(r);
+                        *slot = None;
+                    }
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { Poll::Pending } else { Poll::Ready(()) }
+    })
+    .await;
+    let mut agg = Agg { working_counter: 0, all_op: true, next_cycle_wait: Duration::ZERO, dc_system_time: 0 };
+    let mut first_err = None;
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Some(Ok(resp)) => {
+                agg.working_counter = agg.working_counter.saturating_add(resp.working_counter);
+                agg.all_op &= resp.all_op();
+                agg.next_cycle_wait = agg.next_cycle_wait.max(resp.extra.next_cycle_wait);
+                if i == 0 {
+                    agg.dc_system_time = resp.extra.dc_system_time;
+                }
+            }
+            Some(Err(e)) => {
+                if first_err.is_none() {
+                    first_err = Some(e);
+                }
+            }
+            None => {
+                if first_err.is_none() {
+                    first_err = Some(CrabError::Internal);
+                }
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(agg),
+    }
+}
+
+// ---- bring-up -------------------------------------------------------------------
+
+pub struct Link {
+    groups: Vec<OpGroup>,
+    addresses: Vec<u16>,
+    expected_wkc: u16,
+    checker: Mutex<Checker>,
+    transport: Transport,
+}
+
+struct Checker {
+    states: Vec<u8>,
+    recoveries: u64,
+}
+
+fn ms(v: u32) -> Duration {
+    Duration::from_millis(u64::from(v))
+}
+
+/// Adapters that are up, not loopback, not wireless, by name. getifaddrs
+/// (netlink) sees the caller's network namespace; /sys/class/net may not.
+fn candidate_interfaces() -> Vec<String> {
+    let mut names = Vec::new();
+    let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list we walk read-only and free once.
+    unsafe {
+        if libc::getifaddrs(&mut ifap) != 0 {
+            return names;
+        }
+        let mut p = ifap;
+        while !p.is_null() {
+            let ifa = &*p;
+            let flags = ifa.ifa_flags;
+            if !ifa.ifa_name.is_null() && flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_LOOPBACK as u32 == 0 {
+                let n = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
+                if !names.contains(&n) && !std::path::Path::new(&format!("/sys/class/net/{n}/wireless")).exists() {
+                    names.push(n);
+                }
+            }
+            p = ifa.ifa_next;
+        }
+        libc::freeifaddrs(ifap);
+    }
+    names.sort();
+    names
+}
+
+/// Scan the bus, retrying when nothing answered: a frame can be lost while a
+/// link is still coming up, and EtherCrab does not retry PDUs by itself.
+async fn discover(t: &Transport) -> Result<Vec<Group<PreOp, NoDc>>, Fail> {
+    let mut attempt = 1;
+    loop {
+        match discover_once(t).await {
+            Err(f) if f.code == CODE_NO_DEVICE && attempt < DISCOVER_ATTEMPTS => attempt += 1,
+            r => return r,
+        }
+    }
+}
+
+/// Scan the bus once: every SubDevice must be named "AUTD"; pairs go into groups.
+async fn discover_once(t: &Transport) -> Result<Vec<Group<PreOp, NoDc>>, Fail> {
+    let md = t.md();
+    let groups: Vec<Group<PreOp, NoDc>> = (0..MAX_GROUPS).map(|_| Group::default()).collect();
+    let mut idx = 0usize;
+    let mut not_autd: Option<String> = None;
+    let res = md
+        .init::<MAX_SUBDEVICES, _>(ethercat_now, groups, |groups: &Vec<Group<PreOp, NoDc>>, sd| {
+            let i = idx;
+            idx += 1;
+            if sd.name() != SUBDEVICE_NAME {
+                let id = sd.identity();
+                not_autd = Some(format!(
+                    "ethercrab: device at position {i} on \"{}\" is not an AUTD3 device (name \"{}\", vendor 0x{:08x}, product 0x{:08x}); every device on the bus must be named \"AUTD\"",
+                    t.ifname,
+                    sd.name(),
+                    id.vendor_id,
+                    id.product_id
+                ));
+                return Err(CrabError::UnknownSubDevice);
+            }
+            match groups.get(i / GROUP_SUBDEVICES) {
+                Some(g) => Ok(g as &dyn SubDeviceGroupHandle),
+                None => Err(CrabError::UnknownSubDevice),
+            }
+        })
+        .await;
+    if let Some(msg) = not_autd {
+        return Err(fail(CODE_NOT_AUTD, msg));
+    }
+    let groups = match res {
+        Ok(g) => g,
+        Err(e) if md.num_subdevices() == 0 && matches!(e, CrabError::Timeout(_)) => {
+            return Err(fail(
+                CODE_NO_DEVICE,
+                format!("ethercrab: no EtherCAT reply on \"{}\" (no device connected?): {e}", t.ifname),
+            ));
+        }
+        Err(e) if idx > MAX_SUBDEVICES => {
+            return Err(fail(
+                CODE_COUNT_MISMATCH,
+                format!("ethercrab: more than {MAX_SUBDEVICES} devices on \"{}\": {e}", t.ifname),
+            ));
+        }
+        Err(e) => return Err(crab_fail(&format!("scanning \"{}\"", t.ifname), e)),
+    };
+    let groups: Vec<_> = groups.into_iter().filter(|g| !g.is_empty()).collect();
+    if groups.is_empty() {
+        return Err(fail(CODE_NO_DEVICE, format!("ethercrab: no EtherCAT device found on \"{}\"", t.ifname)));
+    }
+    Ok(groups)
+}
+
+// DC system time difference (0x092C) is sign-magnitude, not two's complement
+// (ETG.1000.4; autd3-sdk sync.rs).
+fn sysdiff_ns(raw: u32) -> f64 {
+    let mag = f64::from(raw & 0x7FFF_FFFF);
+    if raw & 0x8000_0000 != 0 { -mag } else { mag }
+}
+
+async fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        async_io::Timer::at(t).await;
+    }
+}
+
+async fn wait_for_align<S: HasPdi>(
+    groups: &[Group<S, NoDc>],
+    md: &MainDevice<'_>,
+    addresses: &[u16],
+    tolerance: Duration,
+    timeout: Duration,
+) -> Result<(), Fail> {
+    let mut ema: Vec<Option<f64>> = vec![None; addresses.len()];
+    let start = Instant::now();
+    let mut last_check = start;
+    loop {
+        for g in groups {
+            g.tx_rx_sync_system_time(md).await.map_err(|e| crab_fail("DC alignment", e))?;
+        }
+        if last_check.elapsed() >= ALIGN_CHECK_INTERVAL {
+            last_check = Instant::now();
+            let mut worst = (0.0f64, 0usize);
+            for (i, (&addr, avg)) in addresses.iter().zip(ema.iter_mut()).enumerate() {
+                let diff = match Command::fprd(addr, RegisterAddress::DcSystemTimeDifference.into())
+                    .receive::<u32>(md)
+                    .await
+                {
+                    Ok(raw) => sysdiff_ns(raw),
+                    Err(CrabError::WorkingCounter { .. }) => 0.0,
+                    Err(e) => return Err(crab_fail("reading DC system time difference", e)),
+                };
+                let cur = avg.get_or_insert(diff);
+                *cur = ALIGN_EMA_ALPHA * diff + (1.0 - ALIGN_EMA_ALPHA) * *cur;
+                if cur.abs() > worst.0 {
+                    worst = (cur.abs(), i);
+                }
+            }
+            if worst.0 < tolerance.as_nanos() as f64 {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                return Err(fail(
+                    CODE_SYNC_TIMEOUT,
+                    format!(
+                        "ethercrab: DC clocks did not align within {} ms: device {} deviates {:.0} ns (tolerance {} ns)",
+                        timeout.as_millis(),
+                        worst.1,
+                        worst.0,
+                        tolerance.as_nanos()
+                    ),
+                ));
+            }
+        }
+        async_io::Timer::after(ALIGN_LOOP_SLEEP).await;
+    }
+}
+
+fn al_state_name(s: u16) -> &'static str {
+    match s & 0x0F {
+        1 => "INIT",
+        2 => "PRE-OP",
+        3 => "BOOT",
+        4 => "SAFE-OP",
+        8 => "OP",
+        _ => "UNKNOWN",
+    }
+}
+
+async fn describe_states(md: &MainDevice<'_>, addresses: &[u16]) -> String {
+    let mut s = String::new();
+    for (i, &a) in addresses.iter().enumerate() {
+        let st = Command::fprd(a, RegisterAddress::AlStatus.into()).receive::<u16>(md).await;
+        let code = Command::fprd(a, RegisterAddress::AlStatusCode.into()).receive::<u16>(md).await;
+        match (st, code) {
+            (Ok(st), Ok(code)) => s.push_str(&format!(
+                "; device {i}: {}{} (AL status code 0x{code:04x})",
+                al_state_name(st),
+                if st & 0x10 != 0 { "+ERROR" } else { "" }
+            )),
+            _ => s.push_str(&format!("; device {i}: no reply")),
+        }
+    }
+    s
+}
+
+async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> {
+    let timeouts = Timeouts {
+        state_transition: ms(args.state_timeout_ms),
+        pdu: ms(args.pdu_timeout_ms),
+        ..Timeouts::default()
+    };
+    let (transport, groups) = match iface {
+        Some(name) => {
+            let t = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu)?;
+            let g = discover(&t).await?;
+            (t, g)
+        }
+        None => {
+            // "auto": the first adapter whose devices are all AUTD3 (autd3-sdk utils.rs).
+            let mut tried = Vec::new();
+            let mut found = None;
+            for name in candidate_interfaces() {
+                let Ok(t) = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu) else {
+                    tried.push(format!("{name}: cannot open"));
+                    continue;
+                };
+                match discover(&t).await {
+                    Ok(g) => {
+                        found = Some((t, g));
+                        break;
+                    }
+                    Err(f) => tried.push(format!("{name}: {}", f.msg.trim_start_matches("ethercrab: "))),
+                }
+            }
+            match found {
+                Some(x) => x,
+                None => {
+                    return Err(fail(
+                        CODE_NO_DEVICE,
+                        format!(
+                            "ethercrab: no adapter with AUTD3 devices found (interface \"auto\"; tried: {})",
+                            if tried.is_empty() { "no adapter is up".to_owned() } else { tried.join(", ") }
+                        ),
+                    ));
+                }
+            }
+        }
+    };
+    let md = transport.md();
+    let mut groups = groups;
+    let found: usize = groups.iter().map(|g| g.len()).sum();
+    if found != usize::from(args.num_devices) {
+        return Err(fail(
+            CODE_COUNT_MISMATCH,
+            format!(
+                "ethercrab: found {found} AUTD3 device(s) on \"{}\" but the geometry has {}",
+                transport.ifname, args.num_devices
+            ),
+        ));
+    }
+    for g in groups.iter_mut() {
+        for mut sd in g.iter_mut(md) {
+            sd.set_dc_sync(DcSync::Sync0);
+        }
+    }
+    let addresses: Vec<u16> = groups.iter().flat_map(|g| g.iter(md).map(|sd| sd.configured_address())).collect();
+
+    let mut pdi = Vec::with_capacity(groups.len());
+    for g in groups {
+        pdi.push(g.into_pre_op_pdi(md).await.map_err(|e| crab_fail("PRE-OP", e))?);
+    }
+
+    wait_for_align(&pdi, md, &addresses, Duration::from_nanos(u64::from(args.sync_tolerance_ns)), ms(args.sync_timeout_ms))
+        .await?;
+
+    let period = u64::from(args.sync0_period_ns);
+    let shift = if args.sync0_shift_ns < 0 {
+        period - u64::from(args.sync0_shift_ns.unsigned_abs())
+    } else {
+        args.sync0_shift_ns as u64
+    };
+    let dc = DcConfiguration {
+        start_delay: DC_START_DELAY,
+        sync0_period: Duration::from_nanos(period),
+        sync0_shift: Duration::from_nanos(shift),
+    };
+    let mut dcg = Vec::with_capacity(pdi.len());
+    for g in pdi {
+        dcg.push(g.configure_dc_sync(md, dc).await.map_err(|e| crab_fail("configuring SYNC0", e))?);
+    }
+    let mut safe = Vec::with_capacity(dcg.len());
+    for g in dcg {
+        match g.into_safe_op(md).await {
+            Ok(g) => safe.push(g),
+            Err(e) => {
+                let states = describe_states(md, &addresses).await;
+                return Err(fail(
+                    if matches!(e, CrabError::Timeout(_)) { CODE_STATE_TIMEOUT } else { CODE_LINK },
+                    format!("ethercrab: devices did not reach SAFE-OP within {} ms: {e}{states}", args.state_timeout_ms),
+                ));
+            }
+        }
+    }
+    // Warm-up: run DC-paced cycles so SYNC0 and the host phase settle before OP.
+    for _ in 0..OP_WARMUP_CYCLES {
+        let t0 = Instant::now();
+        let r = exchange(&safe, md).await.map_err(|e| crab_fail("DC warm-up", e))?;
+        sleep_until(t0 + r.next_cycle_wait).await;
+    }
+    let mut op = Vec::with_capacity(safe.len());
+    for g in safe {
+        op.push(g.request_into_op(md).await.map_err(|e| crab_fail("requesting OP", e))?);
+    }
+    // OP with a working counter stable for 5 cycles (autd3-sdk open.rs).
+    let deadline = Instant::now() + ms(args.op_wait_timeout_ms);
+    let mut baseline: Option<u16> = None;
+    let mut stable = 0u32;
+    let expected_wkc = loop {
+        let t0 = Instant::now();
+        let next = match exchange(&op, md).await {
+            Ok(r) => {
+                if r.all_op && baseline == Some(r.working_counter) {
+                    stable += 1;
+                    if stable >= OP_WKC_STABLE_CYCLES {
+                        break r.working_counter;
+                    }
+                } else if r.all_op {
+                    baseline = Some(r.working_counter);
+                    stable = 1;
+                } else {
+                    baseline = None;
+                    stable = 0;
+                }
+                t0 + r.next_cycle_wait
+            }
+            Err(e) if is_lost(&e) => {
+                baseline = None;
+                stable = 0;
+                Instant::now()
+            }
+            Err(e) => return Err(crab_fail("waiting for OP", e)),
+        };
+        if Instant::now() >= deadline {
+            let states = describe_states(md, &addresses).await;
+            return Err(fail(
+                CODE_STATE_TIMEOUT,
+                format!(
+                    "ethercrab: devices did not reach OP with a stable working counter within {} ms{states}",
+                    args.op_wait_timeout_ms
+                ),
+            ));
+        }
+        sleep_until(next).await;
+    };
+    let n = addresses.len();
+    Ok(Link {
+        groups: op,
+        addresses,
+        expected_wkc,
+        checker: Mutex::new(Checker { states: vec![ST_OP; n], recoveries: 0 }),
+        transport,
+    })
+}
+
+// ---- close ------------------------------------------------------------------------
+
+/// SYNC0 off and every device back to INIT. Direct OP -> INIT is a legal
+/// transition (ETG.1000.6 state machine), and a broadcast reaches devices the
+/// group bookkeeping may have lost. Bounded by CLOSE_TIMEOUT.
+async fn shutdown(md: &MainDevice<'_>, addresses: &[u16]) {
+    for &a in addresses {
+        let _ = Command::fpwr(a, RegisterAddress::DcSyncActive.into()).ignore_wkc().send(md, 0u8).await;
+    }
+    let deadline = Instant::now() + CLOSE_TIMEOUT;
+    loop {
+        let _ = Command::bwr(RegisterAddress::AlControl.into()).ignore_wkc().send(md, 0x0001u16).await;
+        let mut all_init = true;
+        for &a in addresses {
+            match Command::fprd(a, RegisterAddress::AlStatus.into()).receive::<u16>(md).await {
+                Ok(s) if s & 0x0F == 0x01 => {}
+                Ok(_) => all_init = false,
+                Err(_) => {} // gone: nothing to bring down
+            }
+        }
+        if all_init || Instant::now() >= deadline {
+            return;
+        }
+        async_io::Timer::after(Duration::from_millis(10)).await;
+    }
+}
+
+// ---- state check --------------------------------------------------------------------
+
+impl Link {
+    /// autd3-sdk state_check.rs: OP; SAFE-OP+ERROR -> acknowledge (0x14);
+    /// SAFE-OP -> request OP; no reply -> Lost; anything else -> Other.
+    async fn check(&self, state: &mut [u8], al: &mut [u8]) -> u64 {
+        let md = self.transport.md();
+        let mut ck = self.checker.lock().unwrap_or_else(|p| p.into_inner());
+        let was_all_op = ck.states.iter().all(|&s| s == ST_OP);
+        for (i, &addr) in self.addresses.iter().enumerate() {
+            let mut raw = 0u8;
+            let new = match Command::fprd(addr, RegisterAddress::AlStatus.into()).receive::<u16>(md).await {
+                Ok(s) if s & 0x0F == 0x08 => ST_OP,
+                Ok(s) if s & 0x0F == 0x04 && s & 0x10 != 0 => {
+                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into()).send(md, 0x0014u16).await;
+                    ST_SAFE_OP_ERROR
+                }
+                Ok(s) if s & 0x0F == 0x04 => {
+                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into()).send(md, 0x0008u16).await;
+                    ST_SAFE_OP
+                }
+                Ok(s) => {
+                    raw = (s & 0xFF) as u8;
+                    ST_OTHER
+                }
+                Err(e) if is_lost(&e) => ST_LOST,
+                Err(_) => ck.states[i],
+            };
+            ck.states[i] = new;
+            if let Some(x) = state.get_mut(i) {
+                *x = new;
+            }
+            if let Some(x) = al.get_mut(i) {
+                *x = raw;
+            }
+        }
+        if !was_all_op && ck.states.iter().all(|&s| s == ST_OP) {
+            ck.recoveries += 1;
+        }
+        ck.recoveries
+    }
+}
+
+// ---- C ABI ----------------------------------------------------------------------------
+
+fn write_msg(buf: *mut c_char, cap: usize, msg: &str) {
+    if buf.is_null() || cap == 0 {
+        return;
+    }
+    let mut n = msg.len().min(cap - 1);
+    while n > 0 && !msg.is_char_boundary(n) {
+        n -= 1;
+    }
+    // SAFETY: the caller passes a writable buffer of `cap` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(msg.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+}
+
+fn panic_msg(p: &(dyn std::any::Any + Send)) -> String {
+    let s = p
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    format!("ethercrab shim: internal panic: {s}")
+}
+
+/// The shim's ABI version (ABI_VERSION). Never fails.
+#[unsafe(no_mangle)]
+pub extern "C" fn autd3crab_abi_version() -> u32 {
+    ABI_VERSION
+}
+
+/// Open: scan, check, bring every device to OP. Blocking. On success `*out`
+/// owns the link (free with autd3crab_close) and `info` is filled.
+///
+/// # Safety
+/// `args`, `out`, `info` valid pointers; `msg` a buffer of `cap` bytes (or NULL).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn autd3crab_open(
+    args: *const OpenArgs,
+    out: *mut *mut Link,
+    info: *mut OpenInfo,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<(), Fail> {
+        if args.is_null() || out.is_null() || info.is_null() {
+            return Err(fail(CODE_INTERNAL, "ethercrab shim: NULL argument"));
+        }
+        // SAFETY: checked non-NULL; the caller keeps them valid for the call.
+        let (args, out, info) = unsafe { (&*args, &mut *out, &mut *info) };
+        *out = std::ptr::null_mut();
+        if args.abi_version != ABI_VERSION {
+            return Err(fail(
+                CODE_VERSION,
+                format!("ethercrab shim ABI {} does not match the C glue's {}", ABI_VERSION, args.abi_version),
+            ));
+        }
+        if args.num_devices == 0 || usize::from(args.num_devices) > MAX_SUBDEVICES || args.sync0_period_ns == 0 {
+            return Err(fail(CODE_INVALID_OPTION, "ethercrab shim: bad device count or SYNC0 period"));
+        }
+        let iface = if args.interface.is_null() {
+            None
+        } else {
+            // SAFETY: NUL-terminated string from C.
+            let s = unsafe { CStr::from_ptr(args.interface) }.to_string_lossy().into_owned();
+            if s.is_empty() || s == "auto" { None } else { Some(s) }
+        };
+        // Bring-up runs on its own thread: EtherCrab's discovery tables are
+        // large fixed-capacity values, too big for an arbitrary caller's stack.
+        let args_copy = OpenArgs { interface: std::ptr::null(), ..*args };
+        let link = std::thread::Builder::new()
+            .name("autd3-crab-open".into())
+            .stack_size(BRINGUP_STACK)
+            .spawn(move || {
+                catch_unwind(AssertUnwindSafe(|| futures_lite::future::block_on(bring_up(&args_copy, iface))))
+                    .unwrap_or_else(|p| Err(fail(CODE_INTERNAL, panic_msg(&*p))))
+            })
+            .map_err(|e| fail(CODE_IO, format!("ethercrab: cannot start the bring-up thread: {e}")))?
+            .join()
+            .unwrap_or_else(|p| Err(fail(CODE_INTERNAL, panic_msg(&*p))))?;
+        info.num_devices = link.addresses.len() as u16;
+        info.expected_wkc = link.expected_wkc;
+        info.interface = [0; 64];
+        for (d, s) in info.interface.iter_mut().zip(link.transport.ifname.bytes().take(63)) {
+            *d = s as c_char;
+        }
+        *out = Box::into_raw(Box::new(link));
+        Ok(())
+    }));
+    match r {
+        Ok(Ok(())) => CODE_OK,
+        Ok(Err(f)) => {
+            write_msg(msg, cap, &f.msg);
+            f.code
+        }
+        Err(p) => {
+            write_msg(msg, cap, &panic_msg(&*p));
+            CODE_INTERNAL
+        }
+    }
+}
+
+// SAFETY: the only pointer is cleared before the copy crosses threads.
+unsafe impl Send for OpenArgs {}
+
+/// One exchange (no pacing: the C side sleeps until the DC-aligned deadline).
+/// Returns CODE_OK (see out->rx_valid), CODE_LOST (PDU timeout / working
+/// counter error: rx not written), or an error code (fatal for the link).
+/// Call from one thread at a time; may run concurrently with autd3crab_check.
+///
+/// # Safety
+/// `link` from autd3crab_open; `tx` n*626 bytes, `rx` n*2 bytes, n = device count.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn autd3crab_cycle(
+    link: *const Link,
+    tx: *const u8,
+    rx: *mut u8,
+    out: *mut CycleOut,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    let r = catch_unwind(AssertUnwindSafe(|| -> i32 {
+        // SAFETY: see the function's contract.
+        let link = unsafe { &*link };
+        let n = link.addresses.len();
+        let tx = unsafe { std::slice::from_raw_parts(tx, n * TX_BYTES) };
+        let rx = unsafe { std::slice::from_raw_parts_mut(rx, n * RX_BYTES) };
+        let out = unsafe { &mut *out };
+        let md = link.transport.md();
+        let mut k = 0usize;
+        for g in &link.groups {
+            for sd in g.iter(md) {
+                let mut o = sd.outputs_raw_mut();
+                let len = o.len().min(TX_BYTES);
+                o[..len].copy_from_slice(&tx[k * TX_BYTES..k * TX_BYTES + len]);
+                k += 1;
+            }
+        }
+        out.expected_wkc = link.expected_wkc;
+        match futures_lite::future::block_on(exchange(&link.groups, md)) {
+            Ok(r) => {
+                out.working_counter = r.working_counter;
+                out.all_op = u8::from(r.all_op);
+                out.rx_valid = u8::from(r.all_op && r.working_counter == link.expected_wkc);
+                out.next_cycle_wait_ns = r.next_cycle_wait.as_nanos() as u64;
+                out.dc_system_time_ns = r.dc_system_time;
+                let mut k = 0usize;
+                for g in &link.groups {
+                    for sd in g.iter(md) {
+                        let i = sd.inputs_raw();
+                        let dst = &mut rx[k * RX_BYTES..(k + 1) * RX_BYTES];
+                        let len = i.len().min(RX_BYTES);
+                        dst[..len].copy_from_slice(&i[..len]);
+                        dst[len..].fill(0);
+                        k += 1;
+                    }
+                }
+                CODE_OK
+            }
+            Err(e) if is_lost(&e) => {
+                // try_lock: never wait on the tx/rx thread here; it writes once, at its end.
+                if let Ok(g) = link.transport.txrx_ended.try_lock() {
+                    if let Some(why) = g.as_ref() {
+                        write_msg(
+                            msg,
+                            cap,
+                            &format!("ethercrab: the tx/rx task on \"{}\" {why}", link.transport.ifname),
+                        );
+                        return CODE_LINK;
+                    }
+                }
+                out.working_counter = 0;
+                out.all_op = 0;
+                out.rx_valid = 0;
+                out.next_cycle_wait_ns = 0;
+                CODE_LOST
+            }
+            Err(e) => {
+                // Rare and fatal, so formatting here is acceptable.
+                write_msg(msg, cap, &format!("ethercrab: bus cycle failed: {e}"));
+                CODE_LINK
+            }
+        }
+    }));
+    r.unwrap_or_else(|p| {
+        write_msg(msg, cap, &panic_msg(&*p));
+        CODE_INTERNAL
+    })
+}
+
+/// State check with recovery. Writes n device states and raw AL states.
+///
+/// # Safety
+/// `link` from autd3crab_open; `state`/`al_state` n bytes each.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn autd3crab_check(
+    link: *const Link,
+    state: *mut u8,
+    al_state: *mut u8,
+    n: usize,
+    recoveries: *mut u64,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: see the function's contract.
+        let link = unsafe { &*link };
+        let state = unsafe { std::slice::from_raw_parts_mut(state, n) };
+        let al = unsafe { std::slice::from_raw_parts_mut(al_state, n) };
+        let rec = futures_lite::future::block_on(link.check(state, al));
+        if !recoveries.is_null() {
+            unsafe { *recoveries = rec };
+        }
+        CODE_OK
+    }));
+    r.unwrap_or_else(|p| {
+        write_msg(msg, cap, &panic_msg(&*p));
+        CODE_INTERNAL
+    })
+}
+
+/// SYNC0 off, devices to INIT, stop the tx/rx thread, free everything.
+/// No cycle or check may be running. NULL is fine.
+///
+/// # Safety
+/// `link` from autd3crab_open, not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn autd3crab_close(link: *mut Link) {
+    if link.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: from Box::into_raw in autd3crab_open.
+        let link = unsafe { Box::from_raw(link) };
+        futures_lite::future::block_on(shutdown(link.transport.md(), &link.addresses));
+        let Link { groups, transport, .. } = *link;
+        drop(groups);
+        drop(transport);
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysdiff_is_sign_magnitude() {
+        assert_eq!(sysdiff_ns(100), 100.0);
+        assert_eq!(sysdiff_ns(0x8000_0064), -100.0);
+    }
+
+    #[test]
+    fn message_is_truncated_on_a_char_boundary() {
+        let mut buf = [1 as c_char; 4];
+        write_msg(buf.as_mut_ptr(), buf.len(), "abé");
+        assert_eq!(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_bytes(), b"ab");
+    }
+}

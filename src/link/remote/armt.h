@@ -1,0 +1,110 @@
+/*
+ * ARMT: the Remote link's wire protocol, version 3 (shinolab/autd3-sdk
+ * crates/autd3-rs-link-remote/src/wire.rs; published as crates.io
+ * autd3-rs-link-remote 0.1.0-0.4.0 and PyPI autd3-link-remote 0.2.0; later
+ * releases speak version 7). All integers little-endian, f32 IEEE-754.
+ *
+ *   client -> server  "ARMT" u8 version(3)
+ *                     u32 N; N x { u32 T; T x 6 f32 (pos x,y,z, dir x,y,z) }
+ *   server -> client  u16 N (0 = refused)
+ *   per cycle:        client 0x01 + N x 626  ->  server u8 rx_valid + N x 2
+ *   end:              client 0x02 (no reply; the server drops the connection)
+ *
+ * Extension (ours, invisible to the reference client, which stops reading
+ * after the u16): a refusal (u16 0) is followed by u8 reason, u16 length and
+ * that many bytes of UTF-8 text, so our client can say *why*.
+ *
+ * This file holds the pure codec: no I/O, no allocation, used by the link
+ * (link_remote.c), the server (server.c) and the fuzz target.
+ */
+#ifndef AUTD3_LINK_REMOTE_ARMT_H
+#define AUTD3_LINK_REMOTE_ARMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autd3/geometry.h"
+#include "autd3/proto.h"
+
+#define ARMT_MAGIC "ARMT"
+#define ARMT_VERSION 3u
+#define ARMT_HELLO_BYTES 5u
+#define ARMT_TAG_FRAME 0x01u
+#define ARMT_TAG_CLOSE 0x02u
+#define ARMT_TRANSDUCER_BYTES 24u /* 6 x f32 */
+/* Largest transducer count per device we accept (the same cap autd3-rs-link-remote 0.5+ applies). */
+#define ARMT_MAX_TRANSDUCERS 4096u
+/* Refusal trailer text cap. */
+#define ARMT_REFUSAL_TEXT_MAX 512u
+#define ARMT_REFUSAL_MAX_BYTES (2u + 1u + 2u + ARMT_REFUSAL_TEXT_MAX)
+
+/* Reasons carried by the refusal trailer (1..4 mirror the session codes of ARMT v7). */
+enum armt_refusal {
+  ARMT_REFUSE_BUS_CLOSED = 0x01,
+  ARMT_REFUSE_DEVICE_COUNT = 0x02,
+  ARMT_REFUSE_BUS_UNAVAILABLE = 0x03,
+  ARMT_REFUSE_INTERNAL = 0x04,
+  ARMT_REFUSE_VERSION = 0x10,
+  ARMT_REFUSE_BUSY = 0x11,
+  ARMT_REFUSE_GEOMETRY = 0x12,
+};
+
+/* Bytes of the client's opening message (hello + geometry) for `g`. */
+size_t armt__hello_bytes(const autd3_geometry_t *g);
+/* Write hello + geometry into out (cap >= armt__hello_bytes); returns the length, 0 if it does not fit. */
+size_t armt__encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap);
+/* Write a refusal: u16 0, reason, u16 length, text (truncated to ARMT_REFUSAL_TEXT_MAX). Returns the length. */
+size_t armt__encode_refusal(uint8_t *out, size_t cap, uint8_t reason, const char *text);
+
+/* ---- server side: incremental parser of the client's byte stream ---- */
+
+typedef enum armt_event {
+  ARMT_EV_NONE = 0,  /* need more bytes */
+  ARMT_EV_GEOMETRY,  /* hello + geometry complete: num_devices is set */
+  ARMT_EV_FRAME,     /* a 0x01 request's N x 626 bytes are in the frame buffer */
+  ARMT_EV_CLOSE,     /* 0x02 */
+  ARMT_EV_ERROR      /* malformed input: see err_kind / error; the parser stays in ERROR */
+} armt_event_t;
+
+typedef enum armt_err_kind {
+  ARMT_ERR_NONE = 0,
+  ARMT_ERR_MAGIC,        /* not "ARMT" */
+  ARMT_ERR_VERSION,      /* "ARMT" but version != 3 (peer_version) */
+  ARMT_ERR_DEVICE_COUNT, /* 0 or > max_devices */
+  ARMT_ERR_TRANSDUCERS,  /* > ARMT_MAX_TRANSDUCERS */
+  ARMT_ERR_TAG,          /* unknown request tag */
+  ARMT_ERR_AFTER_CLOSE   /* bytes after 0x02 */
+} armt_err_kind_t;
+
+typedef struct armt_parser {
+  int state;
+  uint8_t head[ARMT_HELLO_BYTES];
+  uint32_t have;             /* bytes of the current field so far */
+  uint32_t max_devices;
+  uint32_t num_devices;      /* from the geometry */
+  uint32_t dev;              /* device whose transducers are being read */
+  uint64_t skip;             /* transducer bytes left for `dev` */
+  uint32_t min_transducers, max_transducers;
+  uint8_t *frame;            /* destination of the next request's payload */
+  size_t frame_bytes;        /* num_devices x 626 */
+  uint8_t peer_version;      /* version byte of the hello (if the magic matched) */
+  armt_err_kind_t err_kind;
+  char error[128];
+} armt_parser_t;
+
+/* Start parsing a new connection; device counts above max_devices are rejected. */
+void armt__parser_init(armt_parser_t *p, uint32_t max_devices);
+/* Where the next request's payload goes (num_devices x 626 bytes). Set after ARMT_EV_GEOMETRY and after each frame. */
+void armt__parser_set_frame(armt_parser_t *p, uint8_t *dst);
+/*
+ * Consume up to `len` bytes, stopping right after the first event. Returns
+ * the number of bytes consumed and the event in *ev. Bounded: O(len), no
+ * allocation. A FRAME request with no frame buffer set is consumed into
+ * nothing (the payload is dropped) so a fuzzer can drive it without one.
+ */
+size_t armt__parser_feed(armt_parser_t *p, const uint8_t *buf, size_t len, armt_event_t *ev);
+/* True while a message is partly received (used for the stall timeout). */
+bool armt__parser_mid_message(const armt_parser_t *p);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * The Remote link: relays every bus cycle over TCP to autd3-remote-server
+ * (or any ARMT v3 server, e.g. autd3-rs-link-remote 0.1-0.4's RemoteServer),
+ * which drives the real link. Protocol: armt.h. Behaviour follows
+ * shinolab/autd3-sdk crates/autd3-rs-link-remote/src/link.rs: connect (with
+ * the timeout if set, which then also bounds every read and write),
+ * TCP_NODELAY, hello + geometry, u16 device count (0 = error), then one
+ * request/reply per cycle; 0x02 on close. The server paces the cycles, so
+ * cycle() here does not sleep: it blocks on the reply.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autd3/link_driver.h"
+#include "link/link_internal.h"
+#include "link/remote/armt.h"
+#include "link/remote/sock.h"
+#include "platform/platform.h"
+
+typedef struct remote_link {
+  struct autd3_link base;
+  int fd;
+  uint32_t timeout_ms;
+  autd3_err_t broken; /* first fatal error; later cycles repeat it */
+  size_t tx_bytes, rx_bytes;
+  uint8_t *reply; /* 1 + N x 2 */
+  char addr[128];
+} remote_link_t;
+
+static uint64_t deadline_of(uint32_t timeout_ms) {
+  return timeout_ms ? autd3__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+}
+
+/* Re-label a socket error with what we were doing. */
+static autd3_err_t io_error(remote_link_t *l, autd3_err_t err, const char *doing, size_t got, size_t want) {
+  char base[256];
+  snprintf(base, sizeof base, "%s", autd3_last_error());
+  switch (err) {
+    case AUTD3_E_TIMEOUT:
+      return autd3_set_error(err, "remote %s: no answer within %u ms while %s (%zu of %zu bytes)", l->addr, l->timeout_ms, doing,
+                             got, want);
+    case AUTD3_E_PEER_CLOSED:
+      return autd3_set_error(err, "remote %s: the server closed the connection while %s (%zu of %zu bytes; %s)", l->addr, doing,
+                             got, want, base);
+    default:
+      return autd3_set_error(err, "remote %s: I/O error while %s: %s", l->addr, doing, base);
+  }
+}
+
+static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+  remote_link_t *l = (remote_link_t *)base;
+  if (l->broken) return autd3_set_error(l->broken, "remote %s: the connection failed earlier; reopen the link", l->addr);
+  uint64_t deadline = deadline_of(l->timeout_ms);
+  static const uint8_t tag = ARMT_TAG_FRAME;
+  /* One request = tag + N x 626 in one sendmsg (link.rs writes them back to back, then flushes). */
+  autd3_err_t err = autd3__sock_write2(l->fd, &tag, 1, tx, l->tx_bytes, deadline);
+  if (err) return l->broken = io_error(l, err, "sending a frame", 0, 1 + l->tx_bytes);
+  size_t got = 0;
+  err = autd3__sock_read_all(l->fd, l->reply, 1 + l->rx_bytes, deadline, &got);
+  if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, 1 + l->rx_bytes);
+  *rx_valid = l->reply[0] != 0; /* link.rs: valid[0] != 0 */
+  memcpy(rx, l->reply + 1, l->rx_bytes);
+  autd3_link_count_cycle(base, *rx_valid, false);
+  return AUTD3_OK;
+}
+
+static void remote_close(struct autd3_link *base) {
+  remote_link_t *l = (remote_link_t *)base;
+  if (l->fd >= 0) {
+    if (!l->broken) {
+      static const uint8_t tag = ARMT_TAG_CLOSE; /* best effort, like link.rs's Drop */
+      (void)autd3__sock_write_all(l->fd, &tag, 1, deadline_of(100), NULL);
+    }
+    close(l->fd);
+  }
+  free(l->reply);
+  free(l);
+}
+
+static const autd3_link_vtable_t remote_vt = {.cycle = remote_cycle, .check_state = NULL, .close = remote_close};
+
+/* Make sense of a handshake reply that is not a plain u16 device count. */
+static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t want_n, uint64_t deadline) {
+  uint16_t n = (uint16_t)(r[0] | r[1] << 8);
+  if (r[0] == 'A' && r[1] == 'R') {
+    /* An ARMT v5+ server answers the hello with its own: "ARMT" ver len sdk (autd3-rs-link-remote >= 0.5, wire v7). */
+    uint8_t h[4] = {0}, sdk[256] = {0};
+    if (autd3__sock_read_all(l->fd, h, 4, deadline, NULL) == AUTD3_OK && h[0] == 'M' && h[1] == 'T') {
+      (void)autd3__sock_read_all(l->fd, sdk, h[3], deadline, NULL);
+      return autd3_set_error(AUTD3_E_VERSION,
+                             "remote %s: the server speaks ARMT v%u (autd3-sdk %.*s); this link speaks v3 "
+                             "(autd3-rs-link-remote 0.1-0.4, PyPI autd3-link-remote 0.2)",
+                             l->addr, h[2], (int)h[3], (const char *)sdk);
+    }
+  }
+  if (r[0] == 0xFF) {
+    /* AUTD3REMOTE v1 (autd3 v38) answers an unknown first byte with 0xFF, u32 length, text. */
+    uint8_t rest[3];
+    char text[256] = "";
+    if (autd3__sock_read_all(l->fd, rest, 3, deadline, NULL) == AUTD3_OK) {
+      uint32_t len = (uint32_t)r[1] | (uint32_t)rest[0] << 8 | (uint32_t)rest[1] << 16 | (uint32_t)rest[2] << 24;
+      if (len < sizeof text) (void)autd3__sock_read_all(l->fd, text, len, deadline, NULL);
+    }
+    return autd3_set_error(AUTD3_E_VERSION,
+                           "remote %s: the server speaks the legacy AUTD3REMOTE v1 protocol (autd3 v38), not ARMT v3%s%s%s", l->addr,
+                           text[0] ? " (it said \"" : "", text, text[0] ? "\")" : "");
+  }
+  if (n == 0) {
+    /* Refused. Our server adds reason + text; the reference server never sends 0 (it just closes). */
+    uint64_t short_deadline = autd3__now_ns() + 1000000000u;
+    if (deadline && deadline < short_deadline) short_deadline = deadline;
+    uint8_t h[3];
+    char text[ARMT_REFUSAL_TEXT_MAX + 1] = "";
+    if (autd3__sock_read_all(l->fd, h, 3, short_deadline, NULL) != AUTD3_OK)
+      return autd3_set_error(AUTD3_E_REMOTE, "remote %s: the server refused the session (device count 0)", l->addr);
+    size_t len = (size_t)(h[1] | h[2] << 8);
+    if (len > ARMT_REFUSAL_TEXT_MAX) len = ARMT_REFUSAL_TEXT_MAX;
+    size_t got = 0;
+    (void)autd3__sock_read_all(l->fd, text, len, short_deadline, &got);
+    text[got] = 0;
+    autd3_err_t code = AUTD3_E_REMOTE;
+    if (h[0] == ARMT_REFUSE_VERSION) code = AUTD3_E_VERSION;
+    else if (h[0] == ARMT_REFUSE_DEVICE_COUNT) code = AUTD3_E_DEVICE_COUNT_MISMATCH;
+    else if (h[0] == ARMT_REFUSE_BUSY) code = AUTD3_E_BUSY;
+    return autd3_set_error(code, "remote %s: the server refused the session: %s", l->addr, text);
+  }
+  if (n != want_n)
+    return autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "remote %s: the server drives %u device(s) but the geometry has %zu",
+                           l->addr, n, want_n);
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_geometry_t *g, struct autd3_link **out) {
+  const autd3_remote_option_t *ro = &o->u.remote;
+  const char *addr = ro->address ? ro->address : "127.0.0.1:8080";
+  size_t n = autd3_geometry_num_devices(g);
+  remote_link_t *l = calloc(1, sizeof *l);
+  if (l == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote: out of memory");
+  l->fd = -1;
+  l->timeout_ms = ro->timeout_ms;
+  snprintf(l->addr, sizeof l->addr, "%s", addr);
+  l->tx_bytes = n * AUTD3_TX_FRAME_BYTES;
+  l->rx_bytes = n * AUTD3_RX_FRAME_BYTES;
+  l->reply = malloc(1 + l->rx_bytes);
+  size_t hello_len = armt__hello_bytes(g);
+  uint8_t *hello = malloc(hello_len);
+  autd3_err_t err = AUTD3_OK;
+  if (l->reply == NULL || hello == NULL) {
+    err = autd3_set_error(AUTD3_E_NOMEM, "remote: out of memory");
+    goto fail;
+  }
+  (void)armt__encode_hello(g, hello, hello_len);
+  if ((err = autd3__sock_connect(addr, ro->timeout_ms, &l->fd)) != AUTD3_OK) goto fail;
+  uint64_t deadline = deadline_of(ro->timeout_ms);
+  if ((err = autd3__sock_write_all(l->fd, hello, hello_len, deadline, NULL)) != AUTD3_OK) {
+    err = io_error(l, err, "sending the hello and geometry", 0, hello_len);
+    goto fail;
+  }
+  uint8_t r[2];
+  size_t got = 0;
+  if ((err = autd3__sock_read_all(l->fd, r, 2, deadline, &got)) != AUTD3_OK) {
+    if (err == AUTD3_E_PEER_CLOSED)
+      err = autd3_set_error(err,
+                            "remote %s: the server closed the connection during the handshake (an ARMT v3 server does so on a "
+                            "wrong magic/version or a geometry it cannot serve; see the server's log)",
+                            addr);
+    else
+      err = io_error(l, err, "waiting for the handshake reply", got, 2);
+    goto fail;
+  }
+  if ((err = handshake_reply(l, r, n, deadline)) != AUTD3_OK) goto fail;
+  free(hello);
+  autd3_link_init(&l->base, &remote_vt, AUTD3_LINK_REMOTE, (uint16_t)n);
+  *out = &l->base;
+  return AUTD3_OK;
+fail:
+  free(hello);
+  if (l->fd >= 0) close(l->fd);
+  free(l->reply);
+  free(l);
+  return err;
+}

@@ -1,0 +1,601 @@
+/*
+ * The remote server core (include/autd3/remote_server.h): one event loop
+ * (the thread in autd3_remote_server_run) owns the sockets and the session
+ * state; a bus thread owns the wrapped link and cycles it.
+ *
+ * Hand-off between the two is lock-free, with one request in flight (the
+ * ARMT v3 client is strictly request/response: link.rs writes a frame, then
+ * reads its reply):
+ *   - two tx slots; request v is parsed straight into slot v&1 and published
+ *     by storing `published` = v. The bus thread reads only slot taken&1, and
+ *     taken == published whenever the session parses a new request, so the
+ *     two never touch the same slot.
+ *   - after the first cycle that carried v the bus thread copies that cycle's
+ *     rx into reply_rx, stores `done` = v and writes one byte to a pipe that
+ *     wakes the event loop; the next write of reply_rx needs a new request,
+ *     which comes only after the reply has been queued.
+ * This is the reference's exchange() (server.rs: tx_version/applied_version
+ * under a mutex + condvar) without a lock the bus thread could block on.
+ *
+ * Pickup: a self-pacing link's cycle() takes its tx when called and then
+ * sleeps to the cycle's deadline, so a request that arrives just after a
+ * reply would miss the next cycle and every request would cost two. With no
+ * request pending, the bus thread therefore waits `pickup_percent` of the
+ * measured cycle before calling cycle() (with the request if one came, else
+ * the last tx again), so a client that answers within that window gets one
+ * exchange per bus cycle. 0 = call at once (the reference's behaviour).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "autd3/link_driver.h"
+#include "autd3/remote_server.h"
+#include "link/remote/armt.h"
+#include "link/remote/sock.h"
+#include "platform/platform.h"
+
+#define IN_CAP (64 * 1024)
+#define OUT_CAP 1024
+#define MAX_DRAIN 4
+#define DRAIN_NS 1000000000ull
+
+struct autd3_remote_server {
+  autd3_remote_server_option_t o;
+  int lfd;
+  uint16_t port;
+  int stop_r, stop_w, wake_r, wake_w;
+
+  /* wrapped link + bus thread */
+  autd3_link_t *link;
+  uint16_t n;
+  autd3__thread_t bus;
+  bool bus_running;
+  atomic_bool bus_stop;
+  _Atomic uint64_t published, taken, done;
+  atomic_int bus_err;
+  char bus_msg[320];
+  uint8_t *slot[2], *bus_rx, *reply_rx;
+  bool reply_valid;
+
+  /* session (event-loop thread only) */
+  int cfd;
+  char peer[80];
+  armt_parser_t parser;
+  bool in_session, waiting, closing;
+  uint64_t want, deadline, session_requests;
+  uint8_t *in;
+  size_t in_off, in_len;
+  uint8_t out[OUT_CAP];
+  size_t out_off, out_len;
+  struct {
+    int fd;
+    uint64_t deadline;
+  } drain[MAX_DRAIN];
+
+  _Atomic uint64_t st_clients, st_refused, st_requests, st_dropped;
+};
+
+static void logf_(autd3_remote_server_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(autd3_remote_server_t *s, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (s->o.log) s->o.log(s->o.log_ctx, line);
+  else fprintf(stderr, "autd3-remote-server: %s\n", line);
+}
+
+static void poke(int fd) {
+  if (write(fd, "x", 1) < 0) { /* pipe full: a wake-up is pending anyway */
+  }
+}
+
+autd3_remote_server_option_t autd3_remote_server_option_default(void) {
+  autd3_remote_server_option_t o;
+  memset(&o, 0, sizeof o);
+  o.listen = "127.0.0.1:8080";
+  o.link = autd3_link_option_default(AUTD3_LINK_EMULATOR);
+  o.handshake_timeout_ms = 10000;
+  o.stall_timeout_ms = 5000;
+  o.min_period_us = 250;
+  o.pickup_percent = 50;
+  return o;
+}
+
+/* ---------------- bus thread ---------------- */
+
+static void *bus_main(void *arg) {
+  autd3_remote_server_t *s = arg;
+  const size_t rx_bytes = (size_t)s->n * AUTD3_RX_FRAME_BYTES;
+  const uint64_t min_period = (uint64_t)s->o.min_period_us * 1000u;
+  uint64_t taken = atomic_load(&s->taken), last_start = 0, last_ret = autd3__now_ns();
+  uint64_t period = 0, win_min = UINT64_MAX;
+  unsigned win_n = 0;
+  while (!atomic_load_explicit(&s->bus_stop, memory_order_relaxed)) {
+    uint64_t pub = atomic_load_explicit(&s->published, memory_order_acquire);
+    uint64_t at = last_start + min_period;
+    if (pub == taken && s->o.pickup_percent && period) {
+      uint64_t hold = last_ret + period * s->o.pickup_percent / 100u;
+      if (hold > at) at = hold;
+    }
+    autd3__sleep_until_ns(at, 0);
+    if (pub == taken) pub = atomic_load_explicit(&s->published, memory_order_acquire);
+    if (pub != taken) {
+      taken = pub;
+      atomic_store_explicit(&s->taken, taken, memory_order_release);
+    }
+    bool valid = false;
+    last_start = autd3__now_ns();
+    autd3_err_t err = autd3_link_cycle(s->link, s->slot[taken & 1], s->bus_rx, &valid);
+    uint64_t ret = autd3__now_ns();
+    if (err != AUTD3_OK) {
+      snprintf(s->bus_msg, sizeof s->bus_msg, "%s: %s", autd3_err_name(err), autd3_last_error());
+      atomic_store_explicit(&s->bus_err, (int)err, memory_order_release);
+      poke(s->wake_w);
+      break;
+    }
+    /* Cycle estimate: the smallest return-to-return interval of the last 16 cycles (stalls only lengthen intervals). */
+    uint64_t iv = ret - last_ret;
+    last_ret = ret;
+    if (iv < win_min) win_min = iv;
+    if (++win_n == 16) {
+      period = win_min > 100000000u ? 100000000u : win_min;
+      win_min = UINT64_MAX;
+      win_n = 0;
+    }
+    if (taken != atomic_load_explicit(&s->done, memory_order_relaxed)) {
+      memcpy(s->reply_rx, s->bus_rx, rx_bytes);
+      s->reply_valid = valid;
+      atomic_store_explicit(&s->done, taken, memory_order_release);
+      poke(s->wake_w);
+    }
+  }
+  return NULL;
+}
+
+static void bus_stop_join(autd3_remote_server_t *s) {
+  if (!s->bus_running) return;
+  atomic_store(&s->bus_stop, true);
+  autd3__thread_join(&s->bus);
+  s->bus_running = false;
+}
+
+static void link_close(autd3_remote_server_t *s) {
+  bus_stop_join(s);
+  if (s->link) {
+    autd3_link_stats_t st;
+    autd3_link_stats(s->link, &st);
+    autd3_link_close(s->link);
+    s->link = NULL;
+    logf_(s, "closed the %s link after %llu cycle(s), %llu stale", autd3_link_kind_name(s->o.link.kind),
+          (unsigned long long)st.cycles, (unsigned long long)st.stale_cycles);
+  }
+}
+
+static autd3_err_t link_open(autd3_remote_server_t *s, uint16_t n) {
+  autd3_geometry_t *g = NULL;
+  autd3_err_t err = autd3_geometry_create(n, NULL, &g);
+  if (err == AUTD3_OK) err = autd3_link_open(&s->o.link, g, &s->link);
+  autd3_geometry_free(g);
+  if (err != AUTD3_OK) return err;
+  s->n = n;
+  memset(s->slot[0], 0, (size_t)AUTD3_MAX_DEVICES * AUTD3_TX_FRAME_BYTES);
+  memset(s->slot[1], 0, (size_t)AUTD3_MAX_DEVICES * AUTD3_TX_FRAME_BYTES);
+  atomic_store(&s->published, 0);
+  atomic_store(&s->taken, 0);
+  atomic_store(&s->done, 0);
+  atomic_store(&s->bus_err, 0);
+  atomic_store(&s->bus_stop, false);
+  err = autd3__thread_start(&s->bus, bus_main, s, "autd3-remote-bus");
+  if (err != AUTD3_OK) {
+    autd3_link_close(s->link);
+    s->link = NULL;
+    return err;
+  }
+  s->bus_running = true;
+  logf_(s, "opened the %s link with %u device(s)", autd3_link_kind_name(s->o.link.kind), n);
+  return AUTD3_OK;
+}
+
+/* ---------------- session ---------------- */
+
+static void drain_add(autd3_remote_server_t *s, int fd) {
+  (void)shutdown(fd, SHUT_WR); /* FIN after our last bytes; keep reading so close() does not turn into a RST */
+  for (int i = 0; i < MAX_DRAIN; i++) {
+    if (s->drain[i].fd < 0) {
+      s->drain[i].fd = fd;
+      s->drain[i].deadline = autd3__now_ns() + DRAIN_NS;
+      return;
+    }
+  }
+  close(fd);
+}
+
+static void session_reset(autd3_remote_server_t *s) {
+  s->cfd = -1;
+  s->in_session = s->waiting = s->closing = false;
+  s->in_off = s->in_len = s->out_off = s->out_len = 0;
+  s->deadline = 0;
+}
+
+static void session_end(autd3_remote_server_t *s, bool dropped, const char *why) {
+  if (s->cfd < 0) return;
+  logf_(s, "client %s %s (%llu frame(s) served)", s->peer, why, (unsigned long long)s->session_requests);
+  if (dropped) atomic_fetch_add(&s->st_dropped, 1); /* before close(): a peer that sees the EOF sees the count */
+  close(s->cfd);
+  session_reset(s);
+  if (s->o.devices == 0) link_close(s);
+}
+
+static void queue(autd3_remote_server_t *s, const void *b, size_t len) {
+  if (len > OUT_CAP - s->out_len) len = OUT_CAP - s->out_len;
+  memcpy(s->out + s->out_len, b, len);
+  s->out_len += len;
+}
+
+/* Answer, then drop the connection once the answer is out. */
+static void refuse(autd3_remote_server_t *s, uint8_t reason, const char *text) {
+  uint8_t b[ARMT_REFUSAL_MAX_BYTES];
+  queue(s, b, armt__encode_refusal(b, sizeof b, reason, text));
+  s->closing = true;
+  atomic_fetch_add(&s->st_refused, 1);
+  logf_(s, "refused client %s: %s", s->peer, text);
+}
+
+static void set_frame_slot(autd3_remote_server_t *s) {
+  uint64_t next = atomic_load_explicit(&s->published, memory_order_relaxed) + 1;
+  armt__parser_set_frame(&s->parser, s->slot[next & 1]);
+}
+
+static void bad_hello(autd3_remote_server_t *s) {
+  armt_parser_t *p = &s->parser;
+  if (p->err_kind == ARMT_ERR_MAGIC && p->head[0] == 0x10) {
+    /* AUTD3REMOTE v1 (autd3 v38) HELLO: answer in its error format (0xFF, u32 length, text) so it reports why. */
+    static const char t[] = "this server speaks ARMT v3 (libautd3); AUTD3REMOTE v1 clients are not supported";
+    uint8_t h[5] = {0xFF, (uint8_t)(sizeof t - 1), 0, 0, 0};
+    queue(s, h, 5);
+    queue(s, t, sizeof t - 1);
+    s->closing = true;
+    atomic_fetch_add(&s->st_refused, 1);
+    logf_(s, "refused client %s: AUTD3REMOTE v1 hello", s->peer);
+  } else if (p->err_kind == ARMT_ERR_VERSION && p->peer_version >= 5) {
+    /* ARMT v5+ clients wait for the server's hello ("ARMT" ver len sdk) and report the mismatch themselves. */
+    char sdk[32];
+    int len = snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
+    uint8_t h[6] = {'A', 'R', 'M', 'T', (uint8_t)ARMT_VERSION, (uint8_t)len};
+    queue(s, h, 6);
+    queue(s, sdk, (size_t)len);
+    s->closing = true;
+    atomic_fetch_add(&s->st_refused, 1);
+    logf_(s, "refused client %s: it speaks ARMT v%u", s->peer, p->peer_version);
+  } else {
+    refuse(s, (p->err_kind == ARMT_ERR_MAGIC || p->err_kind == ARMT_ERR_VERSION) ? ARMT_REFUSE_VERSION : ARMT_REFUSE_GEOMETRY,
+           p->error);
+  }
+}
+
+static void on_geometry(autd3_remote_server_t *s) {
+  uint16_t n = (uint16_t)s->parser.num_devices;
+  uint8_t r[2];
+  if (s->o.devices != 0 && n != s->o.devices) {
+    /* Like RemoteServer::with_link: answer with the bus's count (the client then reports the mismatch), then drop. */
+    r[0] = (uint8_t)s->o.devices;
+    r[1] = (uint8_t)(s->o.devices >> 8);
+    queue(s, r, 2);
+    s->closing = true;
+    atomic_fetch_add(&s->st_refused, 1);
+    logf_(s, "refused client %s: its geometry has %u device(s), the bus has %u", s->peer, n, s->o.devices);
+    return;
+  }
+  if (s->link == NULL) {
+    autd3_err_t err = link_open(s, n);
+    if (err != AUTD3_OK) {
+      char t[ARMT_REFUSAL_TEXT_MAX];
+      snprintf(t, sizeof t, "cannot open the %s link for %u device(s): %s: %s", autd3_link_kind_name(s->o.link.kind), n,
+               autd3_err_name(err), autd3_last_error());
+      refuse(s, ARMT_REFUSE_BUS_UNAVAILABLE, t);
+      return;
+    }
+  } else {
+    /* Shared bus: a request of the previous client may still be untaken; wait (bounded) so slots stay disjoint. */
+    for (int i = 0; i < 20000 && atomic_load(&s->taken) != atomic_load(&s->published) && atomic_load(&s->bus_err) == 0; i++)
+      autd3__sleep_ns(100000);
+  }
+  r[0] = (uint8_t)n;
+  r[1] = (uint8_t)(n >> 8);
+  queue(s, r, 2);
+  s->in_session = true;
+  s->deadline = 0;
+  set_frame_slot(s);
+  logf_(s, "client %s: session with %u device(s), %u..%u transducers per device", s->peer, n, s->parser.min_transducers,
+        s->parser.max_transducers);
+}
+
+/* Feed buffered input and read more until blocked (waiting for the bus, output pending, or no data). */
+static void pump_input(autd3_remote_server_t *s) {
+  while (s->cfd >= 0 && !s->waiting && !s->closing && s->out_len == 0) {
+    if (s->in_off == s->in_len) {
+      ssize_t r = recv(s->cfd, s->in, IN_CAP, 0);
+      if (r == 0) {
+        bool mid = armt__parser_mid_message(&s->parser);
+        session_end(s, mid, !s->in_session ? "left during the handshake" : mid ? "left in the middle of a request" : "disconnected");
+        return;
+      }
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) session_end(s, true, "connection failed");
+        return;
+      }
+      s->in_off = 0;
+      s->in_len = (size_t)r;
+    }
+    armt_event_t ev;
+    s->in_off += armt__parser_feed(&s->parser, s->in + s->in_off, s->in_len - s->in_off, &ev);
+    switch (ev) {
+      case ARMT_EV_NONE: break;
+      case ARMT_EV_GEOMETRY: on_geometry(s); break;
+      case ARMT_EV_FRAME: {
+        uint64_t v = atomic_load_explicit(&s->published, memory_order_relaxed) + 1;
+        s->want = v;
+        s->waiting = true;
+        atomic_store_explicit(&s->published, v, memory_order_release);
+        break;
+      }
+      case ARMT_EV_CLOSE: session_end(s, false, "closed the session"); return;
+      case ARMT_EV_ERROR:
+        if (!s->in_session) {
+          bad_hello(s);
+        } else {
+          char why[200];
+          snprintf(why, sizeof why, "dropped: %s", s->parser.error);
+          session_end(s, true, why);
+          return;
+        }
+        break;
+    }
+  }
+}
+
+static void flush_output(autd3_remote_server_t *s) {
+  while (s->cfd >= 0 && s->out_off < s->out_len) {
+    ssize_t w = send(s->cfd, s->out + s->out_off, s->out_len - s->out_off, MSG_NOSIGNAL);
+    if (w > 0) {
+      s->out_off += (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    session_end(s, true, "connection failed while answering");
+    return;
+  }
+  if (s->cfd < 0) return;
+  s->out_off = s->out_len = 0;
+  if (s->closing) {
+    int fd = s->cfd;
+    logf_(s, "client %s disconnected by the server", s->peer);
+    session_reset(s);
+    drain_add(s, fd);
+    if (s->o.devices == 0) link_close(s);
+  }
+}
+
+static void pump(autd3_remote_server_t *s) {
+  for (int guard = 0; guard < 4 && s->cfd >= 0; guard++) {
+    flush_output(s);
+    if (s->cfd < 0 || s->out_len != 0) break;
+    size_t before = s->in_off;
+    bool was_waiting = s->waiting;
+    pump_input(s);
+    if (s->cfd < 0 || (s->out_len == 0 && s->in_off == before && s->waiting == was_waiting)) break;
+  }
+  if (s->cfd < 0 || !s->in_session) return;
+  uint64_t now = autd3__now_ns();
+  bool pending = s->out_len != 0, mid = !s->waiting && armt__parser_mid_message(&s->parser);
+  if (pending || mid) {
+    if (s->deadline == 0) s->deadline = now + (uint64_t)s->o.stall_timeout_ms * 1000000u;
+  } else {
+    s->deadline = 0;
+  }
+}
+
+static void on_bus(autd3_remote_server_t *s) {
+  char b[64];
+  while (read(s->wake_r, b, sizeof b) > 0) {
+  }
+  if (atomic_load_explicit(&s->bus_err, memory_order_acquire) != 0) {
+    if (s->link) logf_(s, "the %s link failed: %s", autd3_link_kind_name(s->o.link.kind), s->bus_msg);
+    session_end(s, false, "disconnected because the link failed");
+    link_close(s); /* a shared bus is reopened for the next client */
+    return;
+  }
+  if (s->waiting && atomic_load_explicit(&s->done, memory_order_acquire) >= s->want) {
+    uint8_t v = s->reply_valid ? 1 : 0;
+    queue(s, &v, 1);
+    queue(s, s->reply_rx, (size_t)s->n * AUTD3_RX_FRAME_BYTES);
+    s->waiting = false;
+    s->session_requests++;
+    atomic_fetch_add(&s->st_requests, 1);
+    set_frame_slot(s);
+  }
+}
+
+static void on_accept(autd3_remote_server_t *s) {
+  for (;;) {
+    /* The current client may have left already (its EOF not read yet): settle that before calling anyone busy. */
+    if (s->cfd >= 0) pump(s);
+    int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    autd3__sock_tune(fd);
+    char peer[80];
+    autd3__sock_peer_name(fd, peer, sizeof peer);
+    if (s->cfd >= 0) {
+      /* One client at a time: a clear refusal (our trailer) instead of leaving it in the backlog. */
+      char t[200];
+      uint8_t b[ARMT_REFUSAL_MAX_BYTES];
+      snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
+      size_t len = armt__encode_refusal(b, sizeof b, ARMT_REFUSE_BUSY, t);
+      if (send(fd, b, len, MSG_NOSIGNAL) < 0) { /* the client is gone already */
+      }
+      drain_add(s, fd);
+      atomic_fetch_add(&s->st_refused, 1);
+      logf_(s, "refused client %s: busy with %s", peer, s->peer);
+      continue;
+    }
+    s->cfd = fd;
+    snprintf(s->peer, sizeof s->peer, "%s", peer);
+    armt__parser_init(&s->parser, AUTD3_MAX_DEVICES);
+    s->session_requests = 0;
+    s->deadline = autd3__now_ns() + (uint64_t)s->o.handshake_timeout_ms * 1000000u;
+    atomic_fetch_add(&s->st_clients, 1);
+    logf_(s, "client %s connected", peer);
+    return; /* further connections wait for the next poll, after this one's first bytes (or EOF) are read */
+  }
+}
+
+autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
+  if (s == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_run: NULL server");
+  for (;;) {
+    struct pollfd p[4 + MAX_DRAIN];
+    int np = 0, id[MAX_DRAIN];
+    p[np++] = (struct pollfd){.fd = s->stop_r, .events = POLLIN};
+    p[np++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+    p[np++] = (struct pollfd){.fd = s->wake_r, .events = POLLIN};
+    if (s->cfd >= 0) {
+      short ev = 0;
+      if (s->out_len) ev |= POLLOUT;
+      else if (!s->waiting && !s->closing) ev |= POLLIN;
+      p[np++] = (struct pollfd){.fd = s->cfd, .events = ev};
+    }
+    uint64_t next = s->cfd >= 0 ? s->deadline : 0;
+    for (int i = 0; i < MAX_DRAIN; i++) {
+      id[i] = -1;
+      if (s->drain[i].fd < 0) continue;
+      id[i] = np;
+      p[np++] = (struct pollfd){.fd = s->drain[i].fd, .events = POLLIN};
+      if (next == 0 || s->drain[i].deadline < next) next = s->drain[i].deadline;
+    }
+    int ms = -1;
+    if (next) {
+      uint64_t now = autd3__now_ns();
+      ms = next <= now ? 0 : (int)((next - now) / 1000000u + 1);
+    }
+    int r = poll(p, (nfds_t)np, ms);
+    if (r < 0 && errno != EINTR) return autd3_set_error(AUTD3_E_IO, "remote server: poll: %s", strerror(errno));
+    if (r > 0 && (p[0].revents & POLLIN)) break;
+    if (r > 0 && (p[2].revents & POLLIN)) on_bus(s);
+    if (s->cfd >= 0) pump(s); /* client I/O, or a reply just queued by on_bus */
+    if (r > 0 && (p[1].revents & POLLIN)) on_accept(s);
+    uint64_t now = autd3__now_ns();
+    for (int i = 0; i < MAX_DRAIN; i++) {
+      if (s->drain[i].fd < 0) continue;
+      bool done = now >= s->drain[i].deadline;
+      if (!done && id[i] >= 0 && p[id[i]].revents) {
+        uint8_t junk[4096];
+        ssize_t n = recv(s->drain[i].fd, junk, sizeof junk, 0);
+        done = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+      }
+      if (done) {
+        close(s->drain[i].fd);
+        s->drain[i].fd = -1;
+      }
+    }
+    if (s->cfd >= 0 && s->deadline && now >= s->deadline) {
+      if (!s->in_session) session_end(s, true, "dropped: no complete hello and geometry in time");
+      else if (s->out_len) session_end(s, true, "dropped: it does not read its replies");
+      else session_end(s, true, "dropped: a request stalled");
+    }
+  }
+  char b[16];
+  while (read(s->stop_r, b, sizeof b) > 0) {
+  }
+  session_end(s, false, "disconnected: the server is stopping");
+  return AUTD3_OK;
+}
+
+void autd3_remote_server_stop(autd3_remote_server_t *s) {
+  if (s) poke(s->stop_w);
+}
+
+uint16_t autd3_remote_server_port(const autd3_remote_server_t *s) { return s ? s->port : 0; }
+
+void autd3_remote_server_stats(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out) {
+  out->clients = atomic_load(&s->st_clients);
+  out->refused = atomic_load(&s->st_refused);
+  out->requests = atomic_load(&s->st_requests);
+  out->dropped = atomic_load(&s->st_dropped);
+}
+
+static int make_pipe(int *r, int *w) {
+  int fds[2];
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return -1;
+  *r = fds[0];
+  *w = fds[1];
+  return 0;
+}
+
+void autd3_remote_server_destroy(autd3_remote_server_t *s) {
+  if (s == NULL) return;
+  if (s->cfd >= 0) close(s->cfd);
+  s->cfd = -1;
+  link_close(s);
+  for (int i = 0; i < MAX_DRAIN; i++)
+    if (s->drain[i].fd >= 0) close(s->drain[i].fd);
+  int fds[] = {s->lfd, s->stop_r, s->stop_w, s->wake_r, s->wake_w};
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  free(s->slot[0]);
+  free(s->slot[1]);
+  free(s->bus_rx);
+  free(s->reply_rx);
+  free(s->in);
+  free(s);
+}
+
+autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, autd3_remote_server_t **out) {
+  if (o == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_create: NULL argument");
+  *out = NULL;
+  if (o->devices > AUTD3_MAX_DEVICES)
+    return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "remote server: devices = %u; must be 0 (from the client) or 1..%d",
+                           o->devices, AUTD3_MAX_DEVICES);
+  if (o->handshake_timeout_ms == 0 || o->stall_timeout_ms == 0)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: handshake_timeout_ms and stall_timeout_ms must be > 0");
+  if (o->pickup_percent > 90) return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: pickup_percent must be 0..90");
+  autd3_remote_server_t *s = calloc(1, sizeof *s);
+  if (s == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
+  s->o = *o;
+  s->lfd = s->stop_r = s->stop_w = s->wake_r = s->wake_w = -1;
+  for (int i = 0; i < MAX_DRAIN; i++) s->drain[i].fd = -1;
+  session_reset(s);
+  const size_t tx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_TX_FRAME_BYTES, rx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_RX_FRAME_BYTES;
+  s->slot[0] = calloc(1, tx_cap);
+  s->slot[1] = calloc(1, tx_cap);
+  s->bus_rx = calloc(1, rx_cap);
+  s->reply_rx = calloc(1, rx_cap);
+  s->in = malloc(IN_CAP);
+  autd3_err_t err = AUTD3_OK;
+  if (!s->slot[0] || !s->slot[1] || !s->bus_rx || !s->reply_rx || !s->in) {
+    err = autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
+    goto fail;
+  }
+  if (make_pipe(&s->stop_r, &s->stop_w) != 0 || make_pipe(&s->wake_r, &s->wake_w) != 0) {
+    err = autd3_set_error(AUTD3_E_IO, "remote server: pipe: %s", strerror(errno));
+    goto fail;
+  }
+  if ((err = autd3__sock_listen(o->listen ? o->listen : "127.0.0.1:8080", &s->lfd, &s->port)) != AUTD3_OK) goto fail;
+  if (o->devices != 0 && (err = link_open(s, o->devices)) != AUTD3_OK) goto fail;
+  *out = s;
+  return AUTD3_OK;
+fail:
+  autd3_remote_server_destroy(s);
+  return err;
+}

@@ -1,0 +1,687 @@
+/*
+ * The SOEM link: an EtherCAT master built on OpenEtherCATsociety/SOEM v2 (the
+ * `ecx_*` context API). SPDX-License-Identifier: GPL-3.0-only.
+ *
+ * SOEM v2 is GPL-3.0-only, so this file is compiled only into the separate
+ * library libautd3-link-soem (or the in-tree object library autd3_link_soem);
+ * libautd3 itself never links SOEM. See LICENSE-NOTICE.md next to this file.
+ *
+ * The open sequence follows the new-generation AUTD3 SOEM link
+ * (shinolab/autd3-sdk crates/autd3-rs-link-soem/src/{link,context,sync}.rs;
+ * summarised in shared/reference/autd3-link-layer.md §4.2):
+ *   adapter (given or auto-detected) -> ecx_init -> ecx_config_init -> every
+ *   slave named "AUTD" -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
+ *   -> DC alignment wait -> ecx_config_map_group (does PRE-OP->SAFE-OP) ->
+ *   SAFE-OP check -> warm-up cycles, OP request, wait for OP with a stable WKC.
+ * cycle() is paced to the DC phase (§4.3), check_state() is the new-generation
+ * state checker (§4.4) plus SOEM's classic slave recovery, close() stops SYNC0
+ * and requests INIT.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <soem/soem.h>
+
+#include "autd3/link_driver.h"
+#include "platform/platform.h"
+
+#define SOEM_DEVICE_NAME "AUTD" /* SII name of every AUTD3 (ESI Type/Name, reference §4.1) */
+#define TX_BYTES AUTD3_TX_FRAME_BYTES
+#define RX_BYTES AUTD3_RX_FRAME_BYTES
+#define WARMUP_CYCLES 200u          /* process-data cycles in SAFE-OP before OP is requested (link.rs) */
+#define WKC_STABLE_CYCLES 5u        /* consecutive cycles with the expected WKC before OP counts (link.rs) */
+#define OP_RECOVERY_NS 100000000ull /* re-request OP / ack errors every 100 ms while waiting (link.rs) */
+#define ALIGN_CHECK_NS 10000000ull  /* read the DC differences every 10 ms (sync.rs) */
+#define ALIGN_LOOP_NS 1000000ull    /* distribute the reference time every 1 ms (sync.rs) */
+#define ALIGN_EMA_ALPHA 0.2         /* smoothing of the DC differences (sync.rs) */
+#define RECOVER_TIMEOUT_US 500000   /* per-slave recover/reconfig timeout, as SOEM's classic ecatcheck */
+
+typedef struct soem_link {
+  struct autd3_link hdr; /* must be first */
+  ecx_contextt *ctx;     /* heap: the context is several hundred kB */
+  uint8_t *iomap;        /* (1 + 626 + 2) bytes per device; SOEM keeps pointers into it */
+  char ifname[IF_NAMESIZE + 1];
+  uint32_t sync0_period_ns;
+  int32_t sync0_shift_ns;
+  int64_t cycle_ns; /* send_cycle_ns, or sync0_period_ns when 0 */
+  int expected_wkc;
+  bool ctx_open;   /* ecx_init called: ecx_close needed */
+  bool configured; /* slaves configured by us: stop SYNC0 and request INIT on close */
+  /* cycle state, touched by the cycle thread only */
+  uint64_t next_at_ns; /* 0: send at once (first cycle or after a lost one) */
+  /* diagnostics, written by the cycle thread, read by anyone */
+  _Atomic int64_t diag_last_wkc;
+  _Atomic uint64_t diag_late_cycles;  /* woke more than 100 µs after the deadline */
+  _Atomic uint64_t diag_max_late_ns;  /* worst lateness against the deadline */
+  _Atomic uint64_t diag_max_txrx_ns;  /* worst send+receive duration */
+  _Atomic int64_t diag_dc_phase_ns;   /* DC time mod cycle at the last good cycle */
+  /* capture (capture_path): a tap socket read by the link's one thread */
+  int cap_fd;
+  FILE *cap_file;
+  bool cap_running;
+  atomic_bool cap_stop;
+  _Atomic uint64_t cap_frames;
+  autd3__thread_t cap_thread;
+  /* state checker (serialised by check_busy; never touched by cycle) */
+  atomic_flag check_busy;
+  uint64_t recoveries;
+  uint8_t last_state[AUTD3_MAX_DEVICES]; /* autd3_device_state_t as of the last check */
+} soem_link_t;
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static int us_clamp(uint64_t ms) { return ms * 1000u > (uint64_t)INT_MAX ? INT_MAX : (int)(ms * 1000u); }
+
+static const char *al_state_name(uint16_t s) {
+  switch (s & 0x0f) {
+    case EC_STATE_NONE: return "NONE (no response)";
+    case EC_STATE_INIT: return "INIT";
+    case EC_STATE_PRE_OP: return "PRE-OP";
+    case EC_STATE_BOOT: return "BOOT";
+    case EC_STATE_SAFE_OP: return (s & EC_STATE_ERROR) ? "SAFE-OP+ERROR" : "SAFE-OP";
+    case EC_STATE_OPERATIONAL: return (s & EC_STATE_ERROR) ? "OP+ERROR" : "OP";
+    default: return "unknown";
+  }
+}
+
+/* Request `state` from one slave (1-based) or all (0), as ecx_writestate expects. */
+static void request_state(ecx_contextt *ctx, uint16_t slave, uint16_t state) {
+  ctx->slavelist[slave].state = state;
+  ecx_writestate(ctx, slave);
+}
+
+/* Describe the first slave that is not in `want` into buf (after ecx_readstate). */
+static void describe_bad_slave(ecx_contextt *ctx, uint16_t want, char *buf, size_t cap) {
+  buf[0] = 0;
+  for (int i = 1; i <= ctx->slavecount; i++) {
+    const ec_slavet *s = &ctx->slavelist[i];
+    if ((s->state & 0x1f) != want) {
+      snprintf(buf, cap, "device %d is %s, AL status 0x%04x (%s)", i - 1, al_state_name(s->state), s->ALstatuscode,
+               ec_ALstatuscode2string(s->ALstatuscode));
+      return;
+    }
+  }
+  snprintf(buf, cap, "all devices reached it late");
+}
+
+/* The wait from a cycle's send time to the next frame: the next SYNC0 edge of
+ * the reference clock plus the shift (link.rs next_cycle_wait). A negative
+ * shift that would make the wait non-positive means "one cycle later". */
+static int64_t next_cycle_wait(int64_t dc_time_ns, int64_t cycle_ns, int64_t shift_ns) {
+  int64_t phase = dc_time_ns % cycle_ns;
+  if (phase < 0) phase += cycle_ns;
+  int64_t wait = cycle_ns - phase + shift_ns;
+  while (wait <= 0) wait += cycle_ns;
+  return wait;
+}
+
+/* PRE-OP -> SAFE-OP hook on every slave: start SYNC0 before SAFE-OP, as the
+ * AUTD3 firmware expects DC to be running when it leaves PRE-OP (context.rs). */
+static int po2so_hook(ecx_contextt *ctx, uint16 slave) {
+  const soem_link_t *l = ctx->userdata;
+  ecx_dcsync0(ctx, slave, TRUE, l->sync0_period_ns, l->sync0_shift_ns);
+  return 0;
+}
+
+/* ecx_close, including the mailbox-queue mutexes that ecx_config_init creates
+ * per group: SOEM v2.0.0's ecx_close leaks them (fixed upstream after v2.0.0
+ * by commit 8095dfb, whose ecx_close skips NULL ones), so free them here and
+ * clear them; this is right for both versions. */
+static void soem_close_ctx(ecx_contextt *ctx) {
+  for (int g = 0; g < EC_MAXGROUP; g++) {
+    if (ctx->grouplist[g].mbxtxqueue.mbxmutex != NULL) {
+      osal_mutex_destroy(ctx->grouplist[g].mbxtxqueue.mbxmutex);
+      ctx->grouplist[g].mbxtxqueue.mbxmutex = NULL;
+    }
+  }
+  ecx_close(ctx);
+}
+
+/* ---- capture ------------------------------------------------------------------------------- */
+
+/* SOEM owns its socket, so capture_path is served like tcpdump: a second
+ * AF_PACKET socket bound to the adapter with ETH_P_ALL sees every frame in
+ * both directions (outgoing ones as PACKET_OUTGOING); a thread of the link
+ * appends the EtherCAT ones to a classic pcap file (nanosecond timestamps,
+ * LINKTYPE_ETHERNET). Not on the hot path: cycle() never touches it. */
+static void *capture_main(void *arg) {
+  soem_link_t *l = arg;
+  uint8_t buf[2048];
+  struct pollfd p = {.fd = l->cap_fd, .events = POLLIN};
+  while (!atomic_load_explicit(&l->cap_stop, memory_order_acquire)) {
+    if (poll(&p, 1, 20) <= 0) continue;
+    ssize_t n;
+    while ((n = recv(l->cap_fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC)) > 0) {
+      if (n < 14 || buf[12] != 0x88 || buf[13] != 0xA4) continue; /* EtherCAT only */
+      uint32_t len = (uint32_t)n, incl = len < sizeof buf ? len : (uint32_t)sizeof buf;
+      uint64_t t = autd3__realtime_ns();
+      uint32_t rec[4] = {(uint32_t)(t / 1000000000u), (uint32_t)(t % 1000000000u), incl, len};
+      fwrite(rec, sizeof rec, 1, l->cap_file);
+      fwrite(buf, 1, incl, l->cap_file);
+      atomic_fetch_add_explicit(&l->cap_frames, 1, memory_order_relaxed);
+    }
+  }
+  return NULL;
+}
+
+static autd3_err_t capture_start(soem_link_t *l, const char *path) {
+  l->cap_fd = socket(PF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+  if (l->cap_fd < 0)
+    return autd3_set_error(errno == EPERM || errno == EACCES ? AUTD3_E_PERMISSION : AUTD3_E_IO,
+                           "soem: capture socket on \"%s\": %s", l->ifname, strerror(errno));
+  int rcvbuf = 4 << 20; /* a slow disk must not make the tap drop frames */
+  setsockopt(l->cap_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL), .sll_ifindex = (int)if_nametoindex(l->ifname)};
+  if (bind(l->cap_fd, (struct sockaddr *)&sll, sizeof sll) != 0)
+    return autd3_set_error(AUTD3_E_IO, "soem: capture socket bind on \"%s\": %s", l->ifname, strerror(errno));
+  l->cap_file = fopen(path, "wb");
+  if (l->cap_file == NULL) return autd3_set_error(AUTD3_E_IO, "soem: cannot create capture file \"%s\": %s", path, strerror(errno));
+  /* pcap global header: nanosecond magic, v2.4, snaplen 2048, LINKTYPE_ETHERNET (1) */
+  uint32_t hdr[6] = {0xa1b23c4du, 0x00040002u, 0, 0, 2048, 1};
+  if (fwrite(hdr, sizeof hdr, 1, l->cap_file) != 1)
+    return autd3_set_error(AUTD3_E_IO, "soem: cannot write capture file \"%s\"", path);
+  autd3_err_t err = autd3__thread_start(&l->cap_thread, capture_main, l, "autd3-soem-cap");
+  if (err != AUTD3_OK) return err;
+  l->cap_running = true;
+  return AUTD3_OK;
+}
+
+/* Stop after the last frames (close's INIT request) had time to reach the tap. */
+static void capture_stop(soem_link_t *l) {
+  if (l->cap_running) {
+    autd3__sleep_ns(30000000);
+    atomic_store_explicit(&l->cap_stop, true, memory_order_release);
+    autd3__thread_join(&l->cap_thread);
+    l->cap_running = false;
+  }
+  if (l->cap_file != NULL) fclose(l->cap_file);
+  if (l->cap_fd >= 0) close(l->cap_fd);
+  l->cap_file = NULL;
+  l->cap_fd = -1;
+}
+
+/* ---- interface selection ---------------------------------------------------------------- */
+
+/* A zeroed ifreq naming `ifname` (truncated to IFNAMSIZ - 1; callers check the length). */
+static void ifreq_for(struct ifreq *ifr, const char *ifname) {
+  memset(ifr, 0, sizeof *ifr);
+  size_t len = strlen(ifname);
+  memcpy(ifr->ifr_name, ifname, len < sizeof ifr->ifr_name ? len : sizeof ifr->ifr_name - 1);
+}
+
+/* Classify why an adapter cannot be used, before SOEM hides errno: NO_INTERFACE
+ * if it does not exist, PERMISSION if raw sockets or the promiscuous-mode ioctl
+ * that SOEM's ecx_init needs (CAP_NET_RAW + CAP_NET_ADMIN) are refused. */
+static autd3_err_t probe_interface(const char *ifname) {
+  if (if_nametoindex(ifname) == 0)
+    return autd3_set_error(AUTD3_E_NO_INTERFACE, "soem: network interface \"%s\" not found", ifname);
+  int fd = socket(PF_PACKET, SOCK_RAW, htons(0x88A4));
+  if (fd < 0) {
+    int e = errno;
+    if (e == EPERM || e == EACCES)
+      return autd3_set_error(AUTD3_E_PERMISSION,
+                             "soem: raw socket on \"%s\" refused (%s): SOEM needs CAP_NET_RAW and CAP_NET_ADMIN (run as root, "
+                             "or setcap cap_net_raw,cap_net_admin+ep on the program)",
+                             ifname, strerror(e));
+    return autd3_set_error(AUTD3_E_IO, "soem: cannot open a raw socket on \"%s\": %s", ifname, strerror(e));
+  }
+  struct ifreq ifr;
+  ifreq_for(&ifr, ifname);
+  autd3_err_t err = AUTD3_OK;
+  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+    /* Setting the flags it already has is a no-op that still needs CAP_NET_ADMIN, like SOEM's own ioctl. */
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) != 0 && (errno == EPERM || errno == EACCES))
+      err = autd3_set_error(AUTD3_E_PERMISSION,
+                            "soem: setting promiscuous mode on \"%s\" refused: SOEM needs CAP_NET_ADMIN as well as CAP_NET_RAW",
+                            ifname);
+    else if (!(ifr.ifr_flags & IFF_UP))
+      err = autd3_set_error(AUTD3_E_NO_DEVICE, "soem: network interface \"%s\" is down (ip link set %s up)", ifname, ifname);
+  }
+  close(fd);
+  return err;
+}
+
+/* Open `ifname` with SOEM and enumerate its slaves. On success *n_out is the slave count. */
+static autd3_err_t soem_init(ecx_contextt *ctx, bool *ctx_open, const char *ifname, int *n_out) {
+  autd3_err_t err = probe_interface(ifname);
+  if (err != AUTD3_OK) return err;
+  *ctx_open = true; /* ecx_init allocates the mailbox pool even when it fails: ecx_close frees it */
+  if (ecx_init(ctx, ifname) <= 0)
+    return autd3_set_error(AUTD3_E_PERMISSION, "soem: ecx_init failed on \"%s\" (raw socket, SIOCSIFFLAGS or bind refused)", ifname);
+  int n = ecx_config_init(ctx);
+  if (n <= 0) return autd3_set_error(AUTD3_E_NO_DEVICE, "soem: no EtherCAT device answered on \"%s\"", ifname);
+  *n_out = n;
+  return AUTD3_OK;
+}
+
+static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
+  for (int i = 1; i <= n; i++) {
+    if (strcmp(ctx->slavelist[i].name, SOEM_DEVICE_NAME) != 0) {
+      *bad = i;
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Interface "auto": the first adapter whose slaves are all AUTD3 (adapters.rs).
+ * Loopback adapters are skipped (they can hold no EtherCAT slave). */
+static autd3_err_t find_autd_adapter(char *out, size_t cap) {
+  ec_adaptert *head = ec_find_adapters();
+  char scanned[256] = "";
+  size_t used = 0;
+  bool permission = false;
+  bool found = false;
+  for (ec_adaptert *a = head; a != NULL && !found; a = a->next) {
+    unsigned idx = if_nametoindex(a->name);
+    if (idx == 0 || strlen(a->name) >= IF_NAMESIZE) continue;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct ifreq ifr;
+    ifreq_for(&ifr, a->name);
+    bool loopback = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_LOOPBACK);
+    if (fd >= 0) close(fd);
+    if (loopback) continue;
+    if (used < sizeof scanned) used += (size_t)snprintf(scanned + used, sizeof scanned - used, "%s%s", used ? ", " : "", a->name);
+    ecx_contextt *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL) break;
+    bool open = false;
+    int n = 0, bad = 0;
+    autd3_err_t err = soem_init(ctx, &open, a->name, &n);
+    if (err == AUTD3_E_PERMISSION) permission = true;
+    if (err == AUTD3_OK && all_autd(ctx, n, &bad)) {
+      memcpy(out, a->name, strlen(a->name) + 1 < cap ? strlen(a->name) + 1 : cap); /* < IF_NAMESIZE, checked above */
+      out[cap - 1] = 0;
+      found = true;
+    }
+    if (open) soem_close_ctx(ctx);
+    free(ctx);
+  }
+  ec_free_adapters(head);
+  if (found) return AUTD3_OK;
+  if (permission)
+    return autd3_set_error(AUTD3_E_PERMISSION,
+                           "soem: interface auto-detection could not open some adapters (%s): SOEM needs CAP_NET_RAW and "
+                           "CAP_NET_ADMIN; or name the interface",
+                           scanned);
+  return autd3_set_error(AUTD3_E_NO_DEVICE, "soem: no adapter with only AUTD3 devices found (scanned: %s)",
+                         used ? scanned : "none");
+}
+
+/* ---- bring-up ------------------------------------------------------------------------------- */
+
+/* DC alignment (sync.rs): keep sending the reference clock's system time to
+ * the others (FRMW 0x0910 every 1 ms) and, every 10 ms, read each other
+ * slave's system-time difference (0x092C, sign-magnitude), smooth it with an
+ * EMA and stop when the largest magnitude is below the tolerance. A failed
+ * read counts as "not aligned yet" rather than as zero. */
+static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_t timeout_ms) {
+  ecx_contextt *ctx = l->ctx;
+  int n = ctx->slavecount;
+  double ema[AUTD3_MAX_DEVICES];
+  bool have[AUTD3_MAX_DEVICES] = {false};
+  uint64_t start = autd3__now_ns(), last_check = start;
+  double worst = 0.0;
+  int worst_dev = -1;
+  for (;;) {
+    uint64_t dc = 0;
+    ecx_FRMW(&ctx->port, ctx->slavelist[1].configadr, ECT_REG_DCSYSTIME, sizeof dc, &dc, EC_TIMEOUTRET);
+    uint64_t now = autd3__now_ns();
+    if (now - last_check >= ALIGN_CHECK_NS) {
+      last_check = now;
+      bool complete = true;
+      worst = 0.0;
+      worst_dev = -1;
+      for (int i = 2; i <= n; i++) {
+        uint32_t raw = 0;
+        if (ecx_FPRD(&ctx->port, ctx->slavelist[i].configadr, ECT_REG_DCSYSDIFF, sizeof raw, &raw, EC_TIMEOUTRET) != 1) {
+          complete = false;
+          continue;
+        }
+        raw = etohl(raw);
+        /* 0x092C is sign + magnitude, not two's complement (sync.rs; ESC datasheets). */
+        double diff = (double)(raw & 0x7fffffffu) * ((raw & 0x80000000u) ? -1.0 : 1.0);
+        double *e = &ema[i - 1];
+        if (!have[i - 1]) {
+          *e = diff;
+          have[i - 1] = true;
+        }
+        *e = ALIGN_EMA_ALPHA * diff + (1.0 - ALIGN_EMA_ALPHA) * *e;
+        if (fabs(*e) > worst) {
+          worst = fabs(*e);
+          worst_dev = i - 1;
+        }
+      }
+      if (complete && worst < (double)tolerance_ns) return AUTD3_OK;
+      if (now - start > (uint64_t)timeout_ms * 1000000ull) {
+        if (worst_dev < 0)
+          return autd3_set_error(AUTD3_E_SYNC_TIMEOUT, "soem: DC system-time difference (0x092C) unreadable for %u ms on \"%s\"",
+                                 timeout_ms, l->ifname);
+        return autd3_set_error(AUTD3_E_SYNC_TIMEOUT,
+                               "soem: DC clocks did not align within sync_timeout_ms = %u: device %d still %.0f ns off "
+                               "(sync_tolerance_ns = %u)",
+                               timeout_ms, worst_dev, worst, tolerance_ns);
+      }
+    }
+    autd3__sleep_ns(ALIGN_LOOP_NS);
+  }
+}
+
+static bool all_op(ecx_contextt *ctx) {
+  ecx_readstate(ctx);
+  for (int i = 1; i <= ctx->slavecount; i++)
+    if ((ctx->slavelist[i].state & 0x1f) != EC_STATE_OPERATIONAL) return false;
+  return true;
+}
+
+/* While waiting for OP: ack SAFE-OP+ERROR slaves, re-request OP from SAFE-OP ones (link.rs). */
+static void recover_op_transition(ecx_contextt *ctx) {
+  ecx_readstate(ctx);
+  for (uint16_t i = 1; i <= ctx->slavecount; i++) {
+    uint16_t s = ctx->slavelist[i].state;
+    if ((s & 0x0f) == EC_STATE_SAFE_OP && (s & EC_STATE_ERROR))
+      request_state(ctx, i, EC_STATE_SAFE_OP | EC_STATE_ACK);
+    else if ((s & 0x0f) == EC_STATE_SAFE_OP)
+      request_state(ctx, i, EC_STATE_OPERATIONAL);
+  }
+}
+
+/* Exchange process data paced to the DC phase; request OP after the warm-up
+ * and succeed once the WKC has been the expected one for 5 cycles and every
+ * slave reads OP (link.rs wait_for_op). */
+static autd3_err_t wait_for_op(soem_link_t *l, uint32_t timeout_ms) {
+  ecx_contextt *ctx = l->ctx;
+  uint64_t start = autd3__now_ns(), last_recovery = start;
+  uint32_t cycles = 0, stable = 0;
+  bool requested = false;
+  for (;;) {
+    uint64_t t0 = autd3__now_ns();
+    ecx_send_processdata(ctx);
+    int wkc = ecx_receive_processdata(ctx, EC_TIMEOUTRET);
+    cycles++;
+    if (!requested && cycles >= WARMUP_CYCLES) {
+      request_state(ctx, 0, EC_STATE_OPERATIONAL);
+      requested = true;
+    }
+    if (requested && wkc == l->expected_wkc) {
+      if (++stable >= WKC_STABLE_CYCLES) {
+        if (all_op(ctx)) return AUTD3_OK;
+        stable = 0;
+      }
+    } else {
+      stable = 0;
+    }
+    uint64_t now = autd3__now_ns();
+    if (requested && stable == 0 && now - last_recovery >= OP_RECOVERY_NS) {
+      last_recovery = now;
+      recover_op_transition(ctx);
+    }
+    if (now - start >= (uint64_t)timeout_ms * 1000000ull) {
+      char what[192];
+      ecx_readstate(ctx);
+      describe_bad_slave(ctx, EC_STATE_OPERATIONAL, what, sizeof what);
+      return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "soem: devices did not reach OP within op_wait_timeout_ms = %u (last WKC %d of %d): %s",
+                             timeout_ms, wkc, l->expected_wkc, what);
+    }
+    autd3__sleep_until_ns(t0 + (uint64_t)next_cycle_wait(ctx->DCtime, l->cycle_ns, l->sync0_shift_ns), 0);
+  }
+}
+
+/* ---- vtable ------------------------------------------------------------------------------------ */
+
+static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+  soem_link_t *l = (soem_link_t *)base;
+  ecx_contextt *ctx = l->ctx;
+  uint16_t n = base->num_devices;
+  if (l->next_at_ns != 0) {
+    uint64_t now = autd3__now_ns();
+    if (now < l->next_at_ns) autd3__sleep_until_ns(l->next_at_ns, 0);
+    now = autd3__now_ns();
+    uint64_t late = now > l->next_at_ns ? now - l->next_at_ns : 0;
+    if (late > 100000) atomic_fetch_add_explicit(&l->diag_late_cycles, 1, memory_order_relaxed);
+    if (late > atomic_load_explicit(&l->diag_max_late_ns, memory_order_relaxed))
+      atomic_store_explicit(&l->diag_max_late_ns, late, memory_order_relaxed);
+  }
+  for (uint16_t i = 0; i < n; i++) memcpy(ctx->slavelist[i + 1].outputs, tx + (size_t)i * TX_BYTES, TX_BYTES);
+
+  uint64_t t0 = autd3__now_ns();
+  ecx_send_processdata(ctx);
+  int wkc = ecx_receive_processdata(ctx, EC_TIMEOUTRET);
+  uint64_t txrx = autd3__now_ns() - t0;
+  if (txrx > atomic_load_explicit(&l->diag_max_txrx_ns, memory_order_relaxed))
+    atomic_store_explicit(&l->diag_max_txrx_ns, txrx, memory_order_relaxed);
+  atomic_store_explicit(&l->diag_last_wkc, wkc, memory_order_relaxed);
+
+  if (wkc <= 0) {
+    /* No frame came back: a lost cycle. Without a DC time there is no phase to
+     * pace to, so the next cycle goes out at once (link.rs). */
+    l->next_at_ns = 0;
+    *rx_valid = false;
+    autd3_link_count_cycle(base, false, true);
+    return AUTD3_OK;
+  }
+  int64_t dc = ctx->DCtime; /* reference clock time, from the FRMW in the first frame */
+  l->next_at_ns = t0 + (uint64_t)next_cycle_wait(dc, l->cycle_ns, l->sync0_shift_ns);
+  int64_t phase = dc % l->cycle_ns;
+  atomic_store_explicit(&l->diag_dc_phase_ns, phase < 0 ? phase + l->cycle_ns : phase, memory_order_relaxed);
+
+  /* A WKC other than 3 per device means some slave did not read or write its
+   * process data this cycle (not in OP, lost, or a frame was lost): stale. */
+  bool valid = wkc == l->expected_wkc;
+  for (uint16_t i = 0; i < n; i++) memcpy(rx + (size_t)i * RX_BYTES, ctx->slavelist[i + 1].inputs, RX_BYTES);
+  *rx_valid = valid;
+  autd3_link_count_cycle(base, valid, false);
+  return AUTD3_OK;
+}
+
+/* A device that fell back to INIT/PRE-OP may have been power-cycled: its DC
+ * system-time offset (0x0920) and propagation delay (0x0928) are then gone and
+ * its clock is unrelated to the others, so SYNC0 would fire off the common grid.
+ * Re-measure it the way ecx_configdc does, for this device only: latch the
+ * receive time of one frame in every device (write to 0x0900), then set
+ * offset = reference system time at that frame + delay - this device's local
+ * latch time, and restore the delay SOEM measured at open. The cyclic FRMW of
+ * 0x0910 then removes the residual error. The reference clock (device 0) is
+ * the time base of all others and is not touched. Not on the hot path. */
+static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
+  const ec_slavet *ref = &ctx->slavelist[1], *s = &ctx->slavelist[slave];
+  if (slave <= 1 || !s->hasdc || !ref->hasdc) return;
+  int32_t zero = 0;
+  uint64_t t_ref = 0, off_ref = 0, t_k = 0;
+  if (ecx_BWR(&ctx->port, 0, ECT_REG_DCTIME0, sizeof zero, &zero, EC_TIMEOUTRET) <= 0) return;
+  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSOF, sizeof t_ref, &t_ref, EC_TIMEOUTRET) != 1 ||
+      ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
+      ecx_FPRD(&ctx->port, s->configadr, ECT_REG_DCSOF, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
+    return;
+  uint64_t offset = htoell(etohll(t_ref) + etohll(off_ref) + (uint64_t)s->pdelay - etohll(t_k));
+  int32_t delay = htoel(s->pdelay);
+  uint16_t speed = htoes(0x1000); /* SOEM's reset value; rewriting it restarts the drift filter */
+  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSOFFSET, sizeof offset, &offset, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSDELAY, sizeof delay, &delay, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSPEEDCNT, sizeof speed, &speed, EC_TIMEOUTRET);
+}
+
+/* New-generation state check (state_check.rs) plus SOEM's classic slave
+ * recovery for devices that came back in INIT/PRE-OP (power cycle, re-plug):
+ * OP -> OP; no answer -> LOST (try to find it again at its position);
+ * SAFE-OP+ERROR -> acknowledge; SAFE-OP -> request OP; anything else ->
+ * re-address and reconfigure it up to SAFE-OP (OP follows at the next check). */
+static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t *out) {
+  soem_link_t *l = (soem_link_t *)base;
+  ecx_contextt *ctx = l->ctx;
+  while (atomic_flag_test_and_set_explicit(&l->check_busy, memory_order_acquire)) autd3__sleep_ns(100000);
+  bool was_all_op = true;
+  for (uint16_t d = 0; d < base->num_devices; d++) was_all_op &= l->last_state[d] == AUTD3_DEVICE_OP;
+  ecx_readstate(ctx);
+  bool now_all_op = true;
+  for (uint16_t d = 0; d < base->num_devices; d++) {
+    uint16_t slave = (uint16_t)(d + 1);
+    uint16_t s = ctx->slavelist[slave].state;
+    uint8_t st;
+    out->al_state[d] = 0;
+    if ((s & 0x0f) == EC_STATE_OPERATIONAL) { /* the error flag alone does not stop OP (state_check.rs) */
+      st = AUTD3_DEVICE_OP;
+    } else if ((s & 0x0f) == EC_STATE_NONE) {
+      st = AUTD3_DEVICE_LOST;
+      ecx_recover_slave(ctx, slave, EC_TIMEOUTRET); /* re-address it if it came back without its station address */
+    } else if ((s & 0x0f) == EC_STATE_SAFE_OP && (s & EC_STATE_ERROR)) {
+      st = AUTD3_DEVICE_SAFE_OP_ERROR;
+      request_state(ctx, slave, EC_STATE_SAFE_OP | EC_STATE_ACK);
+    } else if ((s & 0x0f) == EC_STATE_SAFE_OP) {
+      st = AUTD3_DEVICE_SAFE_OP;
+      request_state(ctx, slave, EC_STATE_OPERATIONAL);
+    } else {
+      st = AUTD3_DEVICE_OTHER;
+      out->al_state[d] = (uint8_t)s;
+      if (ecx_recover_slave(ctx, slave, RECOVER_TIMEOUT_US) > 0) {
+        realign_dc(ctx, slave); /* before the hook in reconfig computes its SYNC0 start from its system time */
+        ecx_reconfig_slave(ctx, slave, RECOVER_TIMEOUT_US);
+      }
+    }
+    out->state[d] = st;
+    l->last_state[d] = st;
+    now_all_op &= st == AUTD3_DEVICE_OP;
+  }
+  if (!was_all_op && now_all_op) l->recoveries++;
+  out->recoveries = l->recoveries;
+  atomic_flag_clear_explicit(&l->check_busy, memory_order_release);
+  return AUTD3_OK;
+}
+
+static size_t soem_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
+  soem_link_t *l = (soem_link_t *)base;
+  int r = snprintf(buf, cap,
+                   "interface : %s\nexpected wkc : %d\nlast wkc : %lld\nlate wake-ups (>100 us) : %llu\n"
+                   "max lateness : %llu ns\nmax send+receive : %llu ns\ndc phase at send : %lld ns\ncaptured frames : %llu\n",
+                   l->ifname, l->expected_wkc, (long long)atomic_load(&l->diag_last_wkc),
+                   (unsigned long long)atomic_load(&l->diag_late_cycles), (unsigned long long)atomic_load(&l->diag_max_late_ns),
+                   (unsigned long long)atomic_load(&l->diag_max_txrx_ns), (long long)atomic_load(&l->diag_dc_phase_ns),
+                   (unsigned long long)atomic_load(&l->cap_frames));
+  if (r < 0) return 0;
+  return (size_t)r < cap ? (size_t)r : cap - 1;
+}
+
+/* Stop SYNC0 on every slave and send them to INIT (link.rs shutdown), then free. */
+static void soem_teardown(soem_link_t *l) {
+  if (l->ctx != NULL) {
+    if (l->configured) {
+      for (uint16_t i = 1; i <= l->ctx->slavecount; i++) ecx_dcsync0(l->ctx, i, FALSE, 0, 0);
+      request_state(l->ctx, 0, EC_STATE_INIT);
+    }
+    if (l->ctx_open) soem_close_ctx(l->ctx);
+    free(l->ctx);
+  }
+  capture_stop(l);
+  free(l->iomap);
+  free(l);
+}
+
+static void soem_close(struct autd3_link *base) { soem_teardown((soem_link_t *)base); }
+
+static const autd3_link_vtable_t soem_vtable = {
+    .cycle = soem_cycle,
+    .check_state = soem_check_state,
+    .close = soem_close,
+    .diagnostics = soem_diagnostics,
+};
+
+static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t *o, uint16_t expected) {
+  autd3_err_t err;
+  if (o->interface == NULL || o->interface[0] == 0 || strcmp(o->interface, "auto") == 0) {
+    err = find_autd_adapter(l->ifname, sizeof l->ifname);
+    if (err != AUTD3_OK) return err;
+  } else {
+    if (strlen(o->interface) > IF_NAMESIZE - 1)
+      return autd3_set_error(AUTD3_E_NO_INTERFACE, "soem: interface name \"%s\" is longer than %d characters", o->interface,
+                             IF_NAMESIZE - 1);
+    memcpy(l->ifname, o->interface, strlen(o->interface) + 1); /* length checked just above */
+  }
+  if (o->capture_path != NULL) {
+    if ((err = probe_interface(l->ifname)) != AUTD3_OK) return err;
+    if ((err = capture_start(l, o->capture_path)) != AUTD3_OK) return err;
+  }
+  ecx_contextt *ctx = l->ctx;
+  int n = 0;
+  if ((err = soem_init(ctx, &l->ctx_open, l->ifname, &n)) != AUTD3_OK) return err;
+  int bad = 0;
+  if (!all_autd(ctx, n, &bad))
+    return autd3_set_error(AUTD3_E_NOT_AUTD, "soem: slave %d on \"%s\" (vendor 0x%08x, product 0x%08x, name \"%s\") is not an AUTD3 device",
+                           bad - 1, l->ifname, (unsigned)ctx->slavelist[bad].eep_man, (unsigned)ctx->slavelist[bad].eep_id,
+                           ctx->slavelist[bad].name);
+  if (n != expected)
+    return autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "soem: %d AUTD3 device%s on \"%s\", but the geometry has %u", n,
+                           n == 1 ? "" : "s", l->ifname, (unsigned)expected);
+  l->configured = true;
+
+  ctx->userdata = l;
+  for (int i = 1; i <= n; i++) ctx->slavelist[i].PO2SOconfig = po2so_hook;
+  if (!ecx_configdc(ctx))
+    return autd3_set_error(AUTD3_E_NOT_AUTD, "soem: no device on \"%s\" supports distributed clocks (every AUTD3 does)", l->ifname);
+  if ((err = wait_for_align(l, o->sync_tolerance_ns, o->sync_timeout_ms)) != AUTD3_OK) return err;
+
+  l->iomap = calloc((size_t)n, 1 + TX_BYTES + RX_BYTES); /* +1: SOEM maps each mailbox-status byte too */
+  if (l->iomap == NULL) return autd3_set_error(AUTD3_E_NOMEM, "soem: out of memory for the process image");
+  ecx_config_map_group(ctx, l->iomap, 0); /* programs SM/FMMU and requests SAFE-OP (the hook runs here) */
+  for (int i = 1; i <= n; i++) {
+    const ec_slavet *s = &ctx->slavelist[i];
+    if (s->Obytes != TX_BYTES || s->Ibytes != RX_BYTES || s->outputs == NULL || s->inputs == NULL)
+      return autd3_set_error(AUTD3_E_NOT_AUTD, "soem: device %d maps %u output / %u input bytes, an AUTD3 maps %d / %d", i - 1,
+                             (unsigned)s->Obytes, (unsigned)s->Ibytes, TX_BYTES, RX_BYTES);
+  }
+  if (ecx_statecheck(ctx, 0, EC_STATE_SAFE_OP, us_clamp(o->state_timeout_ms)) != EC_STATE_SAFE_OP) {
+    char what[192];
+    ecx_readstate(ctx);
+    describe_bad_slave(ctx, EC_STATE_SAFE_OP, what, sizeof what);
+    return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "soem: devices did not reach SAFE-OP within state_timeout_ms = %u: %s",
+                           o->state_timeout_ms, what);
+  }
+  /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (reference §4.1). */
+  l->expected_wkc = ctx->grouplist[0].outputsWKC * 2 + ctx->grouplist[0].inputsWKC;
+  return wait_for_op(l, o->op_wait_timeout_ms);
+}
+
+static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
+  const autd3_ethercat_option_t *o = &option->u.soem.ethercat;
+  autd3_err_t err = autd3_ethercat_option_validate(o);
+  if (err != AUTD3_OK) return err;
+  size_t n = autd3_geometry_num_devices(geometry);
+  soem_link_t *l = calloc(1, sizeof *l);
+  if (l == NULL) return autd3_set_error(AUTD3_E_NOMEM, "soem: out of memory");
+  l->ctx = calloc(1, sizeof *l->ctx);
+  if (l->ctx == NULL) {
+    free(l);
+    return autd3_set_error(AUTD3_E_NOMEM, "soem: out of memory for the SOEM context");
+  }
+  l->cap_fd = -1;
+  autd3_link_init(&l->hdr, &soem_vtable, AUTD3_LINK_SOEM, (uint16_t)n);
+  atomic_flag_clear(&l->check_busy);
+  l->sync0_period_ns = o->sync0_period_ns;
+  l->sync0_shift_ns = o->sync0_shift_ns;
+  l->cycle_ns = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;
+  err = soem_open_steps(l, o, (uint16_t)n);
+  if (err != AUTD3_OK) {
+    soem_teardown(l);
+    return err;
+  }
+  *out = &l->hdr;
+  return AUTD3_OK;
+}
+
+void autd3_link_soem_register(void) { autd3_link_register(AUTD3_LINK_SOEM, soem_open); }
+
+/* Linking this library (or the autd3_link_soem object library) is enough to
+ * make "soem" available: the loader runs this before main. */
+__attribute__((constructor)) static void soem_register_at_load(void) { autd3_link_soem_register(); }

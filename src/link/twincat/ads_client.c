@@ -1,0 +1,380 @@
+/*
+ * A blocking ADS/TCP client over one non-blocking socket: every wait is a
+ * poll() bounded by an absolute deadline, so no call can hang (ads-rs
+ * documents hangs without a route; Beckhoff AdsLib defaults to 5 s).
+ * Replies are matched by invoke id; DeviceNotification frames (command 8)
+ * are handed to a callback wherever they interleave with replies.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "autd3/link_driver.h"
+#include "link/twincat/ads.h"
+#include "platform/platform.h"
+
+/* ads-rs' Source::Auto uses this AMS port for the client. */
+#define ADS_AUTO_SOURCE_PORT 58913
+
+autd3_err_t ads_client_init(ads_client_t *c, size_t max_data, uint32_t timeout_ms) {
+  memset(c, 0, sizeof *c);
+  c->fd = -1;
+  c->next_invoke = 1;
+  c->timeout_ms = timeout_ms ? timeout_ms : 1000;
+  /* Replies we ask for are at most max_data long; notifications and other
+   * peers' frames get the same room plus slack. */
+  c->rcap = 2 * (AMS_FRAME_HDR_LEN + max_data + 64) + 4096;
+  c->wcap = AMS_FRAME_HDR_LEN + max_data + 64;
+  c->rbuf = malloc(c->rcap);
+  c->wbuf = malloc(c->wcap);
+  if (!c->rbuf || !c->wbuf) {
+    ads_client_free(c);
+    return autd3_set_error(AUTD3_E_NOMEM, "ADS client: cannot allocate %zu bytes of buffers", c->rcap + c->wcap);
+  }
+  return AUTD3_OK;
+}
+
+void ads_client_free(ads_client_t *c) {
+  ads_client_disconnect(c);
+  free(c->rbuf);
+  free(c->wbuf);
+  c->rbuf = c->wbuf = NULL;
+}
+
+void ads_client_disconnect(ads_client_t *c) {
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
+  c->rlen = c->rpos = 0;
+}
+
+static uint64_t deadline_after(const ads_client_t *c) { return autd3__now_ns() + (uint64_t)c->timeout_ms * 1000000ull; }
+
+static int poll_ms_until(uint64_t deadline_ns) {
+  uint64_t now = autd3__now_ns();
+  if (now >= deadline_ns) return 0;
+  uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+  return ms > 60000 ? 60000 : (int)ms;
+}
+
+autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port) {
+  ads_client_disconnect(c);
+  snprintf(c->peer, sizeof c->peer, "%s:%u", host, port);
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: server_ip \"%s\" is not an IPv4 address", host);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return autd3_set_error(AUTD3_E_IO, "TwinCAT: socket(): %s", strerror(errno));
+  int one = 1;
+  /* Each request is one send(); Nagle plus delayed ACK would stall it. */
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  uint64_t deadline = deadline_after(c);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    if (errno != EINPROGRESS) {
+      int e = errno;
+      close(fd);
+      return autd3_set_error(AUTD3_E_CONNECT, "TwinCAT: connect to %s: %s", c->peer, strerror(e));
+    }
+    struct pollfd pf = {.fd = fd, .events = POLLOUT};
+    int r;
+    do r = poll(&pf, 1, poll_ms_until(deadline));
+    while (r < 0 && errno == EINTR);
+    if (r == 0) {
+      close(fd);
+      return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: connect to %s timed out after %u ms", c->peer, c->timeout_ms);
+    }
+    int err = 0;
+    socklen_t el = sizeof err;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+    if (r < 0 || err != 0) {
+      close(fd);
+      return autd3_set_error(AUTD3_E_CONNECT, "TwinCAT: connect to %s: %s", c->peer, strerror(err ? err : errno));
+    }
+  }
+  c->fd = fd;
+  /* Default source as ads-rs Source::Auto: this socket's local IPv4 + ".1.1". */
+  struct sockaddr_in local;
+  socklen_t ll = sizeof local;
+  if (getsockname(fd, (struct sockaddr *)&local, &ll) == 0 && local.sin_family == AF_INET) {
+    memcpy(c->source.netid.b, &local.sin_addr.s_addr, 4);
+  } else {
+    c->source.netid.b[0] = 127, c->source.netid.b[1] = 0, c->source.netid.b[2] = 0, c->source.netid.b[3] = 1;
+  }
+  c->source.netid.b[4] = 1;
+  c->source.netid.b[5] = 1;
+  c->source.port = ADS_AUTO_SOURCE_PORT;
+  return AUTD3_OK;
+}
+
+static autd3_err_t send_all(ads_client_t *c, const uint8_t *p, size_t n, uint64_t deadline) {
+  if (c->fd < 0) return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: not connected to %s", c->peer);
+  while (n > 0) {
+    ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+    if (w > 0) {
+      p += w;
+      n -= (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd pf = {.fd = c->fd, .events = POLLOUT};
+      int r = poll(&pf, 1, poll_ms_until(deadline));
+      if (r == 0) return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: send to %s timed out after %u ms", c->peer, c->timeout_ms);
+      continue;
+    }
+    int e = errno;
+    ads_client_disconnect(c);
+    return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: connection to %s lost while sending: %s", c->peer, strerror(e));
+  }
+  return AUTD3_OK;
+}
+
+/* Read whatever is available (waiting until the deadline for the first byte). */
+static autd3_err_t fill(ads_client_t *c, uint64_t deadline) {
+  if (c->fd < 0) return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: not connected to %s", c->peer);
+  if (c->rpos > 0) { /* compact: consumed frames go */
+    memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+    c->rlen -= c->rpos;
+    c->rpos = 0;
+  }
+  for (;;) {
+    ssize_t r = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    if (r > 0) {
+      c->rlen += (size_t)r;
+      return AUTD3_OK;
+    }
+    if (r == 0) {
+      ads_client_disconnect(c);
+      return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: %s closed the connection", c->peer);
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      int e = errno;
+      ads_client_disconnect(c);
+      return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: connection to %s lost: %s", c->peer, strerror(e));
+    }
+    struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+    int t = poll_ms_until(deadline);
+    if (t == 0 || poll(&pf, 1, t) == 0)
+      return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: no answer from %s within %u ms", c->peer, c->timeout_ms);
+  }
+}
+
+/* The next whole frame (blocking until the deadline). */
+static autd3_err_t next_frame(ads_client_t *c, uint64_t deadline, uint16_t *tcp_cmd, const uint8_t **frame, size_t *len) {
+  for (;;) {
+    int k = ams_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->rcap, tcp_cmd, len);
+    if (k < 0) {
+      ads_client_disconnect(c);
+      return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: %s sent a frame longer than %zu bytes", c->peer, c->rcap);
+    }
+    if (k == 1) {
+      *frame = c->rbuf + c->rpos;
+      c->rpos += *len;
+      return AUTD3_OK;
+    }
+    autd3_err_t e = fill(c, deadline);
+    if (e != AUTD3_OK) return e;
+  }
+}
+
+static void on_sample(void *ctx, uint64_t filetime, uint32_t handle, const uint8_t *data, uint32_t size) {
+  (void)filetime;
+  ads_client_t *c = ctx;
+  if (c->on_notify) c->on_notify(c->notify_ctx, handle, data, size);
+}
+
+autd3_err_t ads_client_port_connect(ads_client_t *c) {
+  uint8_t req[AMS_TCP_HDR_LEN + 2];
+  uint16_t any = 0;
+  size_t n = ams_router_encode(req, sizeof req, AMS_TCP_PORT_CONNECT, &any, 2);
+  uint64_t deadline = deadline_after(c);
+  autd3_err_t e = send_all(c, req, n, deadline);
+  if (e != AUTD3_OK) return e;
+  for (;;) {
+    uint16_t cmd;
+    const uint8_t *f;
+    size_t len;
+    e = next_frame(c, deadline, &cmd, &f, &len);
+    if (e != AUTD3_OK) return e;
+    if (cmd != AMS_TCP_PORT_CONNECT) continue; /* router notes etc. */
+    if (len < AMS_TCP_HDR_LEN + 8)
+      return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: router %s answered the port request with %zu bytes, expected 14", c->peer, len);
+    memcpy(c->source.netid.b, f + AMS_TCP_HDR_LEN, 6);
+    c->source.port = ads_get_u16(f + AMS_TCP_HDR_LEN + 6);
+    return AUTD3_OK;
+  }
+}
+
+autd3_err_t ads_client_send(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
+                            const void *data, size_t nd, uint32_t *invoke) {
+  ams_header_t h = {.target = *target, .source = c->source, .cmd = cmd, .flags = AMS_SF_ADS, .invoke = c->next_invoke++};
+  if (c->next_invoke == 0) c->next_invoke = 1;
+  size_t n = ams_frame_encode(c->wbuf, c->wcap, &h, params, np, data, nd);
+  if (n == 0) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "ADS %s: %zu data bytes exceed the client's buffer", ads_cmd_name(cmd), np + nd);
+  if (invoke) *invoke = h.invoke;
+  return send_all(c, c->wbuf, n, deadline_after(c));
+}
+
+autd3_err_t ads_client_pump(ads_client_t *c, uint32_t invoke, uint64_t deadline_ns, bool stop_on_notify, bool *got,
+                            ads_reply_t *reply) {
+  *got = false;
+  for (;;) {
+    uint16_t tcmd;
+    const uint8_t *f;
+    size_t len;
+    autd3_err_t e = next_frame(c, deadline_ns, &tcmd, &f, &len);
+    if (e != AUTD3_OK) return e;
+    if (tcmd != AMS_TCP_ADS) continue; /* router messages: not for us */
+    ams_header_t h;
+    const uint8_t *d;
+    if (ams_frame_decode(f, len, &h, &d) != AUTD3_OK) {
+      ads_client_disconnect(c);
+      return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: %s sent an AMS frame whose lengths disagree", c->peer);
+    }
+    /* Frames for another NetId/port are not ours. */
+    if (!ams_netid_eq(&h.target.netid, &c->source.netid) || h.target.port != c->source.port) continue;
+    if (h.cmd == ADS_CMD_NOTIFICATION && !(h.flags & AMS_SF_RESPONSE)) {
+      if (ads_notification_parse(d, h.length, on_sample, c) != AUTD3_OK) {
+        ads_client_disconnect(c);
+        return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: malformed DeviceNotification from %s", c->peer);
+      }
+      c->notifications++;
+      if (stop_on_notify) return AUTD3_OK;
+      continue;
+    }
+    if ((h.flags & AMS_SF_RESPONSE) && h.invoke == invoke && invoke != 0) {
+      reply->h = h;
+      reply->data = d;
+      reply->len = h.length;
+      *got = true;
+      return AUTD3_OK;
+    }
+    /* a late reply to a request that already timed out: drop it */
+  }
+}
+
+autd3_err_t ads_reply_check(const ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const ads_reply_t *r, uint32_t group,
+                            uint32_t offset) {
+  char id[24];
+  ams_netid_format(&target->netid, id, sizeof id);
+  if (r->h.error != 0)
+    return autd3_set_error(AUTD3_E_ADS, "TwinCAT: AMS error 0x%04x (%s) from %s:%u on %s", r->h.error, ads_strerror(r->h.error), id,
+                           target->port, ads_cmd_name(cmd));
+  if (r->h.cmd != cmd || !ams_netid_eq(&r->h.source.netid, &target->netid) || r->h.source.port != target->port)
+    return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: reply from %s to %s does not match the request (command %u)", c->peer,
+                           ads_cmd_name(cmd), r->h.cmd);
+  uint32_t result;
+  if (ads_reply_parse(cmd, r->data, r->len, &result, NULL, NULL, NULL) != AUTD3_OK)
+    return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: malformed %s reply from %s (%zu data bytes)", ads_cmd_name(cmd), c->peer, r->len);
+  if (result != 0) {
+    if (cmd == ADS_CMD_READ || cmd == ADS_CMD_WRITE || cmd == ADS_CMD_READ_WRITE || cmd == ADS_CMD_ADD_NOTIFICATION)
+      return autd3_set_error(AUTD3_E_ADS, "TwinCAT: ADS error 0x%04x (%s) from %s:%u on %s IG 0x%08x IO 0x%08x", result,
+                             ads_strerror(result), id, target->port, ads_cmd_name(cmd), group, offset);
+    return autd3_set_error(AUTD3_E_ADS, "TwinCAT: ADS error 0x%04x (%s) from %s:%u on %s", result, ads_strerror(result), id,
+                           target->port, ads_cmd_name(cmd));
+  }
+  return AUTD3_OK;
+}
+
+autd3_err_t ads_client_request(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
+                               const void *data, size_t nd, ads_reply_t *reply) {
+  uint32_t invoke;
+  autd3_err_t e = ads_client_send(c, target, cmd, params, np, data, nd, &invoke);
+  if (e != AUTD3_OK) return e;
+  uint64_t deadline = deadline_after(c);
+  bool got = false;
+  while (!got) {
+    e = ads_client_pump(c, invoke, deadline, false, &got, reply);
+    if (e == AUTD3_E_TIMEOUT)
+      return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: no reply to %s from %s within %u ms (ADS 0x0745: check the route)",
+                             ads_cmd_name(cmd), c->peer, c->timeout_ms);
+    if (e != AUTD3_OK) return e;
+  }
+  uint32_t group = np >= 8 ? ads_get_u32(params) : 0, offset = np >= 8 ? ads_get_u32((const uint8_t *)params + 4) : 0;
+  return ads_reply_check(c, target, cmd, reply, group, offset);
+}
+
+autd3_err_t ads_read(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *buf, uint32_t len, uint32_t *nread) {
+  uint8_t p[12];
+  ads_reply_t r;
+  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ, p, ads_params_rw(p, group, offset, len), NULL, 0, &r);
+  if (e != AUTD3_OK) return e;
+  uint32_t res, n;
+  const uint8_t *d;
+  ads_reply_parse(ADS_CMD_READ, r.data, r.len, &res, &d, &n, NULL);
+  if (n > len) n = len;
+  memcpy(buf, d, n);
+  if (nread) *nread = n;
+  return AUTD3_OK;
+}
+
+autd3_err_t ads_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, const void *buf, uint32_t len) {
+  uint8_t p[12];
+  ads_reply_t r;
+  return ads_client_request(c, t, ADS_CMD_WRITE, p, ads_params_rw(p, group, offset, len), buf, len, &r);
+}
+
+autd3_err_t ads_read_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *rbuf, uint32_t rlen,
+                           const void *wbuf, uint32_t wlen, uint32_t *nread) {
+  uint8_t p[16];
+  ads_reply_t r;
+  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ_WRITE, p, ads_params_readwrite(p, group, offset, rlen, wlen), wbuf, wlen, &r);
+  if (e != AUTD3_OK) return e;
+  uint32_t res, n;
+  const uint8_t *d;
+  ads_reply_parse(ADS_CMD_READ_WRITE, r.data, r.len, &res, &d, &n, NULL);
+  if (n > rlen) n = rlen;
+  memcpy(rbuf, d, n);
+  if (nread) *nread = n;
+  return AUTD3_OK;
+}
+
+autd3_err_t ads_read_state(ads_client_t *c, const ams_addr_t *t, uint16_t *ads_state, uint16_t *dev_state) {
+  ads_reply_t r;
+  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ_STATE, NULL, 0, NULL, 0, &r);
+  if (e != AUTD3_OK) return e;
+  uint32_t res, aux = 0;
+  ads_reply_parse(ADS_CMD_READ_STATE, r.data, r.len, &res, NULL, NULL, &aux);
+  *ads_state = (uint16_t)(aux >> 16);
+  *dev_state = (uint16_t)aux;
+  return AUTD3_OK;
+}
+
+autd3_err_t ads_read_device_info(ads_client_t *c, const ams_addr_t *t, ads_device_info_t *out) {
+  ads_reply_t r;
+  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ_DEVICE_INFO, NULL, 0, NULL, 0, &r);
+  if (e != AUTD3_OK) return e;
+  uint32_t res;
+  return ads_device_info_parse(r.data, r.len, &res, out);
+}
+
+autd3_err_t ads_add_notification(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
+                                 uint32_t max_delay_100ns, uint32_t cycle_100ns, uint32_t *handle) {
+  uint8_t p[40];
+  ads_reply_t r;
+  size_t np = ads_params_add_notification(p, group, offset, len, mode, max_delay_100ns, cycle_100ns);
+  autd3_err_t e = ads_client_request(c, t, ADS_CMD_ADD_NOTIFICATION, p, np, NULL, 0, &r);
+  if (e != AUTD3_OK) return e;
+  uint32_t res;
+  ads_reply_parse(ADS_CMD_ADD_NOTIFICATION, r.data, r.len, &res, NULL, NULL, handle);
+  return AUTD3_OK;
+}
+
+autd3_err_t ads_del_notification(ads_client_t *c, const ams_addr_t *t, uint32_t handle) {
+  uint8_t p[4];
+  ads_put_u32(p, handle);
+  ads_reply_t r;
+  return ads_client_request(c, t, ADS_CMD_DEL_NOTIFICATION, p, 4, NULL, 0, &r);
+}

@@ -1,0 +1,172 @@
+/*
+ * Linux AF_PACKET back end of nic.h.
+ *
+ * One SOCK_RAW packet socket bound to the adapter and to EtherType 0x88A4, so
+ * the kernel hands us EtherCAT frames only. Choices (each one optional: a
+ * kernel that refuses it still works, just a little slower):
+ *  - PACKET_QDISC_BYPASS: frames go straight to the driver, skipping the
+ *    qdisc; the bus is point-to-point, there is nothing to schedule, and the
+ *    qdisc costs latency and jitter on every send.
+ *  - SO_PRIORITY 6 (highest without CAP_NET_ADMIN): if the qdisc is not
+ *    bypassed, EtherCAT goes first.
+ *  - PACKET_IGNORE_OUTGOING (Linux >= 4.20) plus a PACKET_OUTGOING check on
+ *    every frame: our own transmissions are never read back as answers.
+ *  - PACKET_MR_PROMISC: slaves may rewrite the source MAC, and the frame
+ *    returns addressed to whatever the master put in the destination; the
+ *    membership is dropped by the kernel when the socket closes.
+ *  - SO_BUSY_POLL is NOT set: it spins inside recv, which would break the
+ *    bus thread's CPU budget (<= 3 % of a core at 1 kHz) and veth has no
+ *    NAPI to poll anyway. Callers that want spinning use echocat's spin_ns.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "autd3/link_driver.h"
+#include "nic/nic_impl.h"
+#include "platform/platform.h"
+
+#ifndef PACKET_QDISC_BYPASS
+#define PACKET_QDISC_BYPASS 20
+#endif
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+
+typedef struct afp {
+  autd3_nic_t base;
+  int fd;
+  int ifindex;
+} afp_t;
+
+static autd3_err_t afp_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) {
+  afp_t *a = (afp_t *)nic;
+  for (int tries = 0; tries < 3; tries++) {
+    ssize_t n = send(a->fd, frame, len, 0);
+    if (n == (ssize_t)len)
+      return AUTD3_OK;
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == ENOBUFS || errno == EAGAIN)) /* driver queue full: try again once or twice */
+      continue;
+    if (n < 0 && errno == ENETDOWN)
+      return autd3_set_error(AUTD3_E_IO, "nic %s: interface is down", nic->ifname);
+    return autd3_set_error(AUTD3_E_IO, "nic %s: send of %zu bytes failed: %s", nic->ifname, len,
+                           n < 0 ? strerror(errno) : "short write");
+  }
+  return autd3_set_error(AUTD3_E_IO, "nic %s: send queue full", nic->ifname);
+}
+
+static autd3_err_t afp_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline_ns) {
+  afp_t *a = (afp_t *)nic;
+  for (;;) {
+    struct sockaddr_ll from;
+    socklen_t fl = sizeof from;
+    ssize_t n = recvfrom(a->fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from, &fl);
+    if (n >= 0) {
+      /* Our own frames, anything not EtherCAT, or truncated frames are dropped. */
+      if (from.sll_pkttype == PACKET_OUTGOING || (size_t)n > cap || n < 14 ||
+          ((buf[12] << 8) | buf[13]) != AUTD3_ETHERTYPE_ECAT) {
+        nic->ignored++;
+        continue;
+      }
+      *len = (size_t)n;
+      return AUTD3_OK;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      if (errno == ENETDOWN)
+        return autd3_set_error(AUTD3_E_IO, "nic %s: interface is down", nic->ifname);
+      return autd3_set_error(AUTD3_E_IO, "nic %s: receive failed: %s", nic->ifname, strerror(errno));
+    }
+    uint64_t now = autd3__now_ns();
+    if (deadline_ns == 0 || now >= deadline_ns)
+      return AUTD3_E_TIMEOUT;
+    uint64_t rem = deadline_ns - now;
+    struct timespec ts = {(time_t)(rem / 1000000000u), (long)(rem % 1000000000u)};
+    struct pollfd p = {.fd = a->fd, .events = POLLIN};
+    if (ppoll(&p, 1, &ts, NULL) < 0 && errno != EINTR)
+      return autd3_set_error(AUTD3_E_IO, "nic %s: poll failed: %s", nic->ifname, strerror(errno));
+    if (p.revents & (POLLERR | POLLNVAL) && !(p.revents & POLLIN)) {
+      /* e.g. the adapter went down: report, the caller decides */
+      int err = 0;
+      socklen_t el = sizeof err;
+      getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+      return autd3_set_error(AUTD3_E_IO, "nic %s: socket error: %s", nic->ifname, strerror(err ? err : EIO));
+    }
+  }
+}
+
+static int afp_fd(const autd3_nic_t *nic) { return ((const afp_t *)nic)->fd; }
+
+static void afp_close(autd3_nic_t *nic) {
+  afp_t *a = (afp_t *)nic;
+  close(a->fd);
+  free(a);
+}
+
+static const autd3_nic_ops_t afp_ops = {afp_send, afp_recv, afp_fd, afp_close};
+
+autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out) {
+  /* Protocol 0 at creation: nothing is queued until bind() picks the adapter
+   * and EtherType, so no foreign frame slips in before the bind. */
+  int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    if (errno == EPERM || errno == EACCES)
+      return autd3_set_error(AUTD3_E_PERMISSION,
+                             "nic %s: raw sockets need CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them "
+                             "once with `sudo setcap cap_net_raw,cap_net_admin+ep <your program>`",
+                             ifname);
+    return autd3_set_error(AUTD3_E_IO, "nic %s: cannot create AF_PACKET socket: %s", ifname, strerror(errno));
+  }
+  int ifindex = (int)if_nametoindex(ifname);
+  if (ifindex == 0) {
+    close(fd);
+    return autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: no network interface \"%s\"", ifname);
+  }
+  struct sockaddr_ll sll;
+  memset(&sll, 0, sizeof sll);
+  sll.sll_family = AF_PACKET;
+  sll.sll_protocol = htons(AUTD3_ETHERTYPE_ECAT);
+  sll.sll_ifindex = ifindex;
+  if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) {
+    int e = errno;
+    close(fd);
+    if (e == ENODEV)
+      return autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: no network interface \"%s\"", ifname);
+    return autd3_set_error(AUTD3_E_IO, "nic %s: bind failed: %s", ifname, strerror(e));
+  }
+  int one = 1, prio = 6;
+  (void)setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+  (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+  (void)setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof prio);
+  struct packet_mreq mr;
+  memset(&mr, 0, sizeof mr);
+  mr.mr_ifindex = ifindex;
+  mr.mr_type = PACKET_MR_PROMISC;
+  (void)setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof mr);
+
+  afp_t *a = calloc(1, sizeof *a);
+  if (!a) {
+    close(fd);
+    return autd3_set_error(AUTD3_E_NOMEM, "nic %s: out of memory", ifname);
+  }
+  a->base.ops = &afp_ops;
+  a->fd = fd;
+  a->ifindex = ifindex;
+  snprintf(a->base.ifname, sizeof a->base.ifname, "%s", ifname);
+  autd3__nic_os_mac(ifname, a->base.mac);
+  *out = &a->base;
+  return AUTD3_OK;
+}

@@ -1,0 +1,29 @@
+/* Private to src/nic: the back-end table behind nic.h. Each back end embeds
+ * `autd3_nic_t` as the first member of its own handle. */
+#ifndef AUTD3_NIC_NIC_IMPL_H
+#define AUTD3_NIC_NIC_IMPL_H
+
+#include "nic/nic.h"
+
+typedef struct autd3_nic_ops {
+  autd3_err_t (*send)(autd3_nic_t *nic, const uint8_t *frame, size_t len);
+  autd3_err_t (*recv)(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline_ns);
+  int (*fd)(const autd3_nic_t *nic);
+  void (*close)(autd3_nic_t *nic);
+} autd3_nic_ops_t;
+
+struct autd3_nic {
+  const autd3_nic_ops_t *ops;
+  uint8_t mac[6];
+  uint64_t ignored; /* only the owning thread writes it */
+  char ifname[32];
+};
+
+/* Back-end open functions; `ifname` exists (checked by nic.c). */
+autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out);
+autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out);
+
+/* Adapter MAC via the OS (zeros if unknown). */
+void autd3__nic_os_mac(const char *ifname, uint8_t mac[6]);
+
+#endif

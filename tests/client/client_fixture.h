@@ -1,0 +1,118 @@
+/*
+ * Shared helpers of the client tests: open a client over the in-process
+ * emulator link, and "testlink", a tiny synchronous link registered under the
+ * REMOTE kind that runs the device model (src/device) back to back with no
+ * timing, records every distinct (seq, cmd) it sends, can report a wrong
+ * device count and can fail its cycle on demand.
+ */
+#ifndef AUTD3_TESTS_CLIENT_FIXTURE_H
+#define AUTD3_TESTS_CLIENT_FIXTURE_H
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autd3/autd3.h"
+#include "autd3/link_driver.h"
+#include "device/device.h"
+#include "harness/test.h"
+#include "platform/platform.h"
+
+static inline autd3_geometry_t *fx_geometry(size_t n) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
+  return g;
+}
+
+/* Emulator options for the tests: a short cycle keeps the suite fast. */
+static inline autd3_link_option_t fx_emu_option(uint32_t cycle_ns) {
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_EMULATOR);
+  o.u.emulator.cycle_ns = cycle_ns;
+  return o;
+}
+
+static inline autd3_client_t *fx_open_emu(size_t n, uint32_t cycle_ns, const autd3_client_config_t *cfg) {
+  autd3_geometry_t *g = fx_geometry(n);
+  autd3_link_option_t o = fx_emu_option(cycle_ns);
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, cfg, &c));
+  autd3_geometry_free(g);
+  return c;
+}
+
+static inline autd3_device_counters_t fx_counters(autd3_client_t *c, uint16_t dev) {
+  autd3_device_counters_t k;
+  ASSERT_OK(autd3_emulator_counters(autd3_client_link(c), dev, &k));
+  return k;
+}
+
+/* ---- testlink ----------------------------------------------------------------- */
+
+#define FX_LOG_MAX 64
+__attribute__((unused)) static struct {
+  int num_devices_override; /* < 0: the geometry's count */
+  _Atomic int fail_after_cycles; /* < 0: never; set by the test thread, read by the bus thread */
+  _Atomic uint64_t cycles;
+  uint8_t log_seq[FX_LOG_MAX], log_cmd[FX_LOG_MAX]; /* distinct consecutive (seq, cmd) of device 0 */
+  _Atomic int log_len;
+} fx_tl = {.num_devices_override = -1, .fail_after_cycles = -1};
+
+typedef struct {
+  struct autd3_link hdr;
+  autd3_dev_t *devs;
+  uint16_t n;
+} fx_testlink_t;
+
+static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+  fx_testlink_t *t = (fx_testlink_t *)l;
+  autd3__sleep_ns(100000); /* pace a little: 100 µs */
+  uint64_t k = atomic_fetch_add(&fx_tl.cycles, 1);
+  if (fx_tl.fail_after_cycles >= 0 && k >= (uint64_t)fx_tl.fail_after_cycles)
+    return autd3_set_error(AUTD3_E_IO, "testlink: injected cable cut at cycle %llu", (unsigned long long)k);
+  int len = atomic_load(&fx_tl.log_len);
+  if (len < FX_LOG_MAX && (len == 0 || fx_tl.log_seq[len - 1] != tx[0] || fx_tl.log_cmd[len - 1] != tx[1])) {
+    fx_tl.log_seq[len] = tx[0];
+    fx_tl.log_cmd[len] = tx[1];
+    atomic_store(&fx_tl.log_len, len + 1);
+  }
+  uint64_t now = autd3__now_ns();
+  for (uint16_t d = 0; d < t->n; d++) {
+    autd3_dev_recv_frame(&t->devs[d], tx + (size_t)d * AUTD3_TX_FRAME_BYTES, now);
+    rx[d * 2] = t->devs[d].ack;
+    rx[d * 2 + 1] = t->devs[d].data;
+  }
+  *rx_valid = true;
+  autd3_link_count_cycle(l, true, false);
+  return AUTD3_OK;
+}
+
+static inline void fx_tl_close(struct autd3_link *l) {
+  fx_testlink_t *t = (fx_testlink_t *)l;
+  free(t->devs);
+  free(t);
+}
+
+__attribute__((unused)) static const autd3_link_vtable_t fx_tl_vt = {.cycle = fx_tl_cycle, .close = fx_tl_close};
+
+static inline autd3_err_t fx_tl_open(const autd3_link_option_t *o, const autd3_geometry_t *g, struct autd3_link **out) {
+  (void)o;
+  int n = fx_tl.num_devices_override >= 0 ? fx_tl.num_devices_override : (int)autd3_geometry_num_devices(g);
+  fx_testlink_t *t = calloc(1, sizeof *t);
+  t->n = (uint16_t)(n > AUTD3_MAX_DEVICES ? AUTD3_MAX_DEVICES : n); /* devices actually modelled */
+  t->devs = calloc(t->n ? t->n : 1, sizeof *t->devs);
+  uint64_t now = autd3__now_ns();
+  for (uint16_t d = 0; d < t->n; d++) {
+    autd3_dev_init(&t->devs[d], NULL, NULL);
+    autd3_dev_set_sync0(&t->devs[d], now, 1000000); /* Synchronize needs an active SYNC0 */
+  }
+  autd3_link_init(&t->hdr, &fx_tl_vt, AUTD3_LINK_REMOTE, (uint16_t)n);
+  *out = &t->hdr;
+  return AUTD3_OK;
+}
+
+static inline autd3_link_option_t fx_testlink_option(void) {
+  ASSERT_OK(autd3_link_register(AUTD3_LINK_REMOTE, fx_tl_open));
+  return autd3_link_option_default(AUTD3_LINK_REMOTE);
+}
+
+#endif

@@ -1,0 +1,218 @@
+"""pysoem (SOEM inside) as an independent EtherCAT master against autd3-emu.
+
+Run inside tools/netns/autd3-netns (AUTD3_TEST_IFNAME = master-side veth):
+  pysoem_peer.py N [CYCLES] [--faults]
+Checks: N slaves named "AUTD" with vendor 0x8A9 / product 1 / revision 1,
+626 output and 2 input bytes each, DC configured with SYNC0 1 ms, SAFE-OP and
+OP reached, CYCLES process-data cycles with WKC 3 per device, and firmware
+round trips (Reset, then Nop frames with increasing seq come back as acks).
+With --faults (N >= 2, needs AUTD3_EMU_CONTROL): unplug the last device
+(WKC drops to 3(N-1)), re-plug and recover it as SOEM's samples do (ack
+SAFE-OP+ERR, request OP), power-cycle it (back in INIT, station address lost)
+and recover it with ecx_recover_slave/ecx_reconfig_slave; WKC 3N again.
+Exit 0 = pass, 1 = a check failed (message on stderr), 77 = pysoem missing.
+"""
+import os
+import socket
+import sys
+import time
+
+try:
+    import pysoem
+except ImportError:
+    print("SKIPPED: pysoem is not installed in this interpreter", file=sys.stderr)
+    sys.exit(77)
+
+CMD_RESET, CMD_NOP = 0x00, 0x04
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def frame(seq, cmd):
+    return bytes([seq, cmd]) + bytes(624)
+
+
+def dc_diffs(m):
+    """0x092C of every slave but the reference: sign-magnitude, bit 31 = negative."""
+    out = []
+    for s in m.slaves[1:]:
+        v = int.from_bytes(s._fprd(0x092C, 4, 2000), "little")
+        out.append(-(v & 0x7FFFFFFF) if v & 0x80000000 else v)
+    return out
+
+
+def emuctl(cmd):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(2)
+        s.connect(os.environ["AUTD3_EMU_CONTROL"])
+        s.sendall(cmd.encode() + b"\n")
+        r = b""
+        while not r.endswith(b"\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            r += chunk
+    r = r.decode().strip()
+    if not r.startswith("ok"):
+        fail("emulator control '%s': %s" % (cmd, r))
+    return r
+
+
+def cycle(m, k):
+    """k process-data cycles; returns the list of WKCs."""
+    w = []
+    for _ in range(k):
+        m.send_processdata()
+        w.append(m.receive_processdata(2000))
+        time.sleep(0.001)
+    return w
+
+
+def recover(m, n, what, limit_s=10):
+    """SOEM's recovery loop (samples/simple_test check thread) until all OP and WKC 3n."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        w = cycle(m, 5)
+        m.read_state()
+        if all(s.state == pysoem.OP_STATE for s in m.slaves) and w[-1] == 3 * n:
+            return
+        for i, s in enumerate(m.slaves):
+            if s.state == pysoem.OP_STATE:
+                continue
+            if s.state == pysoem.SAFEOP_STATE + pysoem.STATE_ERROR:
+                s.state = pysoem.SAFEOP_STATE + pysoem.STATE_ACK
+                s.write_state()
+            elif s.state == pysoem.SAFEOP_STATE:
+                s.state = pysoem.OP_STATE
+                s.write_state()
+            elif s.state > pysoem.NONE_STATE:
+                if s.reconfig(500_000):
+                    s.is_lost = False
+            else:
+                s.recover(500_000)
+    m.read_state()
+    fail("%s: no recovery: states %s, last WKC %s" % (what, [hex(s.state) for s in m.slaves], w))
+
+
+def faults(m, n):
+    emuctl("unplug %d" % (n - 1))
+    w = cycle(m, 20)
+    if w[-1] != 3 * (n - 1):
+        fail("unplugged device %d: WKC %s, expected %d" % (n - 1, w[-5:], 3 * (n - 1)))
+    time.sleep(0.2)  # longer than the SM watchdog (100 ms): the device drops to SAFE-OP+ERR
+    emuctl("replug")
+    st = emuctl("al %d" % (n - 1))
+    if "0x14 code 0x001b" not in st:
+        fail("re-plugged device: expected SAFE-OP+ERR with SM watchdog code, got %s" % st)
+    recover(m, n, "re-plug")
+    emuctl("power-cycle %d" % (n - 1))
+    if "0x01" not in emuctl("al %d" % (n - 1)):
+        fail("power-cycled device is not in INIT")
+    recover(m, n, "power-cycle")
+    w = cycle(m, 50)
+    if any(x != 3 * n for x in w):
+        fail("after recovery: WKCs %s" % w)
+    print("pysoem: unplug -> WKC %d, replug/power-cycle recovered -> WKC %d" % (3 * (n - 1), 3 * n))
+
+
+def main():
+    n = int(sys.argv[1])
+    cycles = int(sys.argv[2]) if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else 1000
+    with_faults = "--faults" in sys.argv
+    ifname = os.environ["AUTD3_TEST_IFNAME"]
+    m = pysoem.Master()
+    m.open(ifname)
+    try:
+        found = m.config_init()
+        if found != n:
+            fail("config_init found %d slaves, expected %d" % (found, n))
+        for i, s in enumerate(m.slaves):
+            if s.name != "AUTD" or s.man != 0x8A9 or s.id != 1 or s.rev != 1:
+                fail("slave %d identity: name %r vendor %#x product %#x rev %#x" % (i, s.name, s.man, s.id, s.rev))
+
+        def po2so(pos):  # PRE-OP -> SAFE-OP hook, as the AUTD SOEM link: SYNC0 1 ms
+            m.slaves[pos].dc_sync(True, 1_000_000)
+
+        for s in m.slaves:
+            s.config_func = po2so
+        if not m.config_dc():
+            fail("config_dc: no DC slave")
+        m.config_map()
+        for i, s in enumerate(m.slaves):
+            if len(s.output) != 626 or len(s.input) != 2:
+                fail("slave %d mapped %d/%d bytes, expected 626/2" % (i, len(s.output), len(s.input)))
+        if m.state_check(pysoem.SAFEOP_STATE, 3_000_000) != pysoem.SAFEOP_STATE:
+            m.read_state()
+            fail("not SAFE-OP: " + ", ".join("%#x/%#x" % (s.state, s.al_status) for s in m.slaves))
+        if m.expected_wkc != 3 * n:
+            fail("expected_wkc %d != %d" % (m.expected_wkc, 3 * n))
+        # Reset every device (seq 0), then request OP while exchanging process data.
+        for s in m.slaves:
+            s.output = frame(0, CMD_RESET)
+        m.send_processdata()
+        m.receive_processdata(2000)
+        diff0 = dc_diffs(m)  # after the first FRMW compare: the drift accumulated since config_dc
+        m.state = pysoem.OP_STATE
+        m.write_state()
+        deadline = time.monotonic() + 5
+        while True:
+            m.send_processdata()
+            m.receive_processdata(2000)
+            if m.state_check(pysoem.OP_STATE, 1000) == pysoem.OP_STATE:
+                break
+            if time.monotonic() > deadline:
+                m.read_state()
+                fail("not OP: " + ", ".join("%#x/%#x" % (s.state, s.al_status) for s in m.slaves))
+            time.sleep(0.001)
+        # Cyclic exchange: Reset for 20 cycles, then Nop frames with seq 0, 1, 2, ...;
+        # the next seq goes out once every device acknowledged the previous one.
+        bad_wkc = 0
+        seq = -1
+        acked = [0xFF] * n
+        last_dc = None
+        for c in range(cycles):
+            if c == 20:
+                seq = 0
+            elif seq >= 0 and seq < 250 and all(a == seq for a in acked):
+                seq += 1
+            for s in m.slaves:
+                s.output = frame(0, CMD_RESET) if seq < 0 else frame(seq, CMD_NOP)
+            m.send_processdata()
+            wkc = m.receive_processdata(2000)
+            if wkc != 3 * n:
+                bad_wkc += 1
+            for i, s in enumerate(m.slaves):
+                acked[i] = s.input[0]
+            dc = m.dc_time
+            if last_dc is not None and dc < last_dc:
+                fail("DC time went back: %d -> %d" % (last_dc, dc))
+            last_dc = dc
+            time.sleep(0.001)
+        if bad_wkc:
+            fail("%d of %d cycles had WKC != %d" % (bad_wkc, cycles, 3 * n))
+        if seq < 10 or any(a not in (seq, seq - 1) for a in acked):
+            fail("firmware round trips: sent up to seq %d, acks %s" % (seq, acked))
+        diff1 = dc_diffs(m)
+        if any(abs(d) >= 1000 for d in diff1):
+            fail("DC system time differences did not converge below 1 us: %s (after the first compare: %s)" % (diff1, diff0))
+        # The SII reads back through SOEM's own EEPROM code: vendor at word 8, product at word 10.
+        for i, s in enumerate(m.slaves):
+            ven = int.from_bytes(s.eeprom_read(0x08), "little")
+            prod = int.from_bytes(s.eeprom_read(0x0A), "little")
+            if ven != 0x8A9 or prod != 1:
+                fail("slave %d EEPROM vendor %#x product %#x" % (i, ven, prod))
+        print("pysoem: %d devices OP, %d cycles WKC %d, acks up to seq %d, DC diff first %s ns -> %s ns"
+              % (n, cycles, 3 * n, seq, diff0, diff1))
+        if with_faults:
+            faults(m, n)
+        m.state = pysoem.INIT_STATE
+        m.write_state()
+    finally:
+        m.close()
+
+
+if __name__ == "__main__":
+    main()

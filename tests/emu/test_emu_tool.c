@@ -1,0 +1,215 @@
+/*
+ * autd3-emu as a process on a veth pair in a private network namespace
+ * (tools/netns/autd3-netns): raw frames through src/nic, faults through the
+ * control socket (tests/harness/emuctl.h), pysoem as an independent master,
+ * and tshark's EtherCAT dissector over a capture.
+ *
+ * Tests that need the namespace re-run themselves inside autd3-netns (the
+ * environment variable AUTD3_EMU_CONTROL tells them they are inside).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "harness/emuctl.h"
+#include "harness/test.h"
+#include "nic/nic.h"
+#include "platform/platform.h"
+
+#define NETNS AUTD3_BINARY_DIR "/tools/netns/autd3-netns"
+
+static void need_userns(void) {
+  if (system("unshare -rn true >/dev/null 2>&1") != 0)
+    SKIP("unprivileged user namespaces unavailable (unshare -rn failed)");
+  if (access(AUTD3_BINARY_DIR "/tools/emu/autd3-emu", X_OK) != 0) SKIP("autd3-emu not built");
+}
+
+/* Re-run the current test inside autd3-netns with `devices` emulated devices. */
+static void enter_netns(const char *devices, const char *emu_args) {
+  if (getenv("AUTD3_EMU_CONTROL")) return;
+  need_userns();
+  char cmdline[4096] = {0};
+  FILE *f = fopen("/proc/self/cmdline", "rb");
+  ASSERT_TRUE(f != NULL);
+  size_t n = fread(cmdline, 1, sizeof cmdline - 1, f);
+  fclose(f);
+  const char *test = cmdline + strlen(cmdline) + 1; /* argv[1]: the test name */
+  ASSERT_TRUE((size_t)(test - cmdline) < n);
+  char exe[1024];
+  ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ASSERT_TRUE(l > 0);
+  exe[l] = 0;
+  fflush(NULL);
+  execl(NETNS, NETNS, "--devices", devices, "--build", AUTD3_BINARY_DIR, "--emu-args", emu_args, "--", exe, test,
+        (char *)NULL);
+  TEST_FAIL_("exec %s failed", NETNS);
+}
+
+static autd3_nic_t *g_nic;
+static uint8_t g_idx;
+
+/* Send one frame and wait (≤ 1 s) for the reply with the same first index.
+ * Returns false if none came. */
+static bool xfer(fr_t *f) {
+  f->b[16 + 1] = ++g_idx;
+  ASSERT_OK(autd3__nic_send(g_nic, f->b, f->len < 60 ? 60 : f->len));
+  uint64_t deadline = autd3__now_ns() + 1000000000ull;
+  for (;;) {
+    uint8_t buf[AUTD3_NIC_MAX_FRAME];
+    size_t len;
+    if (autd3__nic_recv(g_nic, buf, sizeof buf, &len, deadline) != AUTD3_OK) return false;
+    if (len >= 18 && buf[17] == g_idx) {
+      ASSERT_EQ(buf[6] & 0x02, 0x02);
+      memcpy(f->b, buf, len < sizeof f->b ? len : sizeof f->b);
+      return true;
+    }
+  }
+}
+
+static int one(uint8_t cmd, uint16_t adp, uint16_t ado, uint16_t *val) {
+  fr_t f;
+  fr_init(&f);
+  uint8_t d[2] = {(uint8_t)(val ? *val : 0), (uint8_t)((val ? *val : 0) >> 8)};
+  size_t o = fr_add(&f, cmd, adp, ado, d, 2);
+  if (!xfer(&f)) return -1;
+  if (val) *val = fr_u16(&f, o);
+  return fr_wkc(&f, o);
+}
+
+static void ctl_ok(const char *cmd, char *r, size_t cap) {
+  int rc = autd3_emuctl(cmd, r, cap);
+  if (rc != 0) TEST_FAIL_("emuctl '%s': %s", cmd, r);
+}
+
+TEST(control_unplug_replug_power_cycle) {
+  enter_netns("3", "");
+  ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &g_nic));
+  char r[8192];
+  ctl_ok("ping", r, sizeof r);
+  uint16_t v = 0;
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 3);
+  for (int i = 0; i < 3; i++) {
+    v = (uint16_t)(0x1001 + i);
+    ASSERT_EQ(one(APWR, (uint16_t)(0 - i), 0x0010, &v), 1);
+  }
+  /* unplug device 1 and everything after it: WKC drops, device 2 unreadable */
+  ctl_ok("unplug 1", r, sizeof r);
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 1);
+  v = 0;
+  ASSERT_EQ(one(FPRD, 0x1003, 0x0130, &v), 0);
+  ctl_ok("replug", r, sizeof r);
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 3);
+  /* power-cycle device 1: back in INIT with its station address cleared */
+  v = 0x02;
+  ASSERT_EQ(one(BWR, 0, 0x0120, &v), 3);
+  ctl_ok("power-cycle 1", r, sizeof r);
+  ASSERT_EQ(one(FPRD, 0x1002, 0x0130, &v), 0);
+  v = 0;
+  ASSERT_EQ(one(APRD, 0xFFFF, 0x0130, &v), 1);
+  ASSERT_EQ(v, 0x01);
+  v = 0;
+  ASSERT_EQ(one(FPRD, 0x1001, 0x0130, &v), 1);
+  ASSERT_EQ(v, 0x02);
+  ctl_ok("status", r, sizeof r);
+  ASSERT_CONTAINS(r, "dev 1 state INIT");
+  ASSERT_CONTAINS(r, "dev 0 state PREOP");
+  ctl_ok("al 0", r, sizeof r);
+  ASSERT_CONTAINS(r, "0x02");
+  ASSERT_EQ(autd3_emuctl("unplug 9", r, sizeof r), 1);
+  ASSERT_EQ(autd3_emuctl("power-cycle x", r, sizeof r), 1);
+  ASSERT_EQ(autd3_emuctl("frobnicate", r, sizeof r), 1);
+  ASSERT_EQ(autd3_emuctl("drop 2", r, sizeof r), 1);
+  autd3__nic_close(g_nic);
+}
+
+TEST(control_silence_drop_delay) {
+  enter_netns("1", "");
+  ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &g_nic));
+  char r[512];
+  uint16_t v;
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 1);
+  ctl_ok("silence 1", r, sizeof r);
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), -1);
+  ctl_ok("silence 0", r, sizeof r);
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 1);
+  ctl_ok("drop 1", r, sizeof r);
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), -1);
+  ctl_ok("drop 0", r, sizeof r);
+  ctl_ok("delay 3000", r, sizeof r); /* replies still come (the amount is not asserted) */
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 1);
+  ctl_ok("delay 0", r, sizeof r);
+  ctl_ok("status", r, sizeof r);
+  ASSERT_CONTAINS(r, "dropped 1");
+  autd3__nic_close(g_nic);
+}
+
+/* Hostile frames on the wire: the emulator survives and keeps answering. */
+TEST(hostile_frames_on_the_wire) {
+  enter_netns("2", "");
+  ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &g_nic));
+  uint8_t b[1514];
+  for (int k = 0; k < 200; k++) {
+    size_t len = 14 + (size_t)(k * 37) % 1500;
+    for (size_t i = 0; i < len; i++) b[i] = (uint8_t)(i * 29 + (size_t)k * 13);
+    b[12] = 0x88;
+    b[13] = 0xA4;
+    if (k % 5 == 0) b[14] = 0xFF, b[15] = 0x17; /* length field far beyond the frame */
+    autd3__nic_send(g_nic, b, len < 60 ? 60 : len);
+  }
+  /* drain whatever came back, then a valid frame still works */
+  uint8_t buf[AUTD3_NIC_MAX_FRAME];
+  size_t len;
+  while (autd3__nic_recv(g_nic, buf, sizeof buf, &len, autd3__now_ns() + 50000000ull) == AUTD3_OK) {
+  }
+  uint16_t v;
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 2);
+  char r[512];
+  ctl_ok("ping", r, sizeof r);
+  autd3__nic_close(g_nic);
+}
+
+/* Run `autd3-netns ... -- python pysoem_peer.py N CYCLES`; 77 = skip. */
+static void pysoem(const char *devices, const char *cycles, const char *emu_args, const char *peer_args) {
+  need_userns();
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' --devices %s --build '%s' --emu-args '%s' -- '%s' '%s/pysoem_peer.py' %s %s %s", NETNS,
+           devices, AUTD3_BINARY_DIR, emu_args, AUTD3_PYTHON_EXE, AUTD3_EMU_TESTS_DIR, devices, cycles, peer_args);
+  int st = system(cmd);
+  ASSERT_TRUE(WIFEXITED(st));
+  if (WEXITSTATUS(st) == 77) SKIP("pysoem is not installed for %s", AUTD3_PYTHON_EXE);
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
+TEST(pysoem_2_devices) { pysoem("2", "1000", "", ""); }
+TEST(pysoem_5_devices_drift) { pysoem("5", "1000", "--drift-ppm 50", ""); }
+/* Fault injection seen by an independent master: unplug → WKC drops, re-plug and
+ * power-cycle → SOEM's own recovery (ack, reconfig, recover) brings it back. */
+TEST(pysoem_faults_recovery) { pysoem("3", "100", "", "--faults"); }
+
+TEST(tshark_decodes_capture) {
+  if (system("command -v tshark >/dev/null 2>&1") != 0) SKIP("tshark not installed (apt-get install tshark)");
+  char cap[] = "/tmp/autd3-emu-capXXXXXX";
+  int fd = mkstemp(cap);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  char args[128];
+  snprintf(args, sizeof args, "--capture %s", cap);
+  pysoem("2", "200", args, "");
+  char cmd[1024];
+  /* every frame is EtherCAT; none malformed or with an error-level expert item */
+  snprintf(cmd, sizeof cmd, "tshark -n -r %s -Y 'ecat' 2>/dev/null | wc -l", cap);
+  FILE *p = popen(cmd, "r");
+  long ecat = -1, bad = -1;
+  ASSERT_TRUE(p && fscanf(p, "%ld", &ecat) == 1);
+  pclose(p);
+  snprintf(cmd, sizeof cmd, "tshark -n -r %s -Y '_ws.malformed || _ws.expert.severity >= error || !ecat' 2>/dev/null | wc -l", cap);
+  p = popen(cmd, "r");
+  ASSERT_TRUE(p && fscanf(p, "%ld", &bad) == 1);
+  pclose(p);
+  unlink(cap);
+  ASSERT_GT(ecat, 400); /* requests and replies of 200+ cycles plus set-up */
+  ASSERT_EQ(bad, 0);
+}

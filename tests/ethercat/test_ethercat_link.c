@@ -1,0 +1,407 @@
+/*
+ * The shared EtherCAT integration scenarios, written once and compiled for
+ * every EtherCAT link (tests/ethercat/CMakeLists.txt: LINK_KIND = ECHOCAT,
+ * SOEM, ETHERCRAB). Link-agnostic: the option comes from
+ * autd3_link_option_default(LINK_KIND) + autd3_link_option_ethercat().
+ *
+ * Every case re-runs itself inside tools/netns/autd3-netns (a private user +
+ * network namespace with a veth pair and autd3-emu on the far end), then talks
+ * to the emulated devices over the master end ($AUTD3_TEST_IFNAME). Nothing
+ * here asserts timing: a loaded machine may lose cycles, which every
+ * assertion tolerates.
+ *
+ * SKIPs (exit 77): the link kind is not built/registered; autd3-emu is not
+ * built; the namespace cannot be created; tshark is missing (capture case).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "autd3/autd3.h"
+#include "autd3/link_driver.h"
+#include "harness/emuctl.h"
+#include "harness/test.h"
+#include "platform/platform.h"
+
+#ifndef LINK_KIND
+#define LINK_KIND AUTD3_LINK_ECHOCAT
+#endif
+
+/* Run test `name` inside autd3-netns with `devices` emulated devices. Returns
+ * in the inner process; the outer one exits with the inner one's status. */
+static void in_netns(const char *name, int devices, const char *emu_args, bool no_emu) {
+  if (!autd3_link_kind_available(LINK_KIND))
+    SKIP("the %s link is not built or not registered in this build", autd3_link_kind_name(LINK_KIND));
+  if (getenv("AUTD3_TEST_IFNAME"))
+    return;
+  const char *emu = AUTD3_BINARY_DIR "/tools/emu/autd3-emu";
+  const char *netns = AUTD3_SOURCE_DIR "/tools/netns/autd3-netns";
+  if (access(emu, X_OK) != 0)
+    SKIP("device emulator %s is not built", emu);
+  if (access(netns, X_OK) != 0)
+    SKIP("%s is missing", netns);
+  char self[4096];
+  ssize_t l = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (l <= 0)
+    SKIP("cannot resolve /proc/self/exe");
+  self[l] = 0;
+  char nd[16];
+  snprintf(nd, sizeof nd, "%d", devices);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (no_emu)
+      execl(netns, netns, "--devices", nd, "--build", AUTD3_BINARY_DIR, "--no-emu", "--", self, name, (char *)NULL);
+    else
+      execl(netns, netns, "--devices", nd, "--build", AUTD3_BINARY_DIR, "--emu-args", emu_args ? emu_args : "", "--",
+            self, name, (char *)NULL);
+    _exit(126);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  if (code == 125 || code == 126)
+    SKIP("autd3-netns could not set up the namespace (exit %d): unprivileged user namespaces unavailable?", code);
+  exit(code);
+}
+
+static autd3_link_option_t option(void) {
+  autd3_link_option_t o = autd3_link_option_default(LINK_KIND);
+  autd3_ethercat_option_t *ec = autd3_link_option_ethercat(&o);
+  ASSERT_TRUE(ec != NULL);
+  ec->interface = getenv("AUTD3_TEST_IFNAME");
+  return o;
+}
+
+static autd3_geometry_t *geometry(size_t n) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
+  return g;
+}
+
+/* Open a bare link, run cycles, and check what came back. */
+static void open_cycle(size_t n) {
+  autd3_geometry_t *g = geometry(n);
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  ASSERT_EQ(autd3_link_num_devices(l), n);
+  ASSERT_EQ(autd3_link_kind(l), LINK_KIND);
+  uint8_t *tx = calloc(n, AUTD3_TX_FRAME_BYTES), rx[2 * AUTD3_MAX_DEVICES];
+  int valid = 0;
+  for (int i = 0; i < 300; i++) {
+    bool v = false;
+    memset(rx, 0x5A, sizeof rx);
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+    if (v) {
+      valid++;
+      /* a freshly booted device (nothing sent but zeros) acks 0xFF or 0x00 (the zero frame is a Reset with seq 0) */
+      for (size_t d = 0; d < n; d++)
+        ASSERT_TRUE(rx[2 * d] == 0xFF || rx[2 * d] == 0x00);
+    }
+  }
+  ASSERT_GT(valid, 0);
+  autd3_link_stats_t st;
+  autd3_link_stats(l, &st);
+  ASSERT_EQ(st.cycles, 300);
+  ASSERT_EQ(st.cycles - st.stale_cycles, (uint64_t)valid);
+  autd3_link_status_t s;
+  ASSERT_OK(autd3_link_check_state(l, &s));
+  ASSERT_EQ(s.num_devices, n);
+  for (size_t d = 0; d < n; d++)
+    ASSERT_EQ(s.state[d], AUTD3_DEVICE_OP);
+  char diag[2048];
+  autd3_link_diagnostics(l, diag, sizeof diag);
+  printf("%s", diag);
+  autd3_link_close(l);
+  free(tx);
+  autd3_geometry_free(g);
+}
+
+TEST(open_1) {
+  in_netns("open_1", 1, NULL, false);
+  open_cycle(1);
+}
+TEST(open_2) {
+  in_netns("open_2", 2, NULL, false);
+  open_cycle(2);
+}
+TEST(open_5) {
+  in_netns("open_5", 5, "--wire --drift-ppm 20", false);
+  open_cycle(5);
+}
+
+/* The client over the link: handshake (in open), pipelined frames acked in
+ * order, stop-and-wait, firmware versions. */
+TEST(client_scenarios) {
+  in_netns("client_scenarios", 2, "--fw-version 1.2.3", false);
+  autd3_geometry_t *g = geometry(2);
+  autd3_link_option_t o = option();
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  ASSERT_EQ(autd3_client_num_devices(c), 2);
+  autd3_fw_version_t v[2];
+  ASSERT_OK(autd3_client_read_firmware_version(c, v));
+  for (int d = 0; d < 2; d++) {
+    ASSERT_EQ(v[d].cpu_major, 1);
+    ASSERT_EQ(v[d].cpu_minor, 2);
+    ASSERT_EQ(v[d].cpu_patch, 3);
+    ASSERT_EQ(v[d].fpga_major, 1);
+    ASSERT_EQ(v[d].fpga_minor, 2);
+    ASSERT_EQ(v[d].fpga_patch, 3);
+  }
+  autd3_frame_t f;
+  ASSERT_OK(autd3_frame_xor_hash_bench(&f, 0, 620));
+  autd3_response_t r;
+  for (int i = 0; i < 20; i++) {
+    ASSERT_OK(autd3_client_send_checked(c, &f, &r));
+    ASSERT_EQ(r.num_devices, 2);
+    ASSERT_EQ(r.data[0], 0);
+    ASSERT_EQ(r.data[1], 0);
+  }
+  /* a payload whose XOR is not 0: the device answers INVALID_DATA, named by device */
+  uint8_t bad[8] = {1, 2, 3, 4, 5, 6, 7, 9};
+  autd3_frame_t fb;
+  ASSERT_OK(autd3_frame_xor_hash(&fb, 0, bad, sizeof bad));
+  int dev = -1;
+  uint8_t code = 0;
+  ASSERT_OK(autd3_client_send_checked(c, &f, &r));
+  autd3_err_t e = autd3_client_send_checked(c, &fb, &r);
+  ASSERT_ERR(e, AUTD3_E_DEVICE);
+  ASSERT_ERR(autd3_response_check(&r, &dev, &code), AUTD3_E_DEVICE);
+  ASSERT_EQ(dev, 0);
+  ASSERT_EQ(code, AUTD3_DEV_ERR_INVALID_DATA);
+  /* pipelined: every request completes, in order */
+  enum { N = 300 };
+  static autd3_request_t *req[N];
+  for (int i = 0; i < N; i++)
+    ASSERT_OK(autd3_client_send(c, &f, &req[i]));
+  for (int i = 0; i < N; i++) {
+    ASSERT_OK(autd3_request_wait(req[i], &r));
+    ASSERT_EQ(r.data[0], 0);
+  }
+  autd3_client_stats_t cs;
+  autd3_client_stats(c, &cs);
+  ASSERT_EQ(cs.failed, 0);
+  ASSERT_GE(cs.completed, N + 21);
+  autd3_client_close(c);
+  autd3_geometry_free(g);
+}
+
+TEST(device_count_mismatch) {
+  in_netns("device_count_mismatch", 2, NULL, false);
+  autd3_geometry_t *g = geometry(3);
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  printf("message: %s\n", autd3_last_error());
+  ASSERT_TRUE(l == NULL);
+  autd3_geometry_free(g);
+}
+
+TEST(not_autd) {
+  in_netns("not_autd", 3, "--override-device 1 --vendor 0x2 --name EL1004", false);
+  autd3_geometry_t *g = geometry(3);
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NOT_AUTD);
+  printf("message: %s\n", autd3_last_error());
+  ASSERT_CONTAINS(autd3_last_error(), "EL1004");
+  autd3_geometry_free(g);
+}
+
+TEST(no_device) {
+  in_netns("no_device", 1, NULL, true);
+  autd3_geometry_t *g = geometry(1);
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NO_DEVICE);
+  printf("message: %s\n", autd3_last_error());
+  autd3_geometry_free(g);
+}
+
+TEST(missing_interface) {
+  in_netns("missing_interface", 1, NULL, false);
+  autd3_geometry_t *g = geometry(1);
+  autd3_link_option_t o = option();
+  autd3_link_option_ethercat(&o)->interface = "autd3-nosuchif";
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NO_INTERFACE);
+  ASSERT_CONTAINS(autd3_last_error(), "autd3-nosuchif");
+  autd3_geometry_free(g);
+}
+
+/* Drifting clocks can never agree within 1 ns: the DC wait must give up. */
+TEST(dc_timeout) {
+  in_netns("dc_timeout", 2, "--drift-ppm 100", false);
+  autd3_geometry_t *g = geometry(2);
+  autd3_link_option_t o = option();
+  autd3_link_option_ethercat(&o)->sync_tolerance_ns = 1;
+  autd3_link_option_ethercat(&o)->sync_timeout_ms = 300;
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_SYNC_TIMEOUT);
+  printf("message: %s\n", autd3_last_error());
+  autd3_geometry_free(g);
+}
+
+TEST(invalid_options) {
+  in_netns("invalid_options", 1, NULL, false);
+  autd3_geometry_t *g = geometry(1);
+  autd3_link_t *l = NULL;
+  autd3_link_option_t o = option();
+  autd3_link_option_ethercat(&o)->sync0_period_ns = 750000;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "sync0_period_ns");
+  o = option();
+  autd3_link_option_ethercat(&o)->rt_priority = 100;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "rt_priority");
+  autd3_geometry_free(g);
+}
+
+/* ---- unplug / re-plug while the client streams ---- */
+
+typedef struct {
+  autd3_client_t *c;
+  atomic_bool stop;
+  atomic_long ok, failed, other;
+} streamer_t;
+
+static void *stream(void *arg) {
+  streamer_t *s = arg;
+  autd3_frame_t f;
+  autd3_frame_xor_hash_bench(&f, 0, 100);
+  while (!atomic_load(&s->stop)) {
+    autd3_response_t r;
+    autd3_err_t e = autd3_client_send_checked(s->c, &f, &r);
+    if (e == AUTD3_OK)
+      atomic_fetch_add(&s->ok, 1);
+    else if (e == AUTD3_E_TIMEOUT || e == AUTD3_E_LINK || e == AUTD3_E_DEVICE)
+      atomic_fetch_add(&s->failed, 1); /* an explicit error: not silently lost */
+    else
+      atomic_fetch_add(&s->other, 1);
+  }
+  return NULL;
+}
+
+static bool states_are(const autd3_link_status_t *s, int dev, autd3_device_state_t want) {
+  if (dev >= 0)
+    return s->state[dev] == want;
+  for (int d = 0; d < s->num_devices; d++)
+    if (s->state[d] != want)
+      return false;
+  return true;
+}
+
+/* check_state every 100 ms until device `dev` (-1: every device) is in `want`. */
+static bool wait_states(autd3_client_t *c, int dev, autd3_device_state_t want, int tries, autd3_link_status_t *s) {
+  for (int i = 0; i < tries; i++) {
+    ASSERT_OK(autd3_link_check_state(autd3_client_link(c), s));
+    if (states_are(s, dev, want))
+      return true;
+    autd3__sleep_ns(100000000u);
+  }
+  return false;
+}
+
+static void unplug_replug(bool power_cycle) {
+  autd3_geometry_t *g = geometry(3);
+  autd3_link_option_t o = option();
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  streamer_t s = {.c = c};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, stream, &s), 0);
+  autd3__sleep_ns(300000000u);
+  char reply[256];
+  ASSERT_EQ(autd3_emuctl("unplug 2", reply, sizeof reply), 0);
+  autd3_link_status_t st;
+  ASSERT_TRUE(wait_states(c, 2, AUTD3_DEVICE_LOST, 50, &st));
+  ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
+  autd3__sleep_ns(300000000u);
+  if (power_cycle)
+    ASSERT_EQ(autd3_emuctl("power-cycle 2", reply, sizeof reply), 0);
+  ASSERT_EQ(autd3_emuctl("replug", reply, sizeof reply), 0);
+  bool back = wait_states(c, -1, AUTD3_DEVICE_OP, 100, &st);
+  if (!back) {
+    autd3_emuctl("status", reply, sizeof reply);
+    TEST_FAIL_("devices did not return to OP: states %d %d %d (emulator: %s)", st.state[0], st.state[1], st.state[2], reply);
+  }
+  ASSERT_GE(st.recoveries, 1);
+  long ok_before = atomic_load(&s.ok);
+  for (int i = 0; i < 100 && atomic_load(&s.ok) < ok_before + 20; i++)
+    autd3__sleep_ns(100000000u); /* the client resynchronises, then commands flow again */
+  atomic_store(&s.stop, true);
+  pthread_join(th, NULL);
+  autd3_link_stats_t ls;
+  autd3_link_stats(autd3_client_link(c), &ls);
+  autd3_client_stats_t cs;
+  autd3_client_stats(c, &cs);
+  printf("ok %ld failed %ld other %ld; link cycles %llu stale %llu lost %llu; client sent %llu completed %llu failed %llu\n",
+         atomic_load(&s.ok), atomic_load(&s.failed), atomic_load(&s.other), (unsigned long long)ls.cycles,
+         (unsigned long long)ls.stale_cycles, (unsigned long long)ls.lost_cycles, (unsigned long long)cs.sent,
+         (unsigned long long)cs.completed, (unsigned long long)cs.failed);
+  ASSERT_GT(ls.stale_cycles, 0);
+  ASSERT_GT(atomic_load(&s.ok), ok_before); /* commands are acked again after the recovery */
+  ASSERT_EQ(atomic_load(&s.other), 0);
+  /* every command the client took is accounted for: acked or failed with an error */
+  ASSERT_EQ(cs.completed + cs.failed, cs.sent);
+  autd3_response_t r;
+  autd3_frame_t f;
+  autd3_frame_xor_hash_bench(&f, 0, 620);
+  ASSERT_OK(autd3_client_send_checked(c, &f, &r));
+  autd3_client_close(c);
+  autd3_geometry_free(g);
+}
+
+TEST(unplug_replug) {
+  in_netns("unplug_replug", 3, NULL, false);
+  unplug_replug(false);
+}
+
+TEST(unplug_power_cycle_replug) {
+  in_netns("unplug_power_cycle_replug", 3, NULL, false);
+  unplug_replug(true);
+}
+
+/* A capture written with the capture option opens in tshark without malformed frames. */
+TEST(capture_tshark) {
+  if (system("command -v tshark >/dev/null 2>&1") != 0)
+    SKIP("tshark is not installed");
+  in_netns("capture_tshark", 2, NULL, false);
+  char path[] = "/tmp/autd3-capture-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  autd3_geometry_t *g = geometry(2);
+  autd3_link_option_t o = option();
+  autd3_link_option_ethercat(&o)->capture_path = path;
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  uint8_t tx[2 * AUTD3_TX_FRAME_BYTES] = {0}, rx[4];
+  for (int i = 0; i < 50; i++) {
+    bool v;
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+  }
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+  char cmd[512], out[256] = "";
+  snprintf(cmd, sizeof cmd, "tshark -r %s 2>/dev/null | wc -l", path);
+  FILE *p = popen(cmd, "r");
+  ASSERT_TRUE(p && fgets(out, sizeof out, p));
+  pclose(p);
+  long frames = atol(out);
+  printf("%ld frames in the capture\n", frames);
+  ASSERT_GT(frames, 100);
+  snprintf(cmd, sizeof cmd, "tshark -r %s -Y '_ws.malformed || _ws.expert.severity >= error' 2>/dev/null | wc -l", path);
+  p = popen(cmd, "r");
+  ASSERT_TRUE(p && fgets(out, sizeof out, p));
+  pclose(p);
+  ASSERT_EQ(atol(out), 0);
+  unlink(path);
+}

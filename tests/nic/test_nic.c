@@ -1,0 +1,138 @@
+/* Raw NIC layer (src/nic): both back ends over a veth pair in a private
+ * network namespace (`unshare -rn`), plus the error paths. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "autd3/error.h"
+#include "harness/test.h"
+#include "nic/nic.h"
+#include "platform/platform.h"
+
+/* Re-run this test case inside `unshare <flags>`; inside, optionally create a veth pair h4a<->h4b. */
+static void reexec(const char *flags, const char *name) {
+  if (getenv("AUTD3_NIC_TEST_INNER"))
+    return;
+  setenv("AUTD3_NIC_TEST_INNER", "1", 1);
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    SKIP("cannot read /proc/self/exe");
+  self[n] = 0;
+  execlp("unshare", "unshare", flags, self, name, (char *)NULL);
+  SKIP("unshare not available: %s", strerror(errno));
+}
+
+static void veth(const char *name) {
+  reexec("-rn", name);
+  if (system("ip link add h4a type veth peer name h4b && ip link set h4a up && ip link set h4b up") != 0)
+    SKIP("cannot create a veth pair in the private namespace (ip/veth missing)");
+}
+
+static size_t ecat_frame(uint8_t *f, size_t len, uint8_t tag) {
+  memset(f, 0, len);
+  memset(f, 0xff, 6);                       /* broadcast, as EtherCAT masters send */
+  f[6] = 0x02;                              /* locally administered source */
+  f[11] = tag;
+  f[12] = 0x88, f[13] = 0xA4;
+  for (size_t i = 14; i < len; i++)
+    f[i] = (uint8_t)(i * 7 + tag);
+  return len;
+}
+
+static void roundtrip(autd3_nic_backend_t ba, autd3_nic_backend_t bb) {
+  autd3_nic_t *a, *b;
+  ASSERT_OK(autd3__nic_open("h4a", ba, &a));
+  ASSERT_OK(autd3__nic_open("h4b", bb, &b));
+  uint8_t f[AUTD3_NIC_MAX_FRAME], r[AUTD3_NIC_MAX_FRAME];
+  size_t len;
+  const size_t sizes[] = {60, 1514, 14 + 2 + 628 * 2};
+  for (int k = 0; k < 3; k++) {
+    ecat_frame(f, sizes[k], (uint8_t)k);
+    ASSERT_OK(autd3__nic_send(a, f, sizes[k]));
+    ASSERT_OK(autd3__nic_recv(b, r, sizeof r, &len, autd3__now_ns() + 2000000000ull));
+    ASSERT_EQ(len, sizes[k]);
+    ASSERT_MEMEQ(r, f, len);
+    /* the sender never reads its own frame back */
+    ASSERT_ERR(autd3__nic_recv(a, r, sizeof r, &len, 0), AUTD3_E_TIMEOUT);
+    ASSERT_OK(autd3__nic_send(b, f, sizes[k]));
+    ASSERT_OK(autd3__nic_recv(a, r, sizeof r, &len, autd3__now_ns() + 2000000000ull));
+    ASSERT_MEMEQ(r, f, len);
+  }
+  /* A non-EtherCAT frame never comes out of recv. */
+  ecat_frame(f, 60, 9);
+  f[12] = 0x08, f[13] = 0x00;
+  ASSERT_OK(autd3__nic_send(a, f, 60));
+  ASSERT_ERR(autd3__nic_recv(b, r, sizeof r, &len, autd3__now_ns() + 20000000ull), AUTD3_E_TIMEOUT);
+  /* Too small a buffer: the frame is dropped and counted, not truncated. */
+  ecat_frame(f, 200, 3);
+  ASSERT_OK(autd3__nic_send(a, f, 200));
+  ASSERT_ERR(autd3__nic_recv(b, r, 100, &len, autd3__now_ns() + 200000000ull), AUTD3_E_TIMEOUT);
+  ASSERT_GE(autd3__nic_ignored(b), 1);
+  ASSERT_ERR(autd3__nic_send(a, f, 10), AUTD3_E_INVALID_ARGUMENT);
+  uint8_t mac[6], zero[6] = {0};
+  autd3__nic_mac(a, mac);
+  ASSERT_TRUE(memcmp(mac, zero, 6) != 0);
+  ASSERT_GE(autd3__nic_fd(a), 0);
+  autd3__nic_close(a);
+  autd3__nic_close(b);
+}
+
+TEST(afpacket_roundtrip) {
+  veth("afpacket_roundtrip");
+  roundtrip(AUTD3_NIC_AF_PACKET, AUTD3_NIC_AUTO);
+}
+
+TEST(pcap_roundtrip) {
+  veth("pcap_roundtrip");
+  autd3_nic_t *n;
+  autd3_err_t e = autd3__nic_open("h4a", AUTD3_NIC_PCAP, &n);
+  if (e == AUTD3_E_NOT_BUILT)
+    SKIP("libautd3 built without libpcap: %s", autd3_last_error());
+  ASSERT_OK(e);
+  autd3__nic_close(n);
+  roundtrip(AUTD3_NIC_PCAP, AUTD3_NIC_PCAP);
+  roundtrip(AUTD3_NIC_PCAP, AUTD3_NIC_AF_PACKET);
+}
+
+TEST(list_adapters) {
+  veth("list_adapters");
+  char names[16][32];
+  size_t n = 0;
+  ASSERT_OK(autd3__nic_list(names, 16, &n));
+  int seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    ASSERT_TRUE(strcmp(names[i], "lo") != 0);
+    seen += !strcmp(names[i], "h4a") + !strcmp(names[i], "h4b");
+  }
+  ASSERT_EQ(seen, 2);
+  ASSERT_OK(autd3__nic_list(names, 1, &n));
+  ASSERT_EQ(n, 1);
+}
+
+TEST(no_interface) {
+  autd3_nic_t *n = (autd3_nic_t *)&n;
+  ASSERT_ERR(autd3__nic_open("h4-nonexistent", AUTD3_NIC_AUTO, &n), AUTD3_E_NO_INTERFACE);
+  ASSERT_CONTAINS(autd3_last_error(), "h4-nonexistent");
+  ASSERT_TRUE(n == NULL);
+  ASSERT_ERR(autd3__nic_open("h4-nonexistent", AUTD3_NIC_PCAP, &n), AUTD3_E_NO_INTERFACE);
+  ASSERT_ERR(autd3__nic_open("", AUTD3_NIC_AUTO, &n), AUTD3_E_INVALID_ARGUMENT);
+}
+
+/* In a fresh user namespace without a uid mapping the process has no
+ * capability over the host's network namespace: the open must say which
+ * capabilities are missing and how to grant them. */
+TEST(permission_message) {
+  reexec("-U", "permission_message");
+  autd3_nic_t *n;
+  ASSERT_ERR(autd3__nic_open("lo", AUTD3_NIC_AF_PACKET, &n), AUTD3_E_PERMISSION);
+  ASSERT_CONTAINS(autd3_last_error(), "CAP_NET_RAW");
+  ASSERT_CONTAINS(autd3_last_error(), "CAP_NET_ADMIN");
+  ASSERT_CONTAINS(autd3_last_error(), "setcap");
+  autd3_err_t e = autd3__nic_open("lo", AUTD3_NIC_PCAP, &n);
+  if (e != AUTD3_E_NOT_BUILT) {
+    ASSERT_ERR(e, AUTD3_E_PERMISSION);
+    ASSERT_CONTAINS(autd3_last_error(), "CAP_NET_RAW");
+  }
+}

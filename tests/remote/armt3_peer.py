@@ -1,0 +1,53 @@
+"""Interop peer: the published AUTD3 Python client (PyPI autd3 + autd3-link-remote) drives
+devices through OUR autd3-remote-server. Exit 0 = frames exchanged, 77 = the installed
+package cannot be used (reason printed), anything else = failure.
+
+usage: armt3_peer.py HOST:PORT DEVICES
+"""
+import asyncio
+import sys
+
+
+def skip(reason: str) -> None:
+    print(f"SKIPPED: {reason}", file=sys.stderr)
+    sys.exit(77)
+
+
+try:
+    from importlib.metadata import version
+
+    ver = version("autd3-link-remote")
+    import autd3
+    import autd3_link_remote
+except Exception as e:  # noqa: BLE001 - any import problem means the peer is unavailable
+    skip(f"cannot import autd3 / autd3_link_remote: {e}")
+
+major, minor = (int(x) for x in ver.split(".")[:2])
+# PyPI autd3-link-remote 0.2.0 bundles crates.io autd3-rs-link-remote 0.1-0.4 (ARMT v3);
+# 0.8.0 and 0.9.0 speak ARMT v7.
+if (major, minor) >= (0, 5):
+    skip(f"installed autd3-link-remote {ver} speaks ARMT v7; the ARMT v3 client is autd3-link-remote==0.2.0 "
+         "(with autd3==0.2.0, autd3-core==0.2.0), e.g. in build/.venv-armt3")
+
+
+async def main(addr: str, n: int) -> None:
+    geometry = autd3.geometry.Geometry(
+        [autd3.geometry.Autd3([192.0 * i, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]) for i in range(n)]
+    )
+    link = autd3_link_remote.RemoteLinkOption(addr, timeout=autd3.Duration.from_millis(5000))
+    client = await asyncio.wait_for(autd3.Client.open(geometry, link, autd3.ClientConfig()), 30)
+    assert client.num_devices() == n, client.num_devices()
+    versions = await asyncio.wait_for(client.read_firmware_version(), 10)
+    print("firmware:", versions)
+    assert len(versions) == n
+    for _ in range(20):
+        builder = client.datagram_builder()
+        builder.push(autd3.commands.Nop())
+        for frame in builder.build():
+            await asyncio.wait_for(client.send_checked(frame), 10)
+    print("fpga state:", await asyncio.wait_for(client.read_fpga_state(), 10))
+    await client.close()
+    print(f"ok: autd3-link-remote {ver} exchanged frames with {n} device(s) through {addr}")
+
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))

@@ -1,0 +1,576 @@
+/*
+ * The Remote link against the in-process server (and fake servers): the wire
+ * in both directions, every client-side error, and hostile clients. The
+ * server wraps a test "echo" link registered in place of the emulator, so the
+ * bytes are deterministic: rx of device d = (tx[d][0], tx[d][1]).
+ */
+#include <stdatomic.h>
+
+#include "autd3/link_driver.h"
+#include "link/remote/armt.h"
+#include "platform/platform.h"
+#include "remote_helpers.h"
+
+/* ---- the echo link (a test double, as the reference's loopback.rs EchoLink) ---- */
+
+typedef struct echo {
+  struct autd3_link base;
+  uint64_t next;
+} echo_t;
+static atomic_bool echo_fail_open;
+
+static autd3_err_t echo_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *rx, bool *valid) {
+  echo_t *e = (echo_t *)l;
+  autd3__sleep_until_ns(e->next, 0); /* paced like a bus: 200 us grid */
+  e->next += 200000;
+  uint64_t now = autd3__now_ns();
+  if (e->next < now) e->next = now + 200000;
+  *valid = true;
+  for (size_t d = 0; d < l->num_devices; d++) {
+    const uint8_t *t = tx + d * AUTD3_TX_FRAME_BYTES;
+    rx[2 * d] = t[0];
+    rx[2 * d + 1] = t[1];
+    if (t[1] == 0xEE) *valid = false;                                            /* cmd 0xEE: stale inputs */
+    if (t[1] == 0xDD) return autd3_set_error(AUTD3_E_LINK, "echo: injected failure"); /* cmd 0xDD: link dies */
+  }
+  autd3_link_count_cycle(l, *valid, false);
+  return AUTD3_OK;
+}
+static void echo_close(struct autd3_link *l) { free(l); }
+static const autd3_link_vtable_t echo_vt = {.cycle = echo_cycle, .close = echo_close};
+static autd3_err_t echo_open(const autd3_link_option_t *o, const autd3_geometry_t *g, struct autd3_link **out) {
+  (void)o;
+  if (atomic_load(&echo_fail_open)) return autd3_set_error(AUTD3_E_NO_DEVICE, "echo: no device on the bus");
+  echo_t *e = calloc(1, sizeof *e);
+  autd3_link_init(&e->base, &echo_vt, AUTD3_LINK_EMULATOR, (uint16_t)autd3_geometry_num_devices(g));
+  e->next = autd3__now_ns();
+  *out = &e->base;
+  return AUTD3_OK;
+}
+
+static void use_echo(void) { ASSERT_OK(autd3_link_register(AUTD3_LINK_EMULATOR, echo_open)); }
+
+static void start(srv_t *v, uint16_t devices) {
+  use_echo();
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.devices = devices;
+  srv_start_opt(v, o);
+}
+
+static autd3_geometry_t *geom(size_t n) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
+  return g;
+}
+
+static autd3_err_t open_remote(const char *addr, size_t n, uint32_t timeout_ms, autd3_link_t **out) {
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.address = addr;
+  o.u.remote.timeout_ms = timeout_ms;
+  autd3_geometry_t *g = geom(n);
+  autd3_err_t err = autd3_link_open(&o, g, out);
+  autd3_geometry_free(g);
+  return err;
+}
+
+/* One cycle with tx[d] = (seq, cmd) and check the echo. */
+static void cycle_echo(autd3_link_t *l, size_t n, uint8_t seq, uint8_t cmd, bool want_valid) {
+  static uint8_t tx[AUTD3_MAX_DEVICES * AUTD3_TX_FRAME_BYTES], rx[AUTD3_MAX_DEVICES * 2];
+  for (size_t d = 0; d < n; d++) autd3_tx_encode(tx + d * AUTD3_TX_FRAME_BYTES, (uint8_t)(seq + d), cmd, NULL, 0);
+  bool valid = !want_valid;
+  ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+  ASSERT_EQ(valid, want_valid);
+  for (size_t d = 0; d < n; d++) {
+    ASSERT_EQ(rx[2 * d], (uint8_t)(seq + d));
+    ASSERT_EQ(rx[2 * d + 1], cmd);
+  }
+}
+
+static size_t hello(uint8_t *b, size_t cap, size_t n) {
+  autd3_geometry_t *g = geom(n);
+  size_t len = armt__encode_hello(g, b, cap);
+  autd3_geometry_free(g);
+  return len;
+}
+
+/* Handshake by hand: returns a connected raw socket in session with n devices. */
+static int raw_session(uint16_t port, size_t n) {
+  static uint8_t b[AUTD3_MAX_DEVICES * (4 + 249 * 24) + 16];
+  int fd = raw_connect(port);
+  raw_send(fd, b, hello(b, sizeof b, n));
+  uint8_t r[2];
+  ASSERT_EQ(raw_recv(fd, r, 2), 2);
+  ASSERT_EQ(r[0] | r[1] << 8, n);
+  return fd;
+}
+
+static size_t frame_req(uint8_t *b, size_t n, uint8_t seq, uint8_t cmd) {
+  b[0] = 0x01;
+  for (size_t d = 0; d < n; d++) autd3_tx_encode(b + 1 + d * AUTD3_TX_FRAME_BYTES, (uint8_t)(seq + d), cmd, NULL, 0);
+  return 1 + n * AUTD3_TX_FRAME_BYTES;
+}
+
+/* ================= wire format, server side ================= */
+
+/* Server -> client bytes: u16 N after the geometry; u8 rx_valid + N x 2 per request; nothing after 0x02. */
+TEST(server_reply_bytes) {
+  srv_t v;
+  start(&v, 0);
+  int fd = raw_session(v.port, 2);
+  static uint8_t req[1 + 2 * 626];
+  raw_send(fd, req, frame_req(req, 2, 0x10, 0x04));
+  uint8_t r[5];
+  ASSERT_EQ(raw_recv(fd, r, 5), 5);
+  static const uint8_t want[] = {0x01, 0x10, 0x04, 0x11, 0x04};
+  ASSERT_MEMEQ(r, want, 5);
+  raw_send(fd, req, frame_req(req, 2, 0x20, 0xEE)); /* stale inputs -> rx_valid byte 0 */
+  ASSERT_EQ(raw_recv(fd, r, 5), 5);
+  static const uint8_t want2[] = {0x00, 0x20, 0xEE, 0x21, 0xEE};
+  ASSERT_MEMEQ(r, want2, 5);
+  uint8_t close_tag = 0x02;
+  raw_send(fd, &close_tag, 1);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  srv_stop(&v);
+}
+
+/* ================= the link end to end ================= */
+
+TEST(link_roundtrip_and_reconnect) {
+  srv_t v;
+  start(&v, 0);
+  for (int round = 0; round < 3; round++) { /* a new client is accepted after one leaves */
+    autd3_link_t *l = NULL;
+    ASSERT_OK(open_remote(v.addr, 3, 2000, &l));
+    ASSERT_EQ(autd3_link_num_devices(l), 3);
+    ASSERT_EQ(autd3_link_kind(l), AUTD3_LINK_REMOTE);
+    for (int i = 0; i < 20; i++) cycle_echo(l, 3, (uint8_t)(i * 3), AUTD3_CMD_NOP, true);
+    cycle_echo(l, 3, 7, 0xEE, false);
+    autd3_link_stats_t st;
+    autd3_link_stats(l, &st);
+    ASSERT_EQ(st.cycles, 21);
+    ASSERT_EQ(st.stale_cycles, 1);
+    autd3_link_close(l);
+  }
+  autd3_remote_server_stats_t st = srv_stats(&v);
+  ASSERT_EQ(st.requests, 63);
+  ASSERT_EQ(st.refused, 0);
+  srv_stop(&v);
+}
+
+TEST(shared_bus_devices_mode) {
+  srv_t v;
+  start(&v, 2);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(v.addr, 2, 2000, &l));
+  cycle_echo(l, 2, 1, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
+  ASSERT_OK(open_remote(v.addr, 2, 2000, &l));
+  cycle_echo(l, 2, 9, AUTD3_CMD_CLEAR, true);
+  autd3_link_close(l);
+  srv_stop(&v);
+}
+
+/* ================= client-side errors ================= */
+
+TEST(error_connection_refused) {
+  char addr[32];
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", free_port());
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_remote(addr, 1, 1000, &l), AUTD3_E_CONNECT);
+  ASSERT_CONTAINS(autd3_last_error(), addr);
+  ASSERT_ERR(open_remote("no-such-host.invalid:8080", 1, 1000, &l), AUTD3_E_CONNECT);
+  ASSERT_CONTAINS(autd3_last_error(), "resolve");
+}
+
+TEST(error_bad_address) {
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_remote("127.0.0.1", 1, 0, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(open_remote("::1:8080", 1, 0, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "[::1]:8080");
+  ASSERT_ERR(open_remote("127.0.0.1:99999", 1, 0, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(open_remote("", 1, 0, &l), AUTD3_E_INVALID_OPTION);
+}
+
+TEST(ipv6_and_names) {
+  srv_t v;
+  use_echo();
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.listen = "[::1]:0";
+  o.log = quiet_log;
+  if (autd3_remote_server_create(&o, &v.s) != AUTD3_OK) SKIP("no IPv6 loopback here: %s", autd3_last_error());
+  v.port = autd3_remote_server_port(v.s);
+  pthread_create(&v.th, NULL, srv_main, &v);
+  char addr[64];
+  snprintf(addr, sizeof addr, "[::1]:%u", v.port);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(addr, 1, 2000, &l));
+  cycle_echo(l, 1, 5, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
+  snprintf(addr, sizeof addr, "localhost:%u", v.port); /* resolves to ::1 (or 127.0.0.1 first, then ::1) */
+  if (open_remote(addr, 1, 2000, &l) == AUTD3_OK) {
+    cycle_echo(l, 1, 6, AUTD3_CMD_NOP, true);
+    autd3_link_close(l);
+  }
+  srv_stop(&v);
+}
+
+/* ---- fake servers ---- */
+
+typedef struct fake {
+  int lfd;
+  uint16_t port;
+  char addr[32];
+  pthread_t th;
+  const uint8_t *reply; /* sent after the hello + geometry arrived */
+  size_t reply_len;
+  int after; /* 0: close; 1: read one frame then close; 2: keep silent until the client leaves */
+} fake_t;
+
+static void *fake_main(void *arg) {
+  fake_t *f = arg;
+  int fd = accept(f->lfd, NULL, NULL);
+  if (fd < 0) return NULL;
+  static uint8_t junk[1 << 16];
+  size_t want = 5 + 4 + (4 + 249 * 24); /* one device */
+  raw_recv(fd, junk, want);
+  if (f->reply_len) raw_send(fd, f->reply, f->reply_len);
+  if (f->after == 1) raw_recv(fd, junk, 1 + 626);
+  if (f->after == 2) raw_closed(fd);
+  close(fd);
+  return NULL;
+}
+
+static void fake_start(fake_t *f, const void *reply, size_t len, int after) {
+  f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(f->lfd, (struct sockaddr *)&a, sizeof a);
+  listen(f->lfd, 1);
+  socklen_t sl = sizeof a;
+  getsockname(f->lfd, (struct sockaddr *)&a, &sl);
+  f->port = ntohs(a.sin_port);
+  snprintf(f->addr, sizeof f->addr, "127.0.0.1:%u", f->port);
+  f->reply = reply;
+  f->reply_len = len;
+  f->after = after;
+  pthread_create(&f->th, NULL, fake_main, f);
+}
+
+static void fake_stop(fake_t *f) {
+  pthread_join(f->th, NULL);
+  close(f->lfd);
+}
+
+static autd3_err_t open_against(const void *reply, size_t len, int after, uint32_t timeout_ms, autd3_link_t **l) {
+  fake_t f;
+  fake_start(&f, reply, len, after);
+  autd3_err_t err = open_remote(f.addr, 1, timeout_ms, l);
+  if (err == AUTD3_OK && after == 2) return err; /* the caller drives the silent server */
+  fake_stop(&f);
+  return err;
+}
+
+TEST(error_version_legacy_v1_server) {
+  /* autd3 v38's RemoteServer answers a non-HELLO first byte with 0xFF, u32 length, text. */
+  static const char text[] = "Handshake is required before sending commands";
+  uint8_t r[64] = {0xFF, (uint8_t)(sizeof text - 1), 0, 0, 0};
+  memcpy(r + 5, text, sizeof text - 1);
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_against(r, 5 + sizeof text - 1, 0, 2000, &l), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "AUTD3REMOTE v1");
+  ASSERT_CONTAINS(autd3_last_error(), text);
+}
+
+TEST(error_version_v7_server) {
+  /* autd3-rs-link-remote >= 0.5 answers with its own hello: "ARMT" 07 len "0.9.0". */
+  static const uint8_t r[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_against(r, sizeof r, 0, 2000, &l), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "ARMT v7 (autd3-sdk 0.9.0)");
+}
+
+TEST(error_version_refused_by_our_server) {
+  static const uint8_t r[] = {0, 0, 0x10, 4, 0, 'v', 'e', 'r', '!'};
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_against(r, sizeof r, 0, 2000, &l), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "ver!");
+  /* and the real server refuses a version-2 hello that way */
+  srv_t v;
+  start(&v, 0);
+  int fd = raw_connect(v.port);
+  static const uint8_t h[] = {'A', 'R', 'M', 'T', 2, 1, 0, 0, 0};
+  raw_send(fd, h, sizeof h);
+  uint8_t b[5];
+  ASSERT_EQ(raw_recv(fd, b, 5), 5);
+  ASSERT_EQ(b[0] | b[1], 0);
+  ASSERT_EQ(b[2], 0x10);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  srv_stop(&v);
+}
+
+TEST(error_server_closes_during_handshake) {
+  /* What the reference RemoteServer does on a wrong magic/version: drop the connection. */
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_against(NULL, 0, 0, 2000, &l), AUTD3_E_PEER_CLOSED);
+  ASSERT_CONTAINS(autd3_last_error(), "handshake");
+}
+
+TEST(error_device_count_mismatch) {
+  srv_t v;
+  start(&v, 2);
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_remote(v.addr, 3, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  ASSERT_CONTAINS(autd3_last_error(), "drives 2 device(s) but the geometry has 3");
+  ASSERT_OK(open_remote(v.addr, 2, 2000, &l)); /* the server is still fine */
+  cycle_echo(l, 2, 3, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
+  srv_stop(&v);
+  /* a fixed-count reference server answers its own count: same error */
+  static const uint8_t r[] = {4, 0};
+  ASSERT_ERR(open_against(r, 2, 0, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH);
+}
+
+TEST(error_remote_link_open_fails) {
+  srv_t v;
+  start(&v, 0);
+  atomic_store(&echo_fail_open, true);
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_remote(v.addr, 1, 2000, &l), AUTD3_E_REMOTE);
+  ASSERT_CONTAINS(autd3_last_error(), "echo: no device on the bus");
+  atomic_store(&echo_fail_open, false);
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &l));
+  autd3_link_close(l);
+  srv_stop(&v);
+  /* a bare 0 (no reason) is a server error too */
+  static const uint8_t r[] = {0, 0};
+  ASSERT_ERR(open_against(r, 2, 0, 2000, &l), AUTD3_E_REMOTE);
+}
+
+TEST(error_timeout) {
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(open_against(NULL, 0, 2, 200, &l), AUTD3_E_TIMEOUT); /* never answers the handshake */
+  ASSERT_CONTAINS(autd3_last_error(), "200 ms");
+  static const uint8_t ok1[] = {1, 0};
+  fake_t f;
+  fake_start(&f, ok1, 2, 2); /* answers the handshake, then never a frame */
+  ASSERT_OK(open_remote(f.addr, 1, 200, &l));
+  uint8_t tx[626] = {0}, rx[2];
+  bool valid;
+  ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_TIMEOUT);
+  ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_TIMEOUT); /* stays failed */
+  autd3_link_close(l);
+  fake_stop(&f);
+}
+
+TEST(error_peer_closed_mid_exchange) {
+  static const uint8_t ok1[] = {1, 0};
+  fake_t f;
+  fake_start(&f, ok1, 2, 1); /* reads one frame, then closes without a reply */
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(f.addr, 1, 2000, &l));
+  uint8_t tx[626] = {0}, rx[2];
+  bool valid;
+  ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_PEER_CLOSED);
+  ASSERT_CONTAINS(autd3_last_error(), "closed the connection");
+  autd3_link_close(l);
+  fake_stop(&f);
+  /* our server drops the client when its wrapped link fails */
+  srv_t v;
+  start(&v, 0);
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &l));
+  cycle_echo(l, 1, 1, AUTD3_CMD_NOP, true);
+  uint8_t bad[626] = {0};
+  bad[1] = 0xDD;
+  ASSERT_ERR(autd3_link_cycle(l, bad, rx, &valid), AUTD3_E_PEER_CLOSED);
+  autd3_link_close(l);
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &l)); /* and serves the next one */
+  cycle_echo(l, 1, 2, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
+  srv_stop(&v);
+}
+
+TEST(second_client_is_refused_busy) {
+  srv_t v;
+  start(&v, 0);
+  autd3_link_t *a = NULL, *b = NULL;
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &a));
+  ASSERT_ERR(open_remote(v.addr, 1, 2000, &b), AUTD3_E_BUSY);
+  ASSERT_CONTAINS(autd3_last_error(), "one client at a time");
+  cycle_echo(a, 1, 4, AUTD3_CMD_NOP, true); /* the first is unaffected */
+  autd3_link_close(a);
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &b));
+  autd3_link_close(b);
+  srv_stop(&v);
+}
+
+/* ================= hostile clients (the server must survive and keep serving) ================= */
+
+static void still_serves(srv_t *v) {
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(v->addr, 2, 5000, &l));
+  cycle_echo(l, 2, 0x42, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
+}
+
+TEST(hostile_empty_and_truncated) {
+  srv_t v;
+  start(&v, 0);
+  for (int i = 0; i < 3; i++) close(raw_connect(v.port)); /* connect, say nothing, leave */
+  static uint8_t b[16384];
+  size_t n = hello(b, sizeof b, 2);
+  size_t cuts[] = {1, 4, 5, 8, 9, 12, 100, n - 1};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    int fd = raw_connect(v.port);
+    raw_send(fd, b, cuts[i]);
+    close(fd);
+  }
+  int fd = raw_session(v.port, 2); /* truncated frame */
+  static uint8_t req[1 + 2 * 626];
+  raw_send(fd, req, frame_req(req, 2, 1, 4) - 100);
+  close(fd);
+  still_serves(&v);
+  srv_stop(&v);
+}
+
+TEST(hostile_oversized_counts) {
+  srv_t v;
+  start(&v, 0);
+  static const uint8_t big_dev[] = {'A', 'R', 'M', 'T', 3, 0xFF, 0xFF, 0xFF, 0xFF};
+  static const uint8_t big_tr[] = {'A', 'R', 'M', 'T', 3, 1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF};
+  static const uint8_t zero_dev[] = {'A', 'R', 'M', 'T', 3, 0, 0, 0, 0};
+  const uint8_t *m[] = {big_dev, big_tr, zero_dev};
+  size_t ml[] = {sizeof big_dev, sizeof big_tr, sizeof zero_dev};
+  for (int i = 0; i < 3; i++) {
+    int fd = raw_connect(v.port);
+    raw_send(fd, m[i], ml[i]);
+    uint8_t r[3];
+    ASSERT_EQ(raw_recv(fd, r, 3), 3);
+    ASSERT_EQ(r[0] | r[1], 0);
+    ASSERT_EQ(r[2], 0x12); /* geometry refused */
+    ASSERT_TRUE(raw_closed(fd));
+    close(fd);
+  }
+  ASSERT_EQ(srv_stats(&v).refused, 3);
+  still_serves(&v);
+  srv_stop(&v);
+}
+
+TEST(hostile_desync_tag) {
+  srv_t v;
+  start(&v, 0);
+  int fd = raw_session(v.port, 2);
+  uint8_t junk[8] = {0x7F, 1, 2, 3};
+  raw_send(fd, junk, sizeof junk);
+  ASSERT_TRUE(raw_closed(fd)); /* reference: UnexpectedTag ends the connection */
+  close(fd);
+  ASSERT_EQ(srv_stats(&v).dropped, 1);
+  still_serves(&v);
+  srv_stop(&v);
+}
+
+TEST(hostile_pipelined_requests) {
+  srv_t v;
+  start(&v, 0);
+  int fd = raw_session(v.port, 2);
+  static uint8_t reqs[4 * (1 + 2 * 626)];
+  size_t off = 0;
+  for (int i = 0; i < 4; i++) off += frame_req(reqs + off, 2, (uint8_t)(0x30 + 2 * i), (uint8_t)(0x40 + i));
+  raw_send(fd, reqs, off); /* four requests in one write: four replies, in order, one exchange each */
+  for (int i = 0; i < 4; i++) {
+    uint8_t r[5];
+    ASSERT_EQ(raw_recv(fd, r, 5), 5);
+    ASSERT_EQ(r[0], 1);
+    ASSERT_EQ(r[1], 0x30 + 2 * i);
+    ASSERT_EQ(r[2], 0x40 + i);
+    ASSERT_EQ(r[3], 0x31 + 2 * i);
+  }
+  close(fd);
+  ASSERT_EQ(srv_stats(&v).requests, 4);
+  srv_stop(&v);
+}
+
+TEST(hostile_byte_at_a_time) {
+  srv_t v;
+  start(&v, 0);
+  static uint8_t b[16384];
+  size_t n = hello(b, sizeof b, 2);
+  int fd = raw_connect(v.port);
+  for (size_t i = 0; i < n; i++) raw_send(fd, b + i, 1);
+  uint8_t r[5];
+  ASSERT_EQ(raw_recv(fd, r, 2), 2);
+  ASSERT_EQ(r[0], 2);
+  static uint8_t req[1 + 2 * 626];
+  size_t rn = frame_req(req, 2, 0x55, 0x04);
+  for (size_t i = 0; i < rn; i++) raw_send(fd, req + i, 1);
+  ASSERT_EQ(raw_recv(fd, r, 5), 5);
+  ASSERT_EQ(r[1], 0x55);
+  ASSERT_EQ(r[3], 0x56);
+  close(fd);
+  srv_stop(&v);
+}
+
+TEST(hostile_stalled_inputs_time_out) {
+  use_echo();
+  srv_t v;
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.handshake_timeout_ms = 300;
+  o.stall_timeout_ms = 300;
+  srv_start_opt(&v, o);
+  int a = raw_connect(v.port);
+  raw_send(a, "AR", 2); /* stalls in the hello */
+  ASSERT_TRUE(raw_closed(a));
+  close(a);
+  int b = raw_session(v.port, 2);
+  static uint8_t req[1 + 2 * 626];
+  raw_send(b, req, frame_req(req, 2, 1, 4) / 2); /* stalls in a frame */
+  ASSERT_TRUE(raw_closed(b));
+  close(b);
+  ASSERT_EQ(srv_stats(&v).dropped, 2);
+  still_serves(&v);
+  srv_stop(&v);
+}
+
+TEST(hostile_foreign_protocols) {
+  srv_t v;
+  start(&v, 0);
+  /* autd3 v38 client HELLO: answered in its own error format */
+  static const uint8_t v1[] = {0x10, 0x01, 0x00, 'A', 'U', 'T', 'D', '3', 'R', 'E', 'M', 'O', 'T', 'E'};
+  int fd = raw_connect(v.port);
+  raw_send(fd, v1, sizeof v1);
+  uint8_t r[16];
+  ASSERT_EQ(raw_recv(fd, r, 5), 5);
+  ASSERT_EQ(r[0], 0xFF);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* ARMT v7 client: answered with our hello, so it reports the version mismatch itself */
+  static const uint8_t v7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  fd = raw_connect(v.port);
+  raw_send(fd, v7, sizeof v7);
+  ASSERT_EQ(raw_recv(fd, r, 6), 6);
+  ASSERT_MEMEQ(r, "ARMT\x03", 5);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* HTTP */
+  fd = raw_connect(v.port);
+  raw_send(fd, "GET / HTTP/1.1\r\n\r\n", 18);
+  ASSERT_EQ(raw_recv(fd, r, 3), 3);
+  ASSERT_EQ(r[2], 0x10);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* random garbage */
+  uint64_t x = 88172645463325252ull;
+  for (int k = 0; k < 20; k++) {
+    uint8_t g[300];
+    for (size_t i = 0; i < sizeof g; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      g[i] = (uint8_t)x;
+    }
+    fd = raw_connect(v.port);
+    raw_send(fd, g, 1 + (size_t)(x % sizeof g));
+    close(fd);
+  }
+  still_serves(&v);
+  srv_stop(&v);
+}

@@ -1,0 +1,254 @@
+/*
+ * autd3-remote-server as a process: clean shutdown on SIGTERM/SIGINT,
+ * autd3-perftest through Remote -> server -> in-process emulator, the
+ * published Python client through our server, our link against the published
+ * Rust server, and Remote -> server -> echocat -> emulator on a veth pair.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "remote_helpers.h"
+
+#define SERVER AUTD3_BINARY_DIR "/tools/remote-server/autd3-remote-server"
+#define PERFTEST AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest"
+
+static bool executable(const char *p) { return access(p, X_OK) == 0; }
+
+/* Start argv with stdout/stderr (merged) on a pipe; returns pid, *out = read end. */
+static pid_t spawn(char *const argv[], int *out) {
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  pid_t pid = fork();
+  ASSERT_TRUE(pid >= 0);
+  if (pid == 0) {
+    dup2(p[1], 1);
+    dup2(p[1], 2);
+    close(p[0]);
+    close(p[1]);
+    execv(argv[0], argv);
+    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(126);
+  }
+  close(p[1]);
+  *out = p[0];
+  return pid;
+}
+
+/* Read everything (until EOF) into buf; bounded by the test timeout. */
+static size_t slurp(int fd, char *buf, size_t cap) {
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0) n += (size_t)r;
+  buf[n] = 0;
+  return n;
+}
+
+/* Read the server's output until its "listening on ...:PORT" line; returns the port. */
+static uint16_t wait_listening(int fd, char *log, size_t cap) {
+  size_t n = 0;
+  while (n + 1 < cap) {
+    ssize_t r = read(fd, log + n, 1);
+    if (r <= 0) break;
+    n++;
+    log[n] = 0;
+    if (log[n - 1] == '\n') {
+      const char *l = strstr(log, "listening on ");
+      if (l) {
+        const char *paren = strstr(l, " (ARMT");
+        const char *colon = paren;
+        while (colon > l && *colon != ':') colon--;
+        return (uint16_t)atoi(colon + 1);
+      }
+    }
+  }
+  TEST_FAIL_("server did not start: %s", log);
+  return 0;
+}
+
+static int wait_status(pid_t pid) {
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+typedef struct server_proc {
+  pid_t pid;
+  int out;
+  uint16_t port;
+  char addr[32];
+  char log[8192];
+} server_proc_t;
+
+static void server_start(server_proc_t *s, const char *extra1, const char *extra2) {
+  if (!executable(SERVER)) SKIP("%s is not built", SERVER);
+  char *argv[8] = {SERVER, "--listen", "127.0.0.1:0", NULL};
+  int i = 3;
+  if (extra1) argv[i++] = (char *)extra1;
+  if (extra2) argv[i++] = (char *)extra2;
+  argv[i] = NULL;
+  s->pid = spawn(argv, &s->out);
+  s->port = wait_listening(s->out, s->log, sizeof s->log);
+  snprintf(s->addr, sizeof s->addr, "127.0.0.1:%u", s->port);
+}
+
+/* Stop with `sig`, expect exit 0 and the "stopped" line. */
+static void server_stop(server_proc_t *s, int sig) {
+  kill(s->pid, sig);
+  size_t n = strlen(s->log);
+  slurp(s->out, s->log + n, sizeof s->log - n);
+  close(s->out);
+  int st = wait_status(s->pid);
+  if (st != 0) TEST_FAIL_("server exit status %d; output:\n%s", st, s->log);
+  ASSERT_CONTAINS(s->log, "stopped (");
+}
+
+TEST(sigterm_with_a_client_connected) {
+  if (!autd3_link_kind_available(AUTD3_LINK_EMULATOR)) SKIP("the emulator link is not built");
+  server_proc_t s;
+  server_start(&s, NULL, NULL);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.address = s.addr;
+  o.u.remote.timeout_ms = 5000;
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  uint8_t tx[626] = {0}, rx[2];
+  bool valid;
+  for (int i = 0; i < 5; i++) ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+  server_stop(&s, SIGTERM);
+  ASSERT_CONTAINS(s.log, "the server is stopping");
+  ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_PEER_CLOSED);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}
+
+TEST(sigint_idle) {
+  server_proc_t s;
+  server_start(&s, "--devices", "2"); /* shared-bus mode: the link is open and cycling */
+  ASSERT_CONTAINS(s.log, "opened the emulator link with 2 device(s)");
+  server_stop(&s, SIGINT);
+  ASSERT_CONTAINS(s.log, "closed the emulator link");
+}
+
+static void perftest(const char *addr, const char *mode, const char *count) {
+  if (!executable(PERFTEST)) SKIP("%s is not built", PERFTEST);
+  char *argv[] = {PERFTEST, "--link", "remote", "--address", (char *)addr, "--devices", "2", "--count", (char *)count,
+                  "--mode", (char *)mode, NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  static char buf[65536];
+  slurp(out, buf, sizeof buf);
+  close(out);
+  int st = wait_status(pid);
+  if (st != 0) TEST_FAIL_("autd3-perftest exit %d:\n%s", st, buf);
+  char want[64];
+  snprintf(want, sizeof want, "success       : %s\n", count);
+  ASSERT_CONTAINS(buf, want);
+  ASSERT_CONTAINS(buf, "link errors   : 0");
+}
+
+TEST(perftest_through_remote_to_emulator) {
+  server_proc_t s;
+  server_start(&s, NULL, NULL);
+  perftest(s.addr, "stop-and-wait", "200");
+  perftest(s.addr, "streaming", "500");
+  server_stop(&s, SIGTERM);
+  ASSERT_CONTAINS(s.log, "(opened per client)");
+}
+
+/* Locate a Python that has the published ARMT v3 client (PyPI autd3-link-remote 0.2.0). */
+static const char *armt3_python(void) {
+  static char path[1024];
+  const char *env = getenv("AUTD3_PYTHON_ARMT3");
+  if (env && executable(env)) return env;
+  if (executable(AUTD3_PYTHON_ARMT3)) return AUTD3_PYTHON_ARMT3;
+  /* the sibling venv of AUTD3_PYTHON's (<build>/.venv/bin/python -> <build>/.venv-armt3/bin/python) */
+  snprintf(path, sizeof path, "%s", AUTD3_PYTHON);
+  char *bin = strstr(path, "/.venv/bin/");
+  if (bin) {
+    snprintf(bin, sizeof path - (size_t)(bin - path), "/.venv-armt3/bin/python");
+    if (executable(path)) return path;
+  }
+  return AUTD3_PYTHON;
+}
+
+TEST(interop_published_python_client) {
+  server_proc_t s;
+  server_start(&s, NULL, NULL);
+  const char *py = armt3_python();
+  char *argv[] = {(char *)py, AUTD3_SOURCE_DIR "/tests/remote/armt3_peer.py", s.addr, "2", NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  static char buf[16384];
+  slurp(out, buf, sizeof buf);
+  close(out);
+  int st = wait_status(pid);
+  server_stop(&s, SIGTERM);
+  if (st == 77 || st == 126) SKIP("%s: %s", py, buf);
+  if (st != 0) TEST_FAIL_("peer exit %d:\n%s\nserver:\n%s", st, buf, s.log);
+  ASSERT_CONTAINS(buf, "ok: autd3-link-remote");
+  ASSERT_CONTAINS(s.log, "closed the session");
+}
+
+TEST(interop_published_rust_server) {
+  /* A test-only binary built outside the tree from crates.io autd3-rs-link-remote 0.1-0.4 (RemoteServer::with_link
+   * over the published firmware emulator); usage: BIN ADDR N. See docs/remote.md. */
+  const char *bin = getenv("AUTD3_ARMT3_REFERENCE_SERVER");
+  if (bin == NULL || !executable(bin)) SKIP("set AUTD3_ARMT3_REFERENCE_SERVER to a reference RemoteServer binary (see docs/remote.md)");
+  char addr[32];
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", free_port());
+  char *argv[] = {(char *)bin, addr, "2", NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.address = addr;
+  o.u.remote.timeout_ms = 5000;
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_t *l = NULL;
+  autd3_err_t err = AUTD3_E_CONNECT;
+  for (int i = 0; i < 100 && err == AUTD3_E_CONNECT; i++) { /* wait for it to listen (bounded) */
+    err = autd3_link_open(&o, g, &l);
+    if (err == AUTD3_E_CONNECT) usleep(50000);
+  }
+  ASSERT_OK(err);
+  /* Reset, then a NOP with seq 0: the published firmware emulator acks seq 0 */
+  static uint8_t tx[2 * 626];
+  uint8_t rx[4] = {0};
+  bool valid = false;
+  for (int d = 0; d < 2; d++) autd3_tx_encode(tx + d * 626, 0, AUTD3_CMD_RESET, NULL, 0);
+  ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+  for (int d = 0; d < 2; d++) autd3_tx_encode(tx + d * 626, 0, AUTD3_CMD_NOP, NULL, 0);
+  for (int i = 0; i < 5; i++) ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+  ASSERT_TRUE(valid);
+  ASSERT_EQ(rx[0], 0); /* ack = seq 0 */
+  ASSERT_EQ(rx[1], 0); /* data = no error */
+  ASSERT_EQ(rx[2], 0);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+  kill(pid, SIGTERM);
+  wait_status(pid);
+  close(out);
+}
+
+TEST(perftest_through_remote_to_echocat_on_veth) {
+  const char *netns = AUTD3_BINARY_DIR "/tools/netns/autd3-netns";
+  if (!executable(netns)) SKIP("tools/netns/autd3-netns is not built");
+  if (!autd3_link_kind_available(AUTD3_LINK_ECHOCAT)) SKIP("the echocat link is not built (AUTD3_LINK_ECHOCAT=OFF)");
+  if (!executable(PERFTEST) || !executable(SERVER)) SKIP("autd3-perftest or autd3-remote-server is not built");
+  char *argv[] = {"/bin/bash", (char *)netns, "--devices", "2", "--build", AUTD3_BINARY_DIR, "--", "/bin/bash",
+                  AUTD3_SOURCE_DIR "/tests/remote/over_echocat.sh", AUTD3_BINARY_DIR, "@MASTER@", NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  static char buf[65536];
+  slurp(out, buf, sizeof buf);
+  close(out);
+  int st = wait_status(pid);
+  if (st == 125) SKIP("autd3-netns could not set up the namespace:\n%s", buf);
+  if (st != 0) TEST_FAIL_("exit %d:\n%s", st, buf);
+  ASSERT_CONTAINS(buf, "success       : 300\n");
+  ASSERT_CONTAINS(buf, "opened the echocat link with 2 device(s)");
+}

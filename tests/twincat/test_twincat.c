@@ -1,0 +1,505 @@
+/*
+ * TwinCAT link tests: the AMS/ADS codec against byte vectors captured from an
+ * independent client (npm ads-client 2.1.0, remote-and-twincat-ads.md §3.8),
+ * ADS error replies of the emulated runtime, timeouts, a dropped TCP
+ * connection and reconnect, and the link end to end against the emulated
+ * runtime running in a thread of this process. No test asserts timing.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "autd3/link.h"
+#include "autd3/link_driver.h"
+#include "harness/test.h"
+#include "link/twincat/ads.h"
+#include "platform/platform.h"
+#include "twincat_emu.h"
+
+static size_t unhex(const char *s, uint8_t *out) {
+  size_t n = 0;
+  while (*s) {
+    if (*s == ' ' || *s == '|') {
+      s++;
+      continue;
+    }
+    unsigned v;
+    sscanf(s, "%2x", &v);
+    out[n++] = (uint8_t)v;
+    s += 2;
+  }
+  return n;
+}
+
+/* ---------------- codec ---------------- */
+
+TEST(codec_write_request_vector) {
+  uint8_t want[128], got[128];
+  size_t wn = unhex("0000 30000000 | 7f0000010101 2d01 | 0a0000020101 ee7f | 0300 0400 10000000 00000000 00000000 | "
+                    "30000403 00000081 04000000 01020304",
+                    want);
+  ams_header_t h = {.cmd = ADS_CMD_WRITE, .flags = AMS_SF_ADS, .invoke = 0};
+  ASSERT_OK(ams_netid_parse("127.0.0.1.1.1", &h.target.netid));
+  h.target.port = 301;
+  ASSERT_OK(ams_netid_parse("10.0.0.2.1.1", &h.source.netid));
+  h.source.port = 32750;
+  uint8_t p[12], data[4] = {1, 2, 3, 4};
+  size_t n = ams_frame_encode(got, sizeof got, &h, p, ads_params_rw(p, 0x03040030, 0x81000000, 4), data, 4);
+  ASSERT_EQ(n, wn);
+  ASSERT_MEMEQ(got, want, wn);
+  ASSERT_EQ(ams_frame_encode(got, 40, &h, p, 12, data, 4), 0); /* does not fit */
+}
+
+TEST(codec_read_request_vector) {
+  uint8_t want[128], got[128];
+  size_t wn = unhex("0000 2c000000 | 7f0000010101 2d01 | 0a0000020101 ee7f | 0200 0400 0c000000 00000000 01000000 | "
+                    "30000403 00000080 04000000",
+                    want);
+  ams_header_t h = {.cmd = ADS_CMD_READ, .flags = AMS_SF_ADS, .invoke = 1};
+  ams_netid_parse("127.0.0.1.1.1", &h.target.netid);
+  h.target.port = 301;
+  ams_netid_parse("10.0.0.2.1.1", &h.source.netid);
+  h.source.port = 32750;
+  uint8_t p[12];
+  size_t n = ams_frame_encode(got, sizeof got, &h, p, ads_params_rw(p, 0x03040030, 0x80000000, 4), NULL, 0);
+  ASSERT_EQ(n, wn);
+  ASSERT_MEMEQ(got, want, wn);
+}
+
+TEST(codec_replies_decode) {
+  uint8_t f[128];
+  size_t n = unhex("0000 2c000000 | 0a0000020101 ee7f | 7f0000010101 2d01 | 0200 0500 0c000000 00000000 01000000 | "
+                   "00000000 04000000 01020304",
+                   f);
+  uint16_t tcmd;
+  size_t flen;
+  ASSERT_EQ(ams_frame_peek(f, n - 1, 4096, &tcmd, &flen), 0); /* incomplete */
+  ASSERT_EQ(ams_frame_peek(f, n, 4096, &tcmd, &flen), 1);
+  ASSERT_EQ(flen, n);
+  ASSERT_EQ(ams_frame_peek(f, n, 20, &tcmd, &flen), AUTD3_E_PROTOCOL); /* longer than allowed */
+  ams_header_t h;
+  const uint8_t *d;
+  ASSERT_OK(ams_frame_decode(f, n, &h, &d));
+  ASSERT_EQ(h.cmd, ADS_CMD_READ);
+  ASSERT_EQ(h.flags, 0x0005);
+  ASSERT_EQ(h.invoke, 1);
+  ASSERT_EQ(h.target.port, 32750);
+  ASSERT_EQ(h.source.port, 301);
+  uint32_t res, plen;
+  const uint8_t *pl;
+  ASSERT_OK(ads_reply_parse(ADS_CMD_READ, d, h.length, &res, &pl, &plen, NULL));
+  ASSERT_EQ(res, 0);
+  ASSERT_EQ(plen, 4);
+  ASSERT_EQ(pl[3], 4);
+  /* a length field that lies */
+  f[AMS_FRAME_HDR_LEN + 4] = 5;
+  ASSERT_ERR(ads_reply_parse(ADS_CMD_READ, d, h.length, &res, &pl, &plen, NULL), AUTD3_E_PROTOCOL);
+  /* AMS/TCP length disagreeing with the AMS data length */
+  f[2] = 0x2b;
+  ASSERT_ERR(ams_frame_decode(f, n, &h, &d), AUTD3_E_PROTOCOL);
+
+  uint8_t st[8];
+  unhex("00000000 0500 0000", st);
+  uint32_t aux;
+  ASSERT_OK(ads_reply_parse(ADS_CMD_READ_STATE, st, 8, &res, NULL, NULL, &aux));
+  ASSERT_EQ(aux >> 16, ADS_STATE_RUN);
+  ASSERT_ERR(ads_reply_parse(ADS_CMD_READ_STATE, st, 6, &res, NULL, NULL, &aux), AUTD3_E_PROTOCOL);
+
+  uint8_t di[32];
+  ASSERT_EQ(unhex("00000000 03 01 ba0f 46616b65416473 000000000000000000", di), 24);
+  ads_device_info_t info;
+  ASSERT_OK(ads_device_info_parse(di, 24, &res, &info));
+  ASSERT_EQ(info.major, 3);
+  ASSERT_EQ(info.build, 4026);
+  ASSERT_STREQ(info.name, "FakeAds");
+  /* an error result with nothing after it is a valid reply */
+  uint8_t er[4] = {0x05, 0x07, 0, 0};
+  ASSERT_OK(ads_reply_parse(ADS_CMD_READ, er, 4, &res, &pl, &plen, NULL));
+  ASSERT_EQ(res, 0x0705);
+  ASSERT_CONTAINS(ads_strerror(0x0705), "size");
+  ASSERT_CONTAINS(ads_strerror(0x0006), "target port not found");
+  ASSERT_STREQ(ads_strerror(0xdead), "unknown ADS error");
+}
+
+static int samples_seen;
+static uint32_t last_handle, last_size;
+static void count_sample(void *ctx, uint64_t ft, uint32_t handle, const uint8_t *data, uint32_t size) {
+  (void)ctx, (void)ft, (void)data;
+  samples_seen++;
+  last_handle = handle;
+  last_size = size;
+}
+
+TEST(codec_notification_stream) {
+  /* length, 1 stamp, FILETIME, 2 samples (handle 7: 2 bytes, handle 9: 0 bytes) */
+  uint8_t d[64];
+  size_t n = unhex("22000000 01000000 0000000000000000 02000000 07000000 02000000 abcd 09000000 00000000", d);
+  ASSERT_EQ(n, 38);
+  samples_seen = 0;
+  ASSERT_OK(ads_notification_parse(d, n, count_sample, NULL));
+  ASSERT_EQ(samples_seen, 2);
+  ASSERT_EQ(last_handle, 9);
+  ASSERT_EQ(last_size, 0);
+  d[0] = 0x23; /* length beyond the data */
+  ASSERT_ERR(ads_notification_parse(d, n, count_sample, NULL), AUTD3_E_PROTOCOL);
+  d[0] = 0x22;
+  d[34] = 0x10; /* a sample size beyond the data */
+  ASSERT_ERR(ads_notification_parse(d, n, count_sample, NULL), AUTD3_E_PROTOCOL);
+}
+
+TEST(codec_netid) {
+  ams_netid_t id;
+  char buf[24];
+  ASSERT_OK(ams_netid_parse("172.16.99.2.1.1", &id));
+  ASSERT_STREQ(ams_netid_format(&id, buf, sizeof buf), "172.16.99.2.1.1");
+  ASSERT_ERR(ams_netid_parse("172.16.99.2.1", &id), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(ams_netid_parse("172.16.99.2.1.1.", &id), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(ams_netid_parse("256.0.0.1.1.1", &id), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(ams_netid_parse("a.0.0.1.1.1", &id), AUTD3_E_INVALID_ARGUMENT);
+}
+
+/* ---------------- against the emulated runtime ---------------- */
+
+typedef struct {
+  tcemu_t *emu;
+  pthread_t th;
+} emu_fixture_t;
+
+static void *emu_thread(void *arg) {
+  tcemu_run(arg);
+  return NULL;
+}
+
+static void emu_start(emu_fixture_t *f, uint16_t devices) {
+  tcemu_config_t cfg = tcemu_config_default();
+  cfg.devices = devices;
+  cfg.listen_port = 0; /* any free port */
+  ASSERT_OK(tcemu_create(&cfg, &f->emu));
+  ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
+}
+
+static void emu_stop(emu_fixture_t *f) {
+  tcemu_stop(f->emu);
+  pthread_join(f->th, NULL);
+  tcemu_free(f->emu);
+}
+
+static ams_addr_t task_addr(void) {
+  ams_addr_t t = {.port = 301};
+  ams_netid_parse("127.0.0.1.1.1", &t.netid);
+  return t;
+}
+
+static void expect_ads(autd3_err_t e, const char *code) {
+  ASSERT_ERR(e, AUTD3_E_ADS);
+  ASSERT_CONTAINS(autd3_last_error(), code);
+}
+
+TEST(emu_ads_error_replies) {
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  ads_client_t c;
+  ASSERT_OK(ads_client_init(&c, 4096, 2000));
+  ASSERT_OK(ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ams_addr_t t = task_addr();
+  uint8_t buf[2048] = {0};
+  uint32_t n;
+  /* the good paths first */
+  ASSERT_OK(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
+  ASSERT_EQ(n, 2);
+  ASSERT_EQ(ads_get_u16(buf), 2); /* CfgSlaveCount */
+  ASSERT_OK(ads_write(&c, &t, 0x03040030, 0x81000000, buf, 2 * 626));
+  uint16_t as, ds;
+  ASSERT_OK(ads_read_state(&c, &t, &as, &ds));
+  ASSERT_EQ(as, ADS_STATE_RUN);
+  ads_device_info_t info;
+  ASSERT_OK(ads_read_device_info(&c, &t, &info));
+  ASSERT_STREQ(info.name, "Task 1");
+  /* the errors a real runtime gives */
+  expect_ads(ads_read(&c, &t, 0x4020, 0, buf, 4, &n), "0x0702");
+  expect_ads(ads_read(&c, &t, 0x03040030, 0x12345678, buf, 4, &n), "0x0703");
+  expect_ads(ads_write(&c, &t, 0x03040030, 0x81000000, buf, 3 * 626), "0x0705");
+  expect_ads(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2 + 4 * 2 + 1, &n), "0x0705");
+  expect_ads(ads_write(&c, &t, 0x03040030, 0x80000000, buf, 2), "0x0704");
+  expect_ads(ads_read_write(&c, &t, 0x03040030, 0x80000000, buf, 2, buf, 2, &n), "0x0701");
+  expect_ads(ads_del_notification(&c, &t, 12345), "0x0714");
+  ams_addr_t bad_port = t;
+  bad_port.port = 851; /* no PLC runtime here */
+  expect_ads(ads_read_state(&c, &bad_port, &as, &ds), "0x0006");
+  ams_addr_t bad_net = t;
+  bad_net.netid.b[0] = 10;
+  expect_ads(ads_read_state(&c, &bad_net, &as, &ds), "0x0007");
+  ams_addr_t sys = t;
+  sys.port = 10000;
+  ASSERT_OK(ads_read_state(&c, &sys, &as, &ds));
+  ASSERT_EQ(as, ADS_STATE_RUN);
+  /* the connection survives every error */
+  ASSERT_OK(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
+  ads_client_free(&c);
+  emu_stop(&f);
+}
+
+static int notified;
+static void on_notif(void *ctx, uint32_t handle, const uint8_t *data, uint32_t size) {
+  (void)data;
+  if (handle == *(uint32_t *)ctx && size == 10) notified++;
+}
+
+TEST(emu_notifications) {
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  ads_client_t c;
+  ASSERT_OK(ads_client_init(&c, 4096, 2000));
+  ASSERT_OK(ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ams_addr_t t = task_addr();
+  uint32_t h = 0;
+  c.on_notify = on_notif;
+  c.notify_ctx = &h;
+  expect_ads(ads_add_notification(&c, &t, 0x03040030, 0x80000000, 10, 1, 0, 10000, &h), "0x0713"); /* client cycle */
+  ASSERT_OK(ads_add_notification(&c, &t, 0x03040030, 0x80000000, 10, ADS_TRANS_SERVER_CYCLE, 0, 10000, &h));
+  notified = 0;
+  uint64_t deadline = autd3__now_ns() + 5000000000ull;
+  while (notified < 5) {
+    bool got;
+    ads_reply_t r;
+    ASSERT_OK(ads_client_pump(&c, 0, deadline, true, &got, &r));
+  }
+  ASSERT_OK(ads_del_notification(&c, &t, h));
+  expect_ads(ads_del_notification(&c, &t, h), "0x0714");
+  ads_client_free(&c);
+  emu_stop(&f);
+}
+
+static autd3_link_option_t remote_opt(uint16_t port) {
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
+  o.u.twincat.server_ip = "127.0.0.1";
+  o.u.twincat.server_port = port;
+  o.u.twincat.server_ams_net_id = "127.0.0.1.1.1";
+  return o;
+}
+
+/* Drive Reset then Nop frames until every device acks seq 0 (bounded). */
+static void drive_until_ack(autd3_link_t *link, size_t n) {
+  static uint8_t tx[4 * 626], rx[8];
+  memset(tx, 0, sizeof tx);
+  for (size_t i = 0; i < n; i++) tx[i * 626 + 1] = 0x00; /* Reset (seq 0) */
+  bool valid;
+  for (int k = 0; k < 3; k++) ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+  for (size_t i = 0; i < n; i++) tx[i * 626 + 0] = 0, tx[i * 626 + 1] = 0x04; /* Nop, seq 0 */
+  for (int k = 0; k < 2000; k++) {
+    ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+    bool all = valid;
+    for (size_t i = 0; i < n; i++) all = all && rx[2 * i] == 0 && rx[2 * i + 1] == 0;
+    if (all) return;
+  }
+  TEST_FAIL_("devices never acked seq 0: rx %02x %02x", rx[0], rx[1]);
+}
+
+TEST(link_remote_end_to_end) {
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  autd3_link_t *link;
+  ASSERT_OK(autd3_link_open(&o, g, &link));
+  ASSERT_EQ(autd3_link_num_devices(link), 2);
+  drive_until_ack(link, 2);
+  char diag[512];
+  autd3_link_diagnostics(link, diag, sizeof diag);
+  ASSERT_CONTAINS(diag, "device notification");
+  autd3_link_status_t st;
+  ASSERT_OK(autd3_link_check_state(link, &st));
+  ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
+  ASSERT_EQ(st.state[1], AUTD3_DEVICE_OP);
+  /* device 1 drops to SAFE-OP + error: the state checker sees it in the state words */
+  tcemu_set_state_word(f.emu, 1, 0x0014);
+  static uint8_t tx[2 * 626], rx[4];
+  bool valid;
+  for (int k = 0; k < 1000; k++) {
+    ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+    ASSERT_OK(autd3_link_check_state(link, &st));
+    if (st.state[1] == AUTD3_DEVICE_SAFE_OP_ERROR) break;
+  }
+  ASSERT_EQ(st.state[1], AUTD3_DEVICE_SAFE_OP_ERROR);
+  ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
+  tcemu_set_state_word(f.emu, 1, 0x0008);
+  for (int k = 0; k < 1000 && st.state[1] != AUTD3_DEVICE_OP; k++) {
+    ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+    ASSERT_OK(autd3_link_check_state(link, &st));
+  }
+  ASSERT_EQ(st.recoveries, 1);
+  autd3_link_stats_t s;
+  autd3_link_stats(link, &s);
+  ASSERT_EQ(s.lost_cycles, 0);
+  autd3_link_close(link);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}
+
+TEST(link_local_router_mode) {
+  emu_fixture_t f;
+  emu_start(&f, 1);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
+  o.u.twincat.server_port = tcemu_port(f.emu); /* local: 127.0.0.1, NetId asked from the router */
+  autd3_link_t *link;
+  ASSERT_OK(autd3_link_open(&o, g, &link));
+  drive_until_ack(link, 1);
+  autd3_link_close(link);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}
+
+TEST(link_sync_read_fallback) {
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  o.u.twincat.no_notification = true;
+  autd3_link_t *link;
+  ASSERT_OK(autd3_link_open(&o, g, &link));
+  drive_until_ack(link, 2);
+  char diag[512];
+  autd3_link_diagnostics(link, diag, sizeof diag);
+  ASSERT_CONTAINS(diag, "synchronous read");
+  autd3_link_close(link);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}
+
+TEST(link_device_count_mismatch) {
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(3, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  autd3_link_t *link = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  ASSERT_CONTAINS(autd3_last_error(), "2 AUTD3 slaves");
+  ASSERT_TRUE(link == NULL);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}
+
+TEST(link_wrong_net_id_and_port) {
+  emu_fixture_t f;
+  emu_start(&f, 1);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  o.u.twincat.server_ams_net_id = "192.168.0.9.1.1";
+  autd3_link_t *link = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_ADS);
+  ASSERT_CONTAINS(autd3_last_error(), "0x0007");
+  o = remote_opt(tcemu_port(f.emu));
+  o.u.twincat.ams_port = 350;
+  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_ADS);
+  ASSERT_CONTAINS(autd3_last_error(), "0x0006");
+  o = remote_opt(tcemu_port(f.emu));
+  o.u.twincat.server_ams_net_id = "1.2.3";
+  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_INVALID_OPTION);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}
+
+TEST(link_timeout_silent_server) {
+  /* A listener that never answers: the kernel completes the handshake, nobody reads. */
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  ASSERT_EQ(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+  ASSERT_EQ(listen(ls, 4), 0);
+  socklen_t sl = sizeof sa;
+  getsockname(ls, (struct sockaddr *)&sa, &sl);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
+  autd3_link_option_t o = remote_opt(ntohs(sa.sin_port));
+  o.u.twincat.timeout_ms = 200;
+  autd3_link_t *link = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_TIMEOUT);
+  ASSERT_CONTAINS(autd3_last_error(), "no reply to Read");
+  /* nobody listening at all */
+  close(ls);
+  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_CONNECT);
+  autd3_geometry_free(g);
+}
+
+TEST(link_reconnect_after_drop) {
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  autd3_link_t *link;
+  ASSERT_OK(autd3_link_open(&o, g, &link));
+  drive_until_ack(link, 2);
+  tcemu_drop_connections(f.emu);
+  static uint8_t tx[2 * 626], rx[4];
+  bool valid = true, saw_lost = false;
+  int k;
+  for (k = 0; k < 5000; k++) {
+    ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+    if (!valid) saw_lost = true;
+    if (saw_lost && valid) break;
+  }
+  ASSERT_TRUE(saw_lost);
+  ASSERT_TRUE(valid);
+  autd3_link_stats_t s;
+  autd3_link_stats(link, &s);
+  ASSERT_GE(s.lost_cycles, 1);
+  char diag[512];
+  autd3_link_diagnostics(link, diag, sizeof diag);
+  ASSERT_CONTAINS(diag, "reconnects : 1");
+  ASSERT_CONTAINS(diag, "device notification");
+  drive_until_ack(link, 2);
+  autd3_link_close(link);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}
+
+TEST(link_server_gone_fails_after_timeout) {
+  emu_fixture_t f;
+  emu_start(&f, 1);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  o.u.twincat.timeout_ms = 300;
+  autd3_link_t *link;
+  ASSERT_OK(autd3_link_open(&o, g, &link));
+  drive_until_ack(link, 1);
+  emu_stop(&f); /* the runtime goes away for good */
+  static uint8_t tx[626], rx[2];
+  bool valid;
+  autd3_err_t e = AUTD3_OK;
+  for (int k = 0; k < 100000 && e == AUTD3_OK; k++) e = autd3_link_cycle(link, tx, rx, &valid);
+  ASSERT_ERR(e, AUTD3_E_PEER_CLOSED);
+  ASSERT_CONTAINS(autd3_last_error(), "not re-established");
+  autd3_link_close(link);
+  autd3_geometry_free(g);
+}
+
+TEST(link_paced_by_task_cycle) {
+  /* Not a timing assertion: each cycle() consumes one notification, and the
+   * runtime sends one per task cycle, so cycles cannot outrun task cycles. */
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  autd3_link_t *link;
+  ASSERT_OK(autd3_link_open(&o, g, &link));
+  static uint8_t tx[2 * 626], rx[4];
+  bool valid;
+  uint64_t c0 = tcemu_cycles(f.emu);
+  for (int k = 0; k < 100; k++) ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+  uint64_t c1 = tcemu_cycles(f.emu);
+  ASSERT_GE(c1 - c0 + 1, 100);
+  autd3_link_close(link);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}

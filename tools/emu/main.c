@@ -1,0 +1,466 @@
+/*
+ * autd3-emu: serves a chain of emulated AUTD3 EtherCAT devices on a network
+ * interface (raw socket through src/nic/nic.h), so that unmodified EtherCAT
+ * masters (SOEM/pysoem, EtherCrab, echocat) can drive it. See docs/emulator.md.
+ *
+ *   autd3-emu --interface veth1 --devices 2 [--control /tmp/emu.sock] ...
+ *
+ * One thread: poll(nic, control socket) → process each frame through the
+ * chain → send the reply now, or at its due time when the wire model or a
+ * reply delay is on. Clean shutdown on SIGINT/SIGTERM.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autd3/error.h"
+#include "emu/emu.h"
+#include "nic/nic.h"
+#include "platform/platform.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+/* ---- delayed replies (wire model, "delay US") ---- */
+#define QLEN 256
+typedef struct {
+  uint64_t due;
+  size_t len;
+  uint8_t buf[AUTD3_NIC_MAX_FRAME];
+} pending_t;
+static pending_t g_q[QLEN];
+static unsigned g_qhead, g_qlen;
+
+/* ---- pcap capture (--capture) ---- */
+static FILE *g_cap;
+static void cap_write(const uint8_t *f, size_t len) {
+  if (!g_cap) return;
+  uint64_t t = autd3__realtime_ns();
+  uint32_t h[4] = {(uint32_t)(t / 1000000000u), (uint32_t)(t % 1000000000u / 1000u), (uint32_t)len, (uint32_t)len};
+  fwrite(h, sizeof h, 1, g_cap);
+  fwrite(f, 1, len, g_cap);
+}
+
+static void usage(FILE *o) {
+  fprintf(o,
+          "usage: autd3-emu --interface NAME [options]\n"
+          "  --interface, -i NAME   network interface (raw socket; needs CAP_NET_RAW)\n"
+          "  --devices, -n N        devices in the chain, 1..128 (default 2)\n"
+          "  --fw-version A.B.C     firmware version the devices report (CPU and FPGA; default 0.1.0)\n"
+          "  --timing SPEC          default|pessimistic|ideal|take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now\n"
+          "  --drift-ppm X          oscillator error of each device, up to +-X ppm (default 0)\n"
+          "  --hop-ns N             forwarding delay per device (default 600)\n"
+          "  --wire                 wire-speed model: reply after 100 Mbit/s serialisation + 2 x N hops\n"
+          "  --no-strict-op         allow SAFE-OP -> OP before the first output image\n"
+          "  --dc-required          refuse SAFE-OP unless SYNC0 is active with a 500 us multiple\n"
+          "  --drop P / --corrupt P fraction of frames not answered / answered with one bit flipped\n"
+          "  --delay-us N           delay every reply by N us\n"
+          "  --silence              answer nothing (until 'silence 0')\n"
+          "  --unplug K             devices K.. are unplugged at start\n"
+          "  --vendor HEX --name S  identity override for device --override-device K (default 0)\n"
+          "  --control PATH         UNIX stream control socket (commands: docs/emulator.md)\n"
+          "  --capture FILE         write every received frame and reply to a pcap file\n"
+          "  --seed N               seed for power-on times, drift and fault draws\n"
+          "  --exit-with-parent     stop (SIGTERM) when the parent process dies (autd3-netns)\n"
+          "  -v, --verbose          print AL state changes\n");
+}
+
+typedef struct {
+  autd3_emu_t *emu;
+  uint32_t delay_us;
+  bool wire;
+} ctx_t;
+
+/* A whole decimal number in [0, max], or -1. */
+static long index_arg(const char *s, long max) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  return (end == s || *end || v < 0 || v > max) ? -1 : v;
+}
+
+/* One control command; reply is written without the trailing newline. */
+static void control(ctx_t *c, char *line, char *reply, size_t cap) {
+  char *nl = strpbrk(line, "\r\n");
+  if (nl) *nl = 0;
+  char cmd[32] = {0};
+  char arg[64] = {0};
+  int n = sscanf(line, "%31s %63s", cmd, arg);
+  autd3_emu_t *emu = c->emu;
+  uint64_t now = autd3__now_ns();
+  if (n < 1) {
+    snprintf(reply, cap, "err empty command");
+  } else if (!strcmp(cmd, "status")) {
+    static char buf[32768];
+    autd3_emu_tick(emu, now);
+    size_t len = autd3_emu_status(emu, buf, sizeof buf);
+    while (len > 0 && buf[len - 1] == '\n') buf[--len] = 0;
+    for (size_t i = 0; i < len; i++)
+      if (buf[i] == '\n') buf[i] = ';';
+    snprintf(reply, cap, "ok %s", buf);
+  } else if (!strcmp(cmd, "unplug") && n == 2) {
+    long k = index_arg(arg, emu->cfg.devices);
+    if (k < 0) snprintf(reply, cap, "err unplug %s: devices 0..%u", arg, (unsigned)emu->cfg.devices);
+    else {
+      autd3_emu_unplug(emu, (uint16_t)k);
+      snprintf(reply, cap, "ok present %ld", k);
+    }
+  } else if (!strcmp(cmd, "replug")) {
+    autd3_emu_replug(emu);
+    snprintf(reply, cap, "ok present %u", (unsigned)emu->cfg.devices);
+  } else if (!strcmp(cmd, "power-cycle") && n == 2) {
+    long k = index_arg(arg, emu->cfg.devices - 1);
+    if (k < 0) snprintf(reply, cap, "err power-cycle %s: devices 0..%u", arg, (unsigned)emu->cfg.devices - 1);
+    else {
+      autd3_emu_power_cycle(emu, (uint16_t)k, now);
+      snprintf(reply, cap, "ok device %ld in INIT", k);
+    }
+  } else if ((!strcmp(cmd, "drop") || !strcmp(cmd, "corrupt")) && n == 2) {
+    char *end;
+    double p = strtod(arg, &end);
+    if (*end || end == arg || !(p >= 0 && p <= 1)) snprintf(reply, cap, "err %s %s: fraction 0..1", cmd, arg);
+    else {
+      if (cmd[0] == 'd') emu->faults.drop = p;
+      else emu->faults.corrupt = p;
+      snprintf(reply, cap, "ok %s %g", cmd, p);
+    }
+  } else if (!strcmp(cmd, "delay") && n == 2) {
+    long us = index_arg(arg, 10000000);
+    if (us < 0) snprintf(reply, cap, "err delay %s: 0..10000000 us", arg);
+    else {
+      c->delay_us = (uint32_t)us;
+      snprintf(reply, cap, "ok delay %ld", us);
+    }
+  } else if (!strcmp(cmd, "silence") && n == 2 && (arg[0] == '0' || arg[0] == '1') && !arg[1]) {
+    emu->faults.silence = arg[0] == '1';
+    snprintf(reply, cap, "ok silence %c", arg[0]);
+  } else if (!strcmp(cmd, "al") && n == 2) {
+    long k = index_arg(arg, emu->cfg.devices - 1);
+    if (k < 0) snprintf(reply, cap, "err al %s: devices 0..%u", arg, (unsigned)emu->cfg.devices - 1);
+    else {
+      autd3_emu_tick(emu, now); /* watchdog state as of now */
+      const uint8_t *m = emu->esc[k].mem;
+      snprintf(reply, cap, "ok 0x%02x code 0x%04x", m[0x130], (unsigned)(m[0x134] | (m[0x135] << 8)));
+    }
+  } else if (!strcmp(cmd, "ping")) {
+    snprintf(reply, cap, "ok autd3-emu %u devices", (unsigned)emu->cfg.devices);
+  } else {
+    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, ping)", line);
+  }
+}
+
+#define MAX_CLIENTS 8
+typedef struct {
+  int fd;
+  size_t len;
+  char buf[512];
+} client_t;
+
+static uint64_t parse_ull(const char *s, const char *what) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end || end == s) {
+    fprintf(stderr, "autd3-emu: invalid %s '%s'\n", what, s);
+    exit(2);
+  }
+  return v;
+}
+static double parse_frac(const char *s, const char *what) {
+  char *end;
+  double v = strtod(s, &end);
+  if (*end || end == s || !(v >= 0 && v <= 1)) {
+    fprintf(stderr, "autd3-emu: %s must be a fraction 0..1, got '%s'\n", what, s);
+    exit(2);
+  }
+  return v;
+}
+
+int main(int argc, char **argv) {
+  autd3_emu_config_t cfg = autd3_emu_config_default();
+  const char *ifname = NULL, *control_path = NULL, *capture = NULL, *vendor = NULL, *name = NULL;
+  int override_dev = 0, verbose = 0;
+  long unplug = -1;
+  double drop = 0, corrupt = 0;
+  bool silence = false;
+  ctx_t c = {0};
+  enum { O_FW = 256, O_TIMING, O_DRIFT, O_HOP, O_WIRE, O_NOSTRICT, O_DCREQ, O_DROP, O_CORRUPT, O_DELAY, O_SILENCE,
+         O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT };
+  static const struct option opts[] = {
+      {"interface", required_argument, 0, 'i'}, {"devices", required_argument, 0, 'n'},
+      {"fw-version", required_argument, 0, O_FW}, {"timing", required_argument, 0, O_TIMING},
+      {"drift-ppm", required_argument, 0, O_DRIFT}, {"hop-ns", required_argument, 0, O_HOP},
+      {"wire", no_argument, 0, O_WIRE}, {"no-strict-op", no_argument, 0, O_NOSTRICT},
+      {"dc-required", no_argument, 0, O_DCREQ}, {"drop", required_argument, 0, O_DROP},
+      {"corrupt", required_argument, 0, O_CORRUPT}, {"delay-us", required_argument, 0, O_DELAY},
+      {"silence", no_argument, 0, O_SILENCE}, {"unplug", required_argument, 0, O_UNPLUG},
+      {"vendor", required_argument, 0, O_VENDOR}, {"name", required_argument, 0, O_NAME},
+      {"override-device", required_argument, 0, O_OVDEV}, {"control", required_argument, 0, O_CONTROL},
+      {"capture", required_argument, 0, O_CAPTURE}, {"seed", required_argument, 0, O_SEED}, {"exit-with-parent", no_argument, 0, O_PARENT},
+      {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  int o;
+  while ((o = getopt_long(argc, argv, "i:n:vh", opts, NULL)) != -1) {
+    switch (o) {
+      case 'i': ifname = optarg; break;
+      case 'n': {
+        uint64_t n = parse_ull(optarg, "--devices");
+        if (n < 1 || n > AUTD3_EMU_MAX_DEVICES) {
+          fprintf(stderr, "autd3-emu: --devices %s: 1..128\n", optarg);
+          return 2;
+        }
+        cfg.devices = (uint16_t)n;
+        break;
+      }
+      case O_FW: {
+        unsigned a, b, d;
+        if (sscanf(optarg, "%u.%u.%u", &a, &b, &d) != 3 || a > 255 || b > 255 || d > 255) {
+          fprintf(stderr, "autd3-emu: --fw-version %s: expected A.B.C\n", optarg);
+          return 2;
+        }
+        cfg.version = (autd3_fw_version_t){(uint8_t)a, (uint8_t)b, (uint8_t)d, (uint8_t)a, (uint8_t)b, (uint8_t)d};
+        break;
+      }
+      case O_TIMING:
+        if (autd3_timing_model_parse(optarg, &cfg.timing) != AUTD3_OK) {
+          fprintf(stderr, "autd3-emu: --timing %s: %s\n", optarg, autd3_last_error());
+          return 2;
+        }
+        break;
+      case O_DRIFT: {
+        char *end;
+        cfg.drift_ppm = strtod(optarg, &end);
+        if (*end || !(cfg.drift_ppm >= 0 && cfg.drift_ppm <= 1000)) {
+          fprintf(stderr, "autd3-emu: --drift-ppm %s: 0..1000\n", optarg);
+          return 2;
+        }
+        break;
+      }
+      case O_HOP: cfg.hop_ns = (uint32_t)parse_ull(optarg, "--hop-ns"); break;
+      case O_WIRE: c.wire = true; break;
+      case O_NOSTRICT: cfg.strict_op = false; break;
+      case O_DCREQ: cfg.dc_required = true; break;
+      case O_DROP: drop = parse_frac(optarg, "--drop"); break;
+      case O_CORRUPT: corrupt = parse_frac(optarg, "--corrupt"); break;
+      case O_DELAY: c.delay_us = (uint32_t)parse_ull(optarg, "--delay-us"); break;
+      case O_SILENCE: silence = true; break;
+      case O_UNPLUG: unplug = (long)parse_ull(optarg, "--unplug"); break;
+      case O_VENDOR: vendor = optarg; break;
+      case O_NAME: name = optarg; break;
+      case O_OVDEV: override_dev = (int)parse_ull(optarg, "--override-device"); break;
+      case O_CONTROL: control_path = optarg; break;
+      case O_CAPTURE: capture = optarg; break;
+      case O_SEED: cfg.seed = parse_ull(optarg, "--seed"); break;
+      case O_PARENT:
+        /* autd3-netns may be killed hard; an orphaned emulator would keep the namespace alive */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1) return 1;
+        break;
+      case 'v': verbose++; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (!ifname || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+  if (vendor || name) {
+    cfg.override_index = override_dev;
+    cfg.override_vendor = vendor ? (uint32_t)parse_ull(vendor, "--vendor") : AUTD3_EMU_VENDOR;
+    snprintf(cfg.override_name, sizeof cfg.override_name, "%s", name ? name : "AUTD");
+  }
+
+  autd3_emu_t *emu;
+  if (autd3_emu_create(&cfg, autd3__now_ns(), &emu) != AUTD3_OK) {
+    fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
+    return 2;
+  }
+  c.emu = emu;
+  emu->faults.drop = drop;
+  emu->faults.corrupt = corrupt;
+  emu->faults.silence = silence;
+  if (unplug >= 0 && autd3_emu_unplug(emu, (uint16_t)(unplug > 65535 ? 65535 : unplug)) != AUTD3_OK) {
+    fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
+    return 2;
+  }
+
+  autd3_nic_t *nic;
+  if (autd3__nic_open(ifname, AUTD3_NIC_AUTO, &nic) != AUTD3_OK) {
+    fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
+    autd3_emu_destroy(emu);
+    return 1;
+  }
+  if (capture) {
+    g_cap = fopen(capture, "wb");
+    if (!g_cap) {
+      fprintf(stderr, "autd3-emu: --capture %s: %s\n", capture, strerror(errno));
+      return 1;
+    }
+    uint32_t gh[6] = {0xA1B2C3D4u, 0x00040002u, 0, 0, 65535, 1}; /* pcap v2.4, Ethernet */
+    fwrite(gh, sizeof gh, 1, g_cap);
+  }
+
+  int lfd = -1;
+  if (control_path) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(control_path) >= sizeof sa.sun_path) {
+      fprintf(stderr, "autd3-emu: --control path too long\n");
+      return 2;
+    }
+    strcpy(sa.sun_path, control_path);
+    unlink(control_path);
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 4) != 0) {
+      fprintf(stderr, "autd3-emu: control socket %s: %s\n", control_path, strerror(errno));
+      return 1;
+    }
+  }
+
+  struct sigaction sa = {0};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (verbose)
+    fprintf(stderr, "autd3-emu: %u devices on %s%s%s\n", (unsigned)cfg.devices, ifname,
+            control_path ? ", control " : "", control_path ? control_path : "");
+  client_t cl[MAX_CLIENTS];
+  for (int i = 0; i < MAX_CLIENTS; i++) cl[i].fd = -1;
+  uint8_t prev_state[AUTD3_EMU_MAX_DEVICES] = {0};
+  static uint8_t buf[AUTD3_NIC_MAX_FRAME + 64];
+  uint64_t last_tick = 0;
+
+  while (!g_stop) {
+    struct pollfd p[2 + MAX_CLIENTS];
+    int np = 0;
+    p[np++] = (struct pollfd){.fd = autd3__nic_fd(nic), .events = POLLIN};
+    if (lfd >= 0) p[np++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    int cidx[MAX_CLIENTS];
+    for (int i = 0; i < MAX_CLIENTS; i++)
+      if (cl[i].fd >= 0) {
+        cidx[np - (lfd >= 0 ? 2 : 1)] = i;
+        p[np++] = (struct pollfd){.fd = cl[i].fd, .events = POLLIN};
+      }
+    uint64_t now = autd3__now_ns();
+    uint64_t wait = 1000000; /* tick at least every 1 ms (watchdog, firmware events) */
+    if (g_qlen) wait = g_q[g_qhead].due > now ? g_q[g_qhead].due - now : 0;
+    struct timespec ts = {(time_t)(wait / 1000000000u), (long)(wait % 1000000000u)};
+    int r = ppoll(p, (nfds_t)np, &ts, NULL);
+    if (r < 0 && errno != EINTR) break;
+    now = autd3__now_ns();
+    /* frames */
+    if (r > 0 && (p[0].revents & POLLIN)) {
+      for (int k = 0; k < 64; k++) { /* bounded batch, then serve the rest */
+        size_t len;
+        if (autd3__nic_recv(nic, buf, AUTD3_NIC_MAX_FRAME, &len, 0) != AUTD3_OK) break;
+        uint64_t t = autd3__now_ns();
+        cap_write(buf, len);
+        if (!autd3_emu_process(emu, buf, len, t)) continue;
+        uint64_t due = t + (uint64_t)c.delay_us * 1000u;
+        if (c.wire) /* preamble+SFD 8, FCS 4, IFG 12 bytes at 80 ns/byte, then 2 x N forwarding hops */
+          due += (uint64_t)((len < 60 ? 60 : len) + 24) * 80u + 2u * (uint64_t)emu->faults.present * cfg.hop_ns;
+        if (due <= t && g_qlen == 0) {
+          cap_write(buf, len);
+          if (autd3__nic_send(nic, buf, len) != AUTD3_OK && verbose) fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
+        } else if (g_qlen < QLEN) {
+          pending_t *q = &g_q[(g_qhead + g_qlen) % QLEN];
+          q->due = due;
+          q->len = len;
+          memcpy(q->buf, buf, len);
+          g_qlen++;
+        } else {
+          emu->dropped++; /* queue full: as a lost frame */
+        }
+      }
+      if (verbose) {
+        for (uint16_t i = 0; i < cfg.devices; i++) {
+          uint8_t st = emu->esc[i].mem[0x130];
+          if (st != prev_state[i]) {
+            fprintf(stderr, "autd3-emu: device %u AL status 0x%02x code 0x%04x\n", (unsigned)i, st,
+                    (unsigned)(emu->esc[i].mem[0x134] | (emu->esc[i].mem[0x135] << 8)));
+            prev_state[i] = st;
+          }
+        }
+      }
+    }
+    /* due replies */
+    now = autd3__now_ns();
+    while (g_qlen && g_q[g_qhead].due <= now) {
+      cap_write(g_q[g_qhead].buf, g_q[g_qhead].len);
+      autd3__nic_send(nic, g_q[g_qhead].buf, g_q[g_qhead].len);
+      g_qhead = (g_qhead + 1) % QLEN;
+      g_qlen--;
+    }
+    if (now - last_tick >= 1000000) {
+      autd3_emu_tick(emu, now);
+      last_tick = now;
+    }
+    /* control socket */
+    if (lfd >= 0 && r > 0) {
+      if (p[1].revents & POLLIN) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+          int slot = -1;
+          for (int i = 0; i < MAX_CLIENTS; i++)
+            if (cl[i].fd < 0) { slot = i; break; }
+          if (slot < 0) close(fd);
+          else { cl[slot].fd = fd; cl[slot].len = 0; }
+        }
+      }
+      for (int j = 2; j < np; j++) {
+        if (!(p[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        client_t *k = &cl[cidx[j - 2]];
+        ssize_t got = read(k->fd, k->buf + k->len, sizeof k->buf - 1 - k->len);
+        if (got <= 0) {
+          close(k->fd);
+          k->fd = -1;
+          continue;
+        }
+        k->len += (size_t)got;
+        k->buf[k->len] = 0;
+        char *nl;
+        while ((nl = memchr(k->buf, '\n', k->len)) != NULL) {
+          *nl = 0;
+          static char reply[33000];
+          control(&c, k->buf, reply, sizeof reply - 2);
+          size_t rl = strlen(reply);
+          reply[rl++] = '\n';
+          if (write(k->fd, reply, rl) < 0) { /* client gone; closed on next read */ }
+          size_t used = (size_t)(nl - k->buf) + 1;
+          memmove(k->buf, nl + 1, k->len - used);
+          k->len -= used;
+        }
+        if (k->len >= sizeof k->buf - 1) { /* a line too long: drop it */
+          k->len = 0;
+        }
+      }
+    }
+  }
+  if (verbose) {
+    static char st[32768];
+    autd3_emu_status(emu, st, sizeof st);
+    fprintf(stderr, "autd3-emu: stopping\n%s", st);
+  }
+  for (int i = 0; i < MAX_CLIENTS; i++)
+    if (cl[i].fd >= 0) close(cl[i].fd);
+  if (lfd >= 0) {
+    close(lfd);
+    unlink(control_path);
+  }
+  if (g_cap) fclose(g_cap);
+  autd3__nic_close(nic);
+  autd3_emu_destroy(emu);
+  return 0;
+}

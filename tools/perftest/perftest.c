@@ -1,0 +1,564 @@
+/*
+ * autd3-perftest: sends one broadcast XorHash frame over and over through the
+ * client and reports throughput and latency, like shinolab/autd3-sdk
+ * tools/perftest (notes: autd3-link-layer.md §5):
+ *
+ *   stop-and-wait  per sample: t0; send_checked; rtt = now − t0   (max_inflight 1)
+ *   streaming      send while fewer than --inflight are pending; when the
+ *                  window is full (or all are sent) wait for the OLDEST and
+ *                  record rtt = now − its send time; drain at the end
+ *
+ * Only successful samples enter the latency statistics; throughput counts
+ * successes over the whole elapsed time (fill and drain included).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autd3/autd3.h"
+#include "perftest.h"
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- command line ------------------------------------------------------------------------------ */
+
+typedef struct cli {
+  const char *link;
+  size_t devices;
+  uint64_t count;       /* 0 = use duration */
+  uint64_t duration_ns; /* 0 = use count */
+  bool streaming;
+  uint32_t inflight;
+  uint32_t cycle_us;
+  int32_t shift_us;
+  bool shift_set;
+  uint64_t warmup;
+  uint32_t data_len;
+  uint32_t sleep_ms;
+  const char *csv, *json, *plot;
+  uint32_t timeout_cycles, max_resync_rounds;
+  bool low_latency;
+  int rt_priority, rt_core;
+  const char *interface, *timing, *address, *twincat_server, *ams_net_id, *client_ams_net_id;
+  int twincat_port;
+} cli_t;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: autd3-perftest (--count N | --duration D) [options]\n"
+          "\n"
+          "Benchmark a libautd3 link: one broadcast XorHash frame, sent repeatedly through the client.\n"
+          "The summary goes to stdout (same layout as the AUTD3 SDK's perftest); progress, firmware\n"
+          "versions and warnings go to stderr.\n"
+          "\n"
+          "  --link KIND            emulator (default), echocat, soem, ethercrab, twincat, remote\n"
+          "  --devices N            devices on the link (default 1)\n"
+          "  --count N              number of sends\n"
+          "  --duration D           run time: 10s, 500ms, 2m (a bare number is seconds)\n"
+          "  --mode M               stop-and-wait (default) or streaming\n"
+          "  --inflight N           streaming window, 1..127 (default 127)\n"
+          "  --cycle-us US          bus cycle: emulator cycle, EtherCAT SYNC0 period and send cycle,\n"
+          "                         TwinCAT task cycle (default 1000)\n"
+          "  --shift-us US          EtherCAT SYNC0 shift (default 0)\n"
+          "  --warmup N             drop the first N samples from the statistics (default 0)\n"
+          "  --data-len N           XorHash data bytes, 0..620 (default 620)\n"
+          "  --sleep-ms N           device-side sleep per command (default 0)\n"
+          "  --csv FILE             every sample: index,rtt_ns,status (ok, dev:0xNN, timeout, link)\n"
+          "  --json FILE            the summary as JSON\n"
+          "  --plot FILE.svg        latency histogram and per-sample timeline\n"
+          "  --timeout-cycles N     client timeout_cycles (default 10)\n"
+          "  --max-resync-rounds N  client max_resync_rounds (default 8)\n"
+          "  --low-latency          ask the firmware for low-latency (inline) processing\n"
+          "  --rt-priority P        SCHED_FIFO priority of the client's bus thread, 1..99\n"
+          "  --rt-core C            pin the client's bus thread to CPU C\n"
+          "link options:\n"
+          "  --interface NAME       EtherCAT links: adapter (default auto)\n"
+          "  --timing MODEL         emulator: default, pessimistic, ideal or\n"
+          "                         take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now\n"
+          "  --address HOST:PORT    remote: server address (default 127.0.0.1:8080)\n"
+          "  --twincat-server IP    twincat: remote TwinCAT host (default: local router)\n"
+          "  --twincat-port PORT    twincat: ADS TCP port (default 48898)\n"
+          "  --ams-net-id ID        twincat: AMS Net ID of the runtime\n"
+          "  --client-ams-net-id ID twincat: our AMS Net ID\n");
+}
+
+static void die(const char *fmt, const char *arg) {
+  fprintf(stderr, "autd3-perftest: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  exit(2);
+}
+
+static uint64_t parse_u64(const char *opt, const char *s, uint64_t max) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-' || v > max) {
+    fprintf(stderr, "autd3-perftest: %s: invalid value \"%s\" (0..%" PRIu64 ")\n", opt, s, max);
+    exit(2);
+  }
+  return v;
+}
+
+static uint64_t parse_duration(const char *s) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || v <= 0) die("--duration: invalid value \"%s\" (e.g. 10s, 500ms, 2m)", s);
+  double mul = 1e9;
+  if (*end == 0 || strcmp(end, "s") == 0) mul = 1e9;
+  else if (strcmp(end, "ms") == 0) mul = 1e6;
+  else if (strcmp(end, "us") == 0) mul = 1e3;
+  else if (strcmp(end, "ns") == 0) mul = 1;
+  else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0) mul = 60e9;
+  else if (strcmp(end, "h") == 0) mul = 3600e9;
+  else die("--duration: unknown unit in \"%s\" (ns, us, ms, s, m, h)", s);
+  return (uint64_t)(v * mul);
+}
+
+enum {
+  O_LINK = 256, O_DEVICES, O_COUNT, O_DURATION, O_MODE, O_INFLIGHT, O_CYCLE, O_SHIFT, O_WARMUP, O_DATALEN, O_SLEEP, O_CSV,
+  O_JSON, O_PLOT, O_TIMEOUT, O_RESYNC, O_LL, O_RTPRIO, O_RTCORE, O_IFACE, O_TIMING, O_ADDR, O_TCSERVER, O_TCPORT, O_AMS,
+  O_CAMS, O_HELP
+};
+
+static void parse_cli(int argc, char **argv, cli_t *c) {
+  static const struct option opts[] = {
+      {"link", 1, 0, O_LINK}, {"devices", 1, 0, O_DEVICES}, {"count", 1, 0, O_COUNT}, {"duration", 1, 0, O_DURATION},
+      {"mode", 1, 0, O_MODE}, {"inflight", 1, 0, O_INFLIGHT}, {"cycle-us", 1, 0, O_CYCLE}, {"shift-us", 1, 0, O_SHIFT},
+      {"warmup", 1, 0, O_WARMUP}, {"data-len", 1, 0, O_DATALEN}, {"sleep-ms", 1, 0, O_SLEEP}, {"csv", 1, 0, O_CSV},
+      {"json", 1, 0, O_JSON}, {"plot", 1, 0, O_PLOT}, {"timeout-cycles", 1, 0, O_TIMEOUT},
+      {"max-resync-rounds", 1, 0, O_RESYNC}, {"low-latency", 0, 0, O_LL}, {"rt-priority", 1, 0, O_RTPRIO},
+      {"rt-core", 1, 0, O_RTCORE}, {"interface", 1, 0, O_IFACE}, {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR},
+      {"twincat-server", 1, 0, O_TCSERVER}, {"twincat-port", 1, 0, O_TCPORT}, {"ams-net-id", 1, 0, O_AMS},
+      {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+  memset(c, 0, sizeof *c);
+  c->link = "emulator";
+  c->devices = 1;
+  c->inflight = AUTD3_MAX_INFLIGHT;
+  c->cycle_us = 1000;
+  c->data_len = AUTD3_XOR_HASH_MAX_DATA;
+  c->timeout_cycles = 10;
+  c->max_resync_rounds = 8;
+  c->rt_core = -1;
+  c->twincat_port = -1;
+  bool have_count = false, have_duration = false;
+  int o;
+  while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (o) {
+      case O_LINK: c->link = optarg; break;
+      case O_DEVICES: c->devices = parse_u64("--devices", optarg, AUTD3_MAX_DEVICES); break;
+      case O_COUNT: c->count = parse_u64("--count", optarg, UINT64_MAX); have_count = true; break;
+      case O_DURATION: c->duration_ns = parse_duration(optarg); have_duration = true; break;
+      case O_MODE:
+        if (strcmp(optarg, "streaming") == 0) c->streaming = true;
+        else if (strcmp(optarg, "stop-and-wait") == 0) c->streaming = false;
+        else die("--mode: \"%s\": expected stop-and-wait or streaming", optarg);
+        break;
+      case O_INFLIGHT: c->inflight = (uint32_t)parse_u64("--inflight", optarg, UINT32_MAX); break;
+      case O_CYCLE: c->cycle_us = (uint32_t)parse_u64("--cycle-us", optarg, 4000000); break;
+      case O_SHIFT: {
+        char *end = NULL;
+        long v = strtol(optarg, &end, 10);
+        if (end == optarg || *end || v < -4000000 || v > 4000000) die("--shift-us: invalid value \"%s\"", optarg);
+        c->shift_us = (int32_t)v;
+        c->shift_set = true;
+        break;
+      }
+      case O_WARMUP: c->warmup = parse_u64("--warmup", optarg, UINT64_MAX); break;
+      case O_DATALEN: c->data_len = (uint32_t)parse_u64("--data-len", optarg, AUTD3_XOR_HASH_MAX_DATA); break;
+      case O_SLEEP: c->sleep_ms = (uint32_t)parse_u64("--sleep-ms", optarg, 65535); break;
+      case O_CSV: c->csv = optarg; break;
+      case O_JSON: c->json = optarg; break;
+      case O_PLOT: c->plot = optarg; break;
+      case O_TIMEOUT: c->timeout_cycles = (uint32_t)parse_u64("--timeout-cycles", optarg, UINT32_MAX); break;
+      case O_RESYNC: c->max_resync_rounds = (uint32_t)parse_u64("--max-resync-rounds", optarg, UINT32_MAX); break;
+      case O_LL: c->low_latency = true; break;
+      case O_RTPRIO: c->rt_priority = (int)parse_u64("--rt-priority", optarg, 99); break;
+      case O_RTCORE: c->rt_core = (int)parse_u64("--rt-core", optarg, 4095); break;
+      case O_IFACE: c->interface = optarg; break;
+      case O_TIMING: c->timing = optarg; break;
+      case O_ADDR: c->address = optarg; break;
+      case O_TCSERVER: c->twincat_server = optarg; break;
+      case O_TCPORT: c->twincat_port = (int)parse_u64("--twincat-port", optarg, 65535); break;
+      case O_AMS: c->ams_net_id = optarg; break;
+      case O_CAMS: c->client_ams_net_id = optarg; break;
+      case O_HELP: usage(stdout); exit(0);
+      default: usage(stderr); exit(2);
+    }
+  }
+  if (optind < argc) die("unexpected argument \"%s\"", argv[optind]);
+  if (have_count == have_duration) die("%sexactly one of --count and --duration is required", "");
+  if (have_count && c->count == 0) die("%s--count must be > 0", "");
+  if (c->devices == 0) die("%s--devices must be 1..128", "");
+  if (c->streaming && (c->inflight < 1 || c->inflight > AUTD3_MAX_INFLIGHT)) die("%s--inflight must be in 1..127", "");
+  if (c->cycle_us == 0) die("%s--cycle-us must be > 0", "");
+}
+
+/* SOEM (GPL-3.0-only) and EtherCrab (Rust) live in their own shared
+ * libraries that register their kind from a constructor when loaded
+ * (link_driver.h). This tool links only libautd3.so, so it loads the one
+ * asked for at run time; the binary itself contains no GPL code. */
+static void load_link_library(autd3_link_kind_t kind) {
+  if (autd3_link_kind_available(kind)) return;
+  const char *lib = kind == AUTD3_LINK_SOEM ? "libautd3-link-soem.so" : kind == AUTD3_LINK_ETHERCRAB ? "libautd3-link-ethercrab.so" : NULL;
+  if (lib == NULL) return;
+  if (dlopen(lib, RTLD_NOW | RTLD_GLOBAL) == NULL) fprintf(stderr, "note: cannot load %s: %s\n", lib, dlerror());
+}
+
+/* Build the link option from the command line; link-specific flags given for
+ * another link are refused rather than silently ignored. */
+static autd3_link_option_t build_link_option(const cli_t *c, autd3_timing_model_t *timing) {
+  autd3_link_kind_t kind;
+  if (autd3_link_kind_parse(c->link, &kind) != AUTD3_OK) die("--link: %s", autd3_last_error());
+  load_link_library(kind);
+  autd3_link_option_t o = autd3_link_option_default(kind);
+  autd3_ethercat_option_t *ec = autd3_link_option_ethercat(&o);
+  if (!ec && (c->interface || c->shift_set)) die("--interface / --shift-us are only valid with an EtherCAT link (echocat, soem, ethercrab), not %s", c->link);
+  if (kind != AUTD3_LINK_EMULATOR && c->timing) die("--timing is only valid with --link emulator, not %s", c->link);
+  if (kind != AUTD3_LINK_REMOTE && c->address) die("--address is only valid with --link remote, not %s", c->link);
+  if (kind != AUTD3_LINK_TWINCAT && (c->twincat_server || c->twincat_port >= 0 || c->ams_net_id || c->client_ams_net_id))
+    die("--twincat-server / --twincat-port / --ams-net-id / --client-ams-net-id are only valid with --link twincat, not %s", c->link);
+  if (ec) {
+    ec->interface = c->interface;
+    ec->sync0_period_ns = c->cycle_us * 1000u;
+    ec->send_cycle_ns = 0; /* = sync0 period */
+    ec->sync0_shift_ns = c->shift_us * 1000;
+  }
+  switch (kind) {
+    case AUTD3_LINK_EMULATOR:
+      o.u.emulator.cycle_ns = c->cycle_us * 1000u;
+      if (c->timing && autd3_timing_model_parse(c->timing, &o.u.emulator.timing) != AUTD3_OK)
+        die("--timing: %s", autd3_last_error());
+      *timing = o.u.emulator.timing;
+      break;
+    case AUTD3_LINK_REMOTE:
+      if (c->address) o.u.remote.address = c->address;
+      break;
+    case AUTD3_LINK_TWINCAT:
+      o.u.twincat.server_ip = c->twincat_server;
+      if (c->twincat_port >= 0) o.u.twincat.server_port = (uint16_t)c->twincat_port;
+      o.u.twincat.server_ams_net_id = c->ams_net_id;
+      o.u.twincat.client_ams_net_id = c->client_ams_net_id;
+      o.u.twincat.task_cycle_us = c->cycle_us;
+      break;
+    default: break;
+  }
+  return o;
+}
+
+/* ---- background state check (every 100 ms, as the reference's spawn_state_check) ---------- */
+
+typedef struct checker {
+  pthread_t th;
+  autd3_link_t *link;
+  atomic_bool stop;
+  uint64_t checks, not_all_op, recoveries;
+  autd3_err_t err;
+  char msg[256];
+} checker_t;
+
+static void *checker_main(void *arg) {
+  checker_t *k = arg;
+  while (!atomic_load(&k->stop)) {
+    autd3_link_status_t st;
+    autd3_err_t e = autd3_link_check_state(k->link, &st);
+    if (e != AUTD3_OK) {
+      k->err = e;
+      snprintf(k->msg, sizeof k->msg, "%s", autd3_last_error());
+      break;
+    }
+    k->checks++;
+    for (int d = 0; d < st.num_devices; d++) {
+      if (st.state[d] != AUTD3_DEVICE_OP) {
+        k->not_all_op++;
+        break;
+      }
+    }
+    k->recoveries = st.recoveries;
+    for (int i = 0; i < 10 && !atomic_load(&k->stop); i++) usleep(10000); /* 100 ms, stoppable */
+  }
+  return NULL;
+}
+
+/* ---- the run --------------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+typedef struct samples {
+  pt_sample_t *v;
+  size_t n, cap;
+} samples_t;
+
+static void push_sample(samples_t *s, uint64_t rtt, uint8_t status, uint8_t code) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 4096;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+    if (s->v == NULL) die("%sout of memory for samples", "");
+  }
+  s->v[s->n] = (pt_sample_t){.index = s->n, .rtt_ns = rtt, .status = status, .code = code};
+  s->n++;
+}
+
+typedef struct progress {
+  uint64_t completed, ok, timeouts, link_errors, device_errors;
+  uint64_t last_render;
+  bool rendered;
+} progress_t;
+
+static void progress_observe(progress_t *p, const cli_t *c, uint8_t status, uint64_t start) {
+  p->completed++;
+  if (status == PT_OK) p->ok++;
+  else if (status == PT_TIMEOUT) p->timeouts++;
+  else if (status == PT_DEVICE) p->device_errors++;
+  else p->link_errors++;
+  uint64_t now = now_ns();
+  if (p->rendered && now - p->last_render < 1000000000u) return;
+  p->last_render = now;
+  p->rendered = true;
+  double el = (double)(now - start) / 1e9;
+  if (c->count)
+    fprintf(stderr, "\r[%8" PRIu64 "/%" PRIu64 "] ", p->completed, c->count);
+  else
+    fprintf(stderr, "\r[%6.1f/%.1fs] ", el, (double)c->duration_ns / 1e9);
+  fprintf(stderr, "ok=%" PRIu64 " timeout=%" PRIu64 " dev_err=%" PRIu64 " link_err=%" PRIu64 "    ", p->ok, p->timeouts,
+          p->device_errors, p->link_errors);
+  fflush(stderr);
+}
+
+/* Classify a finished request. A LINK/CLOSED error means the bus thread is gone. */
+static uint8_t classify(autd3_err_t e, const autd3_response_t *r, uint8_t *code, bool *fatal) {
+  *code = 0;
+  if (e == AUTD3_OK || e == AUTD3_E_DEVICE) {
+    int dev;
+    if (autd3_response_check(r, &dev, code) == AUTD3_OK) return PT_OK;
+    return PT_DEVICE;
+  }
+  if (e == AUTD3_E_TIMEOUT) return PT_TIMEOUT;
+  fprintf(stderr, "\nlink error: %s: %s\n", autd3_err_name(e), autd3_last_error());
+  if (e == AUTD3_E_LINK || e == AUTD3_E_CLOSED) *fatal = true;
+  return PT_LINK;
+}
+
+static bool more_to_send(const cli_t *c, uint64_t issued, uint64_t start) {
+  if (interrupted) return false;
+  if (c->count) return issued < c->count;
+  return now_ns() - start < c->duration_ns;
+}
+
+static void run_stop_and_wait(autd3_client_t *cl, const cli_t *c, const autd3_frame_t *f, samples_t *s, uint64_t *elapsed) {
+  progress_t p = {0};
+  bool fatal = false;
+  uint64_t start = now_ns();
+  while (!fatal && more_to_send(c, s->n, start)) {
+    autd3_response_t r;
+    memset(&r, 0, sizeof r);
+    uint64_t t0 = now_ns();
+    autd3_err_t e = autd3_client_send_checked(cl, f, &r);
+    uint64_t rtt = now_ns() - t0;
+    uint8_t code;
+    uint8_t st = classify(e, &r, &code, &fatal);
+    push_sample(s, rtt, st, code);
+    progress_observe(&p, c, st, start);
+  }
+  *elapsed = now_ns() - start;
+  if (p.rendered) fprintf(stderr, "\n");
+}
+
+static void run_streaming(autd3_client_t *cl, const cli_t *c, const autd3_frame_t *f, samples_t *s, uint64_t *elapsed) {
+  struct {
+    autd3_request_t *req;
+    uint64_t sent_at;
+  } win[AUTD3_MAX_INFLIGHT];
+  size_t head = 0, len = 0;
+  uint64_t issued = 0;
+  progress_t p = {0};
+  bool fatal = false;
+  uint64_t start = now_ns();
+  for (;;) {
+    if (!fatal && len < c->inflight && more_to_send(c, issued, start)) {
+      size_t at = (head + len) % AUTD3_MAX_INFLIGHT;
+      win[at].sent_at = now_ns();
+      autd3_err_t e = autd3_client_send(cl, f, &win[at].req);
+      if (e != AUTD3_OK) {
+        uint8_t code;
+        push_sample(s, now_ns() - win[at].sent_at, classify(e, NULL, &code, &fatal), 0);
+        fatal = true; /* a send that cannot be queued: stop issuing, drain the rest */
+        continue;
+      }
+      len++;
+      issued++;
+      continue;
+    }
+    if (len == 0) break;
+    autd3_response_t r;
+    memset(&r, 0, sizeof r);
+    autd3_err_t e = autd3_request_wait(win[head].req, &r);
+    uint64_t rtt = now_ns() - win[head].sent_at;
+    head = (head + 1) % AUTD3_MAX_INFLIGHT;
+    len--;
+    uint8_t code;
+    uint8_t st = classify(e, &r, &code, &fatal);
+    push_sample(s, rtt, st, code);
+    progress_observe(&p, c, st, start);
+  }
+  *elapsed = now_ns() - start;
+  if (p.rendered) fprintf(stderr, "\n");
+}
+
+int main(int argc, char **argv) {
+  cli_t c;
+  parse_cli(argc, argv, &c);
+  autd3_timing_model_t timing = autd3_timing_model_default();
+  autd3_link_option_t lo = build_link_option(&c, &timing);
+  bool emulator = lo.kind == AUTD3_LINK_EMULATOR;
+
+  autd3_geometry_t *g = NULL;
+  if (autd3_geometry_create(c.devices, NULL, &g) != AUTD3_OK) die("geometry: %s", autd3_last_error());
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.max_inflight = c.streaming ? c.inflight : 1;
+  cfg.timeout_cycles = c.timeout_cycles;
+  cfg.max_resync_rounds = c.max_resync_rounds;
+  cfg.low_latency = c.low_latency;
+  cfg.rt_priority = c.rt_priority;
+  cfg.rt_cpu = c.rt_core;
+  cfg.validate_state = false;
+  if (autd3_client_config_validate(&cfg) != AUTD3_OK) die("%s", autd3_last_error());
+
+  char timing_desc[128] = "";
+  if (emulator) {
+    snprintf(timing_desc, sizeof timing_desc, "%s(take=%s,fifo=%u,ll=%u,publish=%s)", c.timing ? c.timing : "default",
+             timing.take_on_sync0 ? "sync0" : "arrival", timing.fifo_latency_ns, timing.ll_latency_ns,
+             timing.publish_on_sync0 ? "sync0" : "now");
+    fprintf(stderr, "timing model: %s\n", timing_desc);
+  }
+
+  autd3_client_t *cl = NULL;
+  autd3_err_t e = autd3_client_open(g, &lo, &cfg, &cl);
+  autd3_geometry_free(g);
+  if (e != AUTD3_OK) {
+    fprintf(stderr, "autd3-perftest: client open over %s failed: %s: %s\n", c.link, autd3_err_name(e), autd3_last_error());
+    return 1;
+  }
+  size_t n = autd3_client_num_devices(cl);
+  fprintf(stderr, "devices: %zu\n", n);
+
+  autd3_fw_version_t *fw = calloc(n, sizeof *fw);
+  e = autd3_client_read_firmware_version(cl, fw);
+  if (e != AUTD3_OK) {
+    fprintf(stderr, "autd3-perftest: reading firmware version: %s: %s\n", autd3_err_name(e), autd3_last_error());
+    free(fw);
+    autd3_client_close(cl);
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++)
+    fprintf(stderr, "device[%zu] firmware version: cpu v%u.%u.%u, fpga v%u.%u.%u\n", i, fw[i].cpu_major, fw[i].cpu_minor,
+            fw[i].cpu_patch, fw[i].fpga_major, fw[i].fpga_minor, fw[i].fpga_patch);
+  free(fw);
+
+  checker_t chk;
+  memset(&chk, 0, sizeof chk);
+  chk.link = autd3_client_link(cl);
+  atomic_init(&chk.stop, false);
+  if (pthread_create(&chk.th, NULL, checker_main, &chk) != 0) die("%scannot start the state-check thread", "");
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+
+  autd3_frame_t frame;
+  if (autd3_frame_xor_hash_bench(&frame, (uint16_t)c.sleep_ms, c.data_len) != AUTD3_OK) die("XorHash frame: %s", autd3_last_error());
+
+  samples_t s = {0};
+  if (c.count) {
+    s.cap = c.count;
+    s.v = malloc(s.cap * sizeof *s.v);
+    if (s.v == NULL) die("%sout of memory for samples", "");
+  }
+  autd3_client_stats_t st0, st1;
+  autd3_client_stats(cl, &st0);
+  uint64_t elapsed = 0;
+  if (c.streaming)
+    run_streaming(cl, &c, &frame, &s, &elapsed);
+  else
+    run_stop_and_wait(cl, &c, &frame, &s, &elapsed);
+  if (interrupted) fprintf(stderr, "interrupted: stopping after %zu samples\n", s.n);
+  autd3_client_stats(cl, &st1);
+  autd3_link_stats_t ls;
+  autd3_link_stats(autd3_client_link(cl), &ls);
+  char diag[4096];
+  autd3_link_diagnostics(autd3_client_link(cl), diag, sizeof diag);
+
+  atomic_store(&chk.stop, true);
+  pthread_join(chk.th, NULL);
+  if (chk.err != AUTD3_OK) fprintf(stderr, "state check stopped: %s: %s\n", autd3_err_name(chk.err), chk.msg);
+  fprintf(stderr, "state checks: %" PRIu64 " (%" PRIu64 " with a device not in OP), recoveries: %" PRIu64 "\n", chk.checks,
+          chk.not_all_op, chk.recoveries);
+  autd3_client_close(cl);
+
+  size_t drop = c.warmup < s.n ? (size_t)c.warmup : s.n;
+  pt_summary_t sum;
+  pt_summarize(s.v + drop, s.n - drop, elapsed, ls.stale_cycles, ls.lost_cycles, &sum);
+  pt_context_t ctx = {
+      .link = c.link,
+      .mode = c.streaming ? "streaming" : "stop-and-wait",
+      .timing = emulator ? timing_desc : NULL,
+      .devices = n,
+      .cycle_us = c.cycle_us,
+      .inflight = cfg.max_inflight,
+      .warmup = c.warmup,
+      .bus_cpu_percent = elapsed ? (double)(st1.bus_cpu_ns - st0.bus_cpu_ns) / (double)elapsed * 100.0 : 0,
+      .bus_cycles = st1.bus_cycles - st0.bus_cycles,
+      .resyncs = st1.resyncs - st0.resyncs,
+      .resets = st1.resets - st0.resets,
+      .retransmits = st1.retransmits - st0.retransmits,
+  };
+  pt_print_summary(stdout, &sum);
+  pt_print_extra(stdout, &sum, &ctx, diag);
+
+  int rc = 0;
+  if (c.csv) {
+    if (pt_write_csv(c.csv, s.v, s.n) != 0) {
+      fprintf(stderr, "warning: failed to write CSV to %s: %s\n", c.csv, strerror(errno));
+      rc = 1;
+    } else {
+      printf("\nCSV written: %s\n", c.csv);
+    }
+  }
+  if (c.json) {
+    if (pt_write_json(c.json, &sum, &ctx) != 0) {
+      fprintf(stderr, "warning: failed to write JSON to %s: %s\n", c.json, strerror(errno));
+      rc = 1;
+    } else {
+      printf("JSON written: %s\n", c.json);
+    }
+  }
+  if (c.plot) {
+    if (pt_write_svg(c.plot, s.v + drop, s.n - drop, &sum, &ctx) != 0) {
+      fprintf(stderr, "warning: failed to write SVG to %s: %s\n", c.plot, strerror(errno));
+      rc = 1;
+    } else {
+      printf("plot written: %s\n", c.plot);
+    }
+  }
+  free(s.v);
+  return rc;
+}

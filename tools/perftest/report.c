@@ -1,0 +1,198 @@
+/*
+ * Statistics and output of autd3-perftest. The stdout summary reproduces
+ * shinolab/autd3-sdk tools/perftest/src/report.rs print_summary() line for
+ * line (labels, padding, units), so numbers can be compared with the link
+ * documentation page directly. What this tool adds is printed after it.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perftest.h"
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: index ⌈p·n/100⌉ − 1, clamped (stats.rs nearest_rank_idx). */
+static size_t nearest_rank(size_t n, unsigned p) {
+  size_t raw = (p * n + 99) / 100;
+  size_t i = raw > 0 ? raw - 1 : 0;
+  return i < n ? i : n - 1;
+}
+
+void pt_summarize(const pt_sample_t *s, size_t n, uint64_t elapsed_ns, uint64_t stale, uint64_t lost, pt_summary_t *out) {
+  memset(out, 0, sizeof *out);
+  out->elapsed_ns = elapsed_ns;
+  out->stale_cycles = stale;
+  out->lost_cycles = lost;
+  uint64_t *ok = malloc((n ? n : 1) * sizeof *ok);
+  if (ok == NULL) {
+    fprintf(stderr, "perftest: out of memory\n");
+    exit(1);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    switch (s[i].status) {
+      case PT_OK: ok[k++] = s[i].rtt_ns; break;
+      case PT_DEVICE:
+        out->device_errors++;
+        out->device_error_counts[s[i].code]++;
+        break;
+      case PT_TIMEOUT: out->timeouts++; break;
+      default: out->link_errors++; break;
+    }
+  }
+  out->success = k;
+  if (k > 0) {
+    qsort(ok, k, sizeof *ok, cmp_u64);
+    /* Mean in integer ns, as the reference (sum / n, truncated). */
+    uint64_t sum = 0; /* 10^6 samples of 10 s still fit in 64 bits */
+    for (size_t i = 0; i < k; i++) sum += ok[i];
+    out->latency.mean = (uint64_t)(sum / k);
+    out->latency.p50 = ok[nearest_rank(k, 50)];
+    out->latency.p95 = ok[nearest_rank(k, 95)];
+    out->latency.p99 = ok[nearest_rank(k, 99)];
+    out->latency.min = ok[0];
+    out->latency.max = ok[k - 1];
+  }
+  free(ok);
+  double secs = (double)elapsed_ns / 1e9;
+  if (secs > 0) {
+    out->cmd_per_sec = (double)k / secs;
+    /* One tx frame (626 B) per command, not × devices: the documented
+     * 997 cmd/s ↔ 624 000 B/s relation (notes §5). */
+    out->byte_per_sec = (double)(k * 626u) / secs;
+  }
+}
+
+void pt_format_duration(uint64_t ns, char *buf, size_t cap) {
+  if (ns < 1000)
+    snprintf(buf, cap, "%" PRIu64 " ns", ns);
+  else if (ns < 1000000)
+    snprintf(buf, cap, "%.3f us", (double)ns / 1e3);
+  else if (ns < 1000000000)
+    snprintf(buf, cap, "%.3f ms", (double)ns / 1e6);
+  else
+    snprintf(buf, cap, "%.3f s", (double)ns / 1e9);
+}
+
+static const char *dur(uint64_t ns, char *buf) {
+  pt_format_duration(ns, buf, 32);
+  return buf;
+}
+
+void pt_print_summary(FILE *f, const pt_summary_t *s) {
+  char b[32];
+  uint64_t total = s->success + s->timeouts + s->link_errors + s->device_errors;
+  fprintf(f, "=== perftest summary ===\n");
+  fprintf(f, "elapsed         : %s\n", dur(s->elapsed_ns, b));
+  fprintf(f, "total sends     : %" PRIu64 "\n", total);
+  fprintf(f, "  success       : %" PRIu64 "\n", s->success);
+  fprintf(f, "  timeouts      : %" PRIu64 "\n", s->timeouts);
+  fprintf(f, "  link errors   : %" PRIu64 "\n", s->link_errors);
+  if (s->device_errors == 0) {
+    fprintf(f, "  device errors : 0\n");
+  } else {
+    fprintf(f, "  device errors :\n");
+    for (int code = 0; code < 256; code++)
+      if (s->device_error_counts[code]) fprintf(f, "    code 0x%02x : %" PRIu64 "\n", code, s->device_error_counts[code]);
+  }
+  fprintf(f, "  stale cycles  : %" PRIu64 "\n", s->stale_cycles);
+  fprintf(f, "  lost cycles   : %" PRIu64 "\n", s->lost_cycles);
+  fprintf(f, "\n");
+  fprintf(f, "throughput      :\n");
+  fprintf(f, "  cmd / sec     : %12.2f\n", s->cmd_per_sec);
+  fprintf(f, "  byte / sec    : %12.2f\n", s->byte_per_sec);
+  fprintf(f, "\n");
+  fprintf(f, "latency (successful samples):\n");
+  fprintf(f, "  mean          : %s\n", dur(s->latency.mean, b));
+  fprintf(f, "  p50           : %s\n", dur(s->latency.p50, b));
+  fprintf(f, "  p95           : %s\n", dur(s->latency.p95, b));
+  fprintf(f, "  p99           : %s\n", dur(s->latency.p99, b));
+  fprintf(f, "  min           : %s\n", dur(s->latency.min, b));
+  fprintf(f, "  max           : %s\n", dur(s->latency.max, b));
+}
+
+void pt_print_extra(FILE *f, const pt_summary_t *s, const pt_context_t *ctx, const char *diagnostics) {
+  double cyc = (double)ctx->cycle_us * 1e3;
+  fprintf(f, "\n");
+  fprintf(f, "latency in cycles (cycle = %u us):\n", ctx->cycle_us);
+  fprintf(f, "  mean          : %.3f\n", (double)s->latency.mean / cyc);
+  fprintf(f, "  p50           : %.3f\n", (double)s->latency.p50 / cyc);
+  fprintf(f, "  p99           : %.3f\n", (double)s->latency.p99 / cyc);
+  fprintf(f, "\n");
+  fprintf(f, "bus thread      :\n");
+  fprintf(f, "  cpu           : %.2f %% of one core\n", ctx->bus_cpu_percent);
+  fprintf(f, "  cycles        : %" PRIu64 "\n", ctx->bus_cycles);
+  fprintf(f, "  resyncs       : %" PRIu64 "\n", ctx->resyncs);
+  fprintf(f, "  resets        : %" PRIu64 "\n", ctx->resets);
+  fprintf(f, "  retransmits   : %" PRIu64 "\n", ctx->retransmits);
+  if (diagnostics && diagnostics[0]) {
+    fprintf(f, "\nlink diagnostics (%s):\n", ctx->link);
+    /* One "name : value" per line; indent them like the rest. */
+    const char *p = diagnostics;
+    while (*p) {
+      const char *e = strchr(p, '\n');
+      size_t len = e ? (size_t)(e - p) : strlen(p);
+      if (len) fprintf(f, "  %.*s\n", (int)len, p);
+      p += len + (e ? 1 : 0);
+    }
+  }
+}
+
+static const char *status_str(const pt_sample_t *s, char *buf) {
+  switch (s->status) {
+    case PT_OK: return "ok";
+    case PT_DEVICE: snprintf(buf, 16, "dev:0x%02x", s->code); return buf;
+    case PT_TIMEOUT: return "timeout";
+    default: return "link";
+  }
+}
+
+int pt_write_csv(const char *path, const pt_sample_t *s, size_t n) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  char b[16];
+  fprintf(f, "index,rtt_ns,status\n");
+  for (size_t i = 0; i < n; i++) fprintf(f, "%" PRIu64 ",%" PRIu64 ",%s\n", s[i].index, s[i].rtt_ns, status_str(&s[i], b));
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+int pt_write_json(const char *path, const pt_summary_t *s, const pt_context_t *ctx) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -1;
+  double cyc = (double)ctx->cycle_us * 1e3;
+  fprintf(f, "{\n");
+  fprintf(f, "  \"link\": \"%s\",\n  \"mode\": \"%s\",\n  \"devices\": %zu,\n  \"cycle_us\": %u,\n  \"inflight\": %u,\n", ctx->link,
+          ctx->mode, ctx->devices, ctx->cycle_us, ctx->inflight);
+  if (ctx->timing) fprintf(f, "  \"timing_model\": \"%s\",\n", ctx->timing);
+  fprintf(f, "  \"warmup\": %" PRIu64 ",\n", ctx->warmup);
+  fprintf(f, "  \"elapsed_ns\": %" PRIu64 ",\n", s->elapsed_ns);
+  fprintf(f, "  \"total_sends\": %" PRIu64 ",\n", s->success + s->timeouts + s->link_errors + s->device_errors);
+  fprintf(f, "  \"success\": %" PRIu64 ",\n  \"timeouts\": %" PRIu64 ",\n  \"link_errors\": %" PRIu64 ",\n", s->success,
+          s->timeouts, s->link_errors);
+  fprintf(f, "  \"device_errors\": {");
+  const char *sep = "";
+  for (int code = 0; code < 256; code++) {
+    if (s->device_error_counts[code]) {
+      fprintf(f, "%s\"0x%02x\": %" PRIu64, sep, code, s->device_error_counts[code]);
+      sep = ", ";
+    }
+  }
+  fprintf(f, "},\n");
+  fprintf(f, "  \"stale_cycles\": %" PRIu64 ",\n  \"lost_cycles\": %" PRIu64 ",\n", s->stale_cycles, s->lost_cycles);
+  fprintf(f, "  \"throughput\": {\"cmd_per_sec\": %.2f, \"byte_per_sec\": %.2f},\n", s->cmd_per_sec, s->byte_per_sec);
+  fprintf(f,
+          "  \"latency_ns\": {\"mean\": %" PRIu64 ", \"p50\": %" PRIu64 ", \"p95\": %" PRIu64 ", \"p99\": %" PRIu64
+          ", \"min\": %" PRIu64 ", \"max\": %" PRIu64 "},\n",
+          s->latency.mean, s->latency.p50, s->latency.p95, s->latency.p99, s->latency.min, s->latency.max);
+  fprintf(f, "  \"latency_cycles\": {\"mean\": %.3f, \"p50\": %.3f, \"p99\": %.3f},\n", (double)s->latency.mean / cyc,
+          (double)s->latency.p50 / cyc, (double)s->latency.p99 / cyc);
+  fprintf(f, "  \"bus_thread\": {\"cpu_percent\": %.3f, \"cycles\": %" PRIu64 ", \"resyncs\": %" PRIu64 ", \"resets\": %" PRIu64
+          ", \"retransmits\": %" PRIu64 "}\n",
+          ctx->bus_cpu_percent, ctx->bus_cycles, ctx->resyncs, ctx->resets, ctx->retransmits);
+  fprintf(f, "}\n");
+  return fclose(f) == 0 ? 0 : -1;
+}

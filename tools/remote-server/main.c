@@ -1,0 +1,175 @@
+/*
+ * autd3-remote-server: serves any libautd3 link to one Remote-link client at a
+ * time over TCP (ARMT v3; see docs/remote.md and include/autd3/remote_server.h).
+ * The link flags are the same as autd3-perftest's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autd3/remote_server.h"
+
+static autd3_remote_server_t *g_server;
+
+static void on_signal(int sig) {
+  (void)sig;
+  autd3_remote_server_stop(g_server); /* async-signal-safe: one write() to a pipe */
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: autd3-remote-server [options]\n"
+          "\n"
+          "Serve a libautd3 link to one Remote-link client at a time (ARMT protocol v3, the\n"
+          "protocol of autd3-rs-link-remote 0.1-0.4 / PyPI autd3-link-remote 0.2). Logs to stderr;\n"
+          "SIGINT / SIGTERM stop it cleanly.\n"
+          "\n"
+          "  --listen ADDR          host:port or [v6]:port to listen on (default 127.0.0.1:8080;\n"
+          "                         use 0.0.0.0:8080 to accept other machines; port 0 = any)\n"
+          "  --devices N            open the link now with N devices and keep it cycling between\n"
+          "                         clients; clients must send N devices. Default: open the link\n"
+          "                         when a client connects, with its geometry's device count\n"
+          "  --handshake-timeout-ms MS  hello + geometry must arrive within MS (default 10000)\n"
+          "  --stall-timeout-ms MS  a started request must complete within MS (default 5000)\n"
+          "  --pickup-percent P     wait up to P%% of a cycle for the next request (default 50, 0 = no wait)\n"
+          "  --min-period-us US     shortest bus cycle for links that do not pace themselves (default 250)\n"
+          "link options (as autd3-perftest):\n"
+          "  --link KIND            emulator (default), echocat, soem, ethercrab, twincat, remote\n"
+          "  --cycle-us US          bus cycle: emulator cycle, EtherCAT SYNC0 period, TwinCAT task cycle (default 1000)\n"
+          "  --shift-us US          EtherCAT SYNC0 shift (default 0)\n"
+          "  --interface NAME       EtherCAT links: adapter (default auto)\n"
+          "  --timing MODEL         emulator: default, pessimistic, ideal or take=..,fifo=..,ll=..,publish=..\n"
+          "  --address HOST:PORT    remote: the next server (chaining)\n"
+          "  --twincat-server IP    twincat: remote TwinCAT host (default: local router)\n"
+          "  --twincat-port PORT    twincat: ADS TCP port (default 48898)\n"
+          "  --ams-net-id ID        twincat: AMS Net ID of the runtime\n"
+          "  --client-ams-net-id ID twincat: our AMS Net ID\n");
+}
+
+static void die(const char *fmt, const char *arg) {
+  fprintf(stderr, "autd3-remote-server: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  exit(2);
+}
+
+static long long num(const char *opt, const char *s, long long lo, long long hi) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) {
+    fprintf(stderr, "autd3-remote-server: %s: invalid value \"%s\" (%lld..%lld)\n", opt, s, lo, hi);
+    exit(2);
+  }
+  return v;
+}
+
+enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_HELP };
+
+int main(int argc, char **argv) {
+  autd3_remote_server_option_t so = autd3_remote_server_option_default();
+  const char *link = "emulator", *iface = NULL, *timing = NULL, *addr = NULL, *tcs = NULL, *ams = NULL, *cams = NULL;
+  long long cycle_us = 1000, shift_us = 0, tcp = -1;
+  int shift_set = 0;
+  static const struct option opts[] = {
+      {"listen", 1, 0, O_LISTEN}, {"devices", 1, 0, O_DEVICES}, {"handshake-timeout-ms", 1, 0, O_HS},
+      {"stall-timeout-ms", 1, 0, O_STALL}, {"pickup-percent", 1, 0, O_PICKUP}, {"min-period-us", 1, 0, O_MINP},
+      {"link", 1, 0, O_LINK}, {"cycle-us", 1, 0, O_CYCLE}, {"shift-us", 1, 0, O_SHIFT}, {"interface", 1, 0, O_IFACE},
+      {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR}, {"twincat-server", 1, 0, O_TCS}, {"twincat-port", 1, 0, O_TCP},
+      {"ams-net-id", 1, 0, O_AMS}, {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+      case O_LISTEN: so.listen = optarg; break;
+      case O_DEVICES: so.devices = (uint16_t)num("--devices", optarg, 1, AUTD3_MAX_DEVICES); break;
+      case O_HS: so.handshake_timeout_ms = (uint32_t)num("--handshake-timeout-ms", optarg, 1, 3600000); break;
+      case O_STALL: so.stall_timeout_ms = (uint32_t)num("--stall-timeout-ms", optarg, 1, 3600000); break;
+      case O_PICKUP: so.pickup_percent = (uint32_t)num("--pickup-percent", optarg, 0, 90); break;
+      case O_MINP: so.min_period_us = (uint32_t)num("--min-period-us", optarg, 0, 1000000); break;
+      case O_LINK: link = optarg; break;
+      case O_CYCLE: cycle_us = num("--cycle-us", optarg, 1, 4000000); break;
+      case O_SHIFT: shift_us = num("--shift-us", optarg, -4000000, 4000000); shift_set = 1; break;
+      case O_IFACE: iface = optarg; break;
+      case O_TIMING: timing = optarg; break;
+      case O_ADDR: addr = optarg; break;
+      case O_TCS: tcs = optarg; break;
+      case O_TCP: tcp = num("--twincat-port", optarg, 1, 65535); break;
+      case O_AMS: ams = optarg; break;
+      case O_CAMS: cams = optarg; break;
+      case 'h':
+      case O_HELP: usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+  }
+  if (optind < argc) die("unexpected argument \"%s\"", argv[optind]);
+
+  autd3_link_kind_t kind;
+  if (autd3_link_kind_parse(link, &kind) != AUTD3_OK) die("--link: %s", autd3_last_error());
+  autd3_link_option_t lo = autd3_link_option_default(kind);
+  autd3_ethercat_option_t *ec = autd3_link_option_ethercat(&lo);
+  /* Flags of another link are refused rather than silently ignored (as autd3-perftest). */
+  if (!ec && (iface || shift_set)) die("--interface / --shift-us are only valid with an EtherCAT link, not %s", link);
+  if (kind != AUTD3_LINK_EMULATOR && timing) die("--timing is only valid with --link emulator, not %s", link);
+  if (kind != AUTD3_LINK_REMOTE && addr) die("--address is only valid with --link remote, not %s", link);
+  if (kind != AUTD3_LINK_TWINCAT && (tcs || tcp >= 0 || ams || cams))
+    die("--twincat-server / --twincat-port / --ams-net-id / --client-ams-net-id are only valid with --link twincat, not %s", link);
+  if (ec) {
+    ec->interface = iface;
+    ec->sync0_period_ns = (uint32_t)(cycle_us * 1000);
+    ec->send_cycle_ns = 0;
+    ec->sync0_shift_ns = (int32_t)(shift_us * 1000);
+  }
+  switch (kind) {
+    case AUTD3_LINK_EMULATOR:
+      lo.u.emulator.cycle_ns = (uint32_t)(cycle_us * 1000);
+      if (timing && autd3_timing_model_parse(timing, &lo.u.emulator.timing) != AUTD3_OK) die("--timing: %s", autd3_last_error());
+      break;
+    case AUTD3_LINK_REMOTE:
+      if (addr) lo.u.remote.address = addr;
+      break;
+    case AUTD3_LINK_TWINCAT:
+      lo.u.twincat.server_ip = tcs;
+      if (tcp >= 0) lo.u.twincat.server_port = (uint16_t)tcp;
+      lo.u.twincat.server_ams_net_id = ams;
+      lo.u.twincat.client_ams_net_id = cams;
+      lo.u.twincat.task_cycle_us = (uint32_t)cycle_us;
+      break;
+    default: break;
+  }
+  so.link = lo;
+  if (!autd3_link_kind_available(kind))
+    fprintf(stderr, "autd3-remote-server: warning: the %s link is not built into this server; clients will be refused\n", link);
+
+  autd3_err_t err = autd3_remote_server_create(&so, &g_server);
+  if (err != AUTD3_OK) {
+    fprintf(stderr, "autd3-remote-server: %s: %s\n", autd3_err_name(err), autd3_last_error());
+    return 1;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  const char *host_end = strrchr(so.listen, ':');
+  fprintf(stderr, "autd3-remote-server: listening on %.*s:%u (ARMT v3), link %s%s\n",
+          host_end ? (int)(host_end - so.listen) : (int)strlen(so.listen), so.listen, autd3_remote_server_port(g_server), link,
+          so.devices ? "" : " (opened per client)");
+  err = autd3_remote_server_run(g_server);
+  autd3_remote_server_stats_t st;
+  autd3_remote_server_stats(g_server, &st);
+  autd3_remote_server_destroy(g_server);
+  fprintf(stderr, "autd3-remote-server: stopped (%" PRIu64 " client(s), %" PRIu64 " refused, %" PRIu64 " frame(s), %" PRIu64 " dropped)\n",
+          st.clients, st.refused, st.requests, st.dropped);
+  if (err != AUTD3_OK) {
+    fprintf(stderr, "autd3-remote-server: %s: %s\n", autd3_err_name(err), autd3_last_error());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * autd3-twincat-emu: an emulated TwinCAT 3 runtime for the TwinCAT link
+ * (see twincat_emu.h and docs/twincat.md).
+ *
+ *   autd3-twincat-emu --devices N [--listen 127.0.0.1:48898] [--task-us 1000]
+ *                     [--net-id 127.0.0.1.1.1] [--timing MODEL] [--verbose]
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "twincat_emu.h"
+
+static tcemu_t *g_emu;
+
+static void on_signal(int sig) {
+  (void)sig;
+  if (g_emu) tcemu_stop(g_emu); /* an atomic store: async-signal-safe */
+}
+
+static int usage(const char *msg) {
+  if (msg) fprintf(stderr, "autd3-twincat-emu: %s\n", msg);
+  fprintf(stderr,
+          "usage: autd3-twincat-emu --devices N [--listen HOST:PORT] [--task-us US] [--net-id A.B.C.D.E.F]\n"
+          "                         [--timing default|pessimistic|ideal|take=..,fifo=..,ll=..,publish=..] [--verbose]\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  tcemu_config_t cfg = tcemu_config_default();
+  static char host[64];
+  bool have_devices = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--verbose") == 0) { cfg.verbose = true; continue; }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(NULL), 0;
+    if (v == NULL) return usage("missing value");
+    i++;
+    if (strcmp(a, "--devices") == 0) {
+      long n = strtol(v, NULL, 10);
+      if (n < 1 || n > 128) return usage("--devices must be 1..128");
+      cfg.devices = (uint16_t)n;
+      have_devices = true;
+    } else if (strcmp(a, "--listen") == 0) {
+      const char *colon = strrchr(v, ':');
+      if (!colon || (size_t)(colon - v) >= sizeof host) return usage("--listen takes HOST:PORT");
+      memcpy(host, v, (size_t)(colon - v));
+      host[colon - v] = 0;
+      long p = strtol(colon + 1, NULL, 10);
+      if (p < 0 || p > 65535) return usage("--listen: bad port");
+      cfg.listen_host = host;
+      cfg.listen_port = (uint16_t)p;
+    } else if (strcmp(a, "--task-us") == 0) {
+      cfg.task_us = (uint32_t)strtoul(v, NULL, 10);
+    } else if (strcmp(a, "--net-id") == 0) {
+      if (ams_netid_parse(v, &cfg.netid) != AUTD3_OK) return usage("--net-id takes a.b.c.d.e.f");
+    } else if (strcmp(a, "--timing") == 0) {
+      if (autd3_timing_model_parse(v, &cfg.timing) != AUTD3_OK) return usage(autd3_last_error());
+    } else {
+      return usage("unknown option");
+    }
+  }
+  if (!have_devices) return usage("--devices is required");
+  tcemu_t *emu;
+  if (tcemu_create(&cfg, &emu) != AUTD3_OK) {
+    fprintf(stderr, "autd3-twincat-emu: %s\n", autd3_last_error());
+    return 1;
+  }
+  g_emu = emu;
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  char id[24];
+  fprintf(stderr, "autd3-twincat-emu: %u devices, AMS NetId %s, task port 301, task cycle %u us, listening on %s:%u\n", cfg.devices,
+          ams_netid_format(&cfg.netid, id, sizeof id), cfg.task_us, cfg.listen_host, tcemu_port(emu));
+  printf("port %u\n", tcemu_port(emu));
+  fflush(stdout);
+  tcemu_run(emu);
+  tcemu_free(emu);
+  return 0;
+}

@@ -1,0 +1,553 @@
+/*
+ * The emulated TwinCAT runtime (see twincat_emu.h for what it serves and
+ * why). One thread: ppoll() with a nanosecond timeout to the next task
+ * deadline, then the task cycle, then socket I/O.
+ */
+#define _GNU_SOURCE
+#include "twincat_emu.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autd3/link_driver.h"
+#include "autd3/proto.h"
+#include "device/device.h"
+#include "platform/platform.h"
+
+#define TASK_PORT 301          /* AUTD3 "Task 1" (reference: AMS port 301) */
+#define SYSTEM_PORT 10000      /* TwinCAT system service */
+#define IG_AUTD 0x03040030u
+#define IO_OUTPUT 0x81000000u
+#define IO_INPUT 0x80000000u
+#define STATE_OP 0x0008u
+#define FILETIME_UNIX_EPOCH 116444736000000000ull /* 100 ns ticks from 1601 to 1970 */
+
+typedef struct notif {
+  bool used;
+  uint32_t handle, offset, len, mode, cycle_100ns;
+  uint64_t last_cycle; /* task cycle of the last sample sent */
+  bool sent_once;
+  uint8_t *last;       /* snapshot for on-change (inside conn->snap) */
+} notif_t;
+
+typedef struct conn {
+  int fd; /* -1 = free slot */
+  uint8_t *rbuf, *wbuf, *snap;
+  size_t rlen, wlen;
+  size_t skip;           /* bytes of an oversized frame still to discard */
+  ams_addr_t peer;       /* source of its last request: where notifications go */
+  bool have_peer;
+  notif_t notif[TCEMU_MAX_NOTIF];
+  bool dead;
+} conn_t;
+
+struct tcemu {
+  tcemu_config_t cfg;
+  int lfd;
+  uint16_t port;
+  uint64_t task_ns;
+  autd3_dev_t *dev;
+  uint8_t *out_img, *in_img; /* task output / input images */
+  uint32_t out_len, in_len;
+  size_t rcap, wcap, snap_len;
+  conn_t conns[TCEMU_MAX_CONNS];
+  conn_t fuzz;
+  uint32_t next_handle;
+  uint16_t next_router_port;
+  _Atomic bool stop, drop;
+  _Atomic uint64_t cycles;
+  _Atomic uint16_t state_word[AUTD3_MAX_DEVICES];
+  uint8_t scratch[AMS_FRAME_HDR_LEN + 64];
+};
+
+tcemu_config_t tcemu_config_default(void) {
+  tcemu_config_t c = {.devices = 2, .listen_host = "127.0.0.1", .listen_port = ADS_TCP_PORT, .task_us = 1000,
+                      .netid = {{127, 0, 0, 1, 1, 1}}, .timing = autd3_timing_model_default(), .verbose = false};
+  return c;
+}
+
+static autd3_err_t conn_alloc(tcemu_t *e, conn_t *c, int fd) {
+  memset(c, 0, sizeof *c);
+  c->rbuf = malloc(e->rcap);
+  c->wbuf = malloc(e->wcap);
+  c->snap = malloc(e->snap_len * TCEMU_MAX_NOTIF);
+  if (!c->rbuf || !c->wbuf || !c->snap) {
+    free(c->rbuf), free(c->wbuf), free(c->snap);
+    c->fd = -1;
+    return AUTD3_E_NOMEM;
+  }
+  for (int i = 0; i < TCEMU_MAX_NOTIF; i++) c->notif[i].last = c->snap + (size_t)i * e->snap_len;
+  c->fd = fd;
+  return AUTD3_OK;
+}
+
+static void conn_close(tcemu_t *e, conn_t *c) {
+  if (c->fd >= 0) {
+    close(c->fd);
+    if (e->cfg.verbose) fprintf(stderr, "autd3-twincat-emu: connection closed\n");
+  }
+  free(c->rbuf), free(c->wbuf), free(c->snap);
+  memset(c, 0, sizeof *c);
+  c->fd = -1;
+}
+
+autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
+  if (cfg->devices < 1 || cfg->devices > AUTD3_MAX_DEVICES)
+    return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "twincat-emu: --devices %u: must be 1..%d", cfg->devices, AUTD3_MAX_DEVICES);
+  if (cfg->task_us < 50 || cfg->task_us > 1000000)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "twincat-emu: --task-us %u: must be 50..1000000", cfg->task_us);
+  tcemu_t *e = calloc(1, sizeof *e);
+  if (!e) return AUTD3_E_NOMEM;
+  e->cfg = *cfg;
+  e->lfd = -1;
+  e->task_ns = (uint64_t)cfg->task_us * 1000;
+  e->out_len = (uint32_t)cfg->devices * AUTD3_TX_FRAME_BYTES;
+  e->in_len = 2u + (uint32_t)cfg->devices * 4u;
+  /* Room for the largest legitimate request (a Write of the whole output
+   * image) with slack; longer frames get 0x0705 and are skipped. */
+  e->rcap = AMS_FRAME_HDR_LEN + 16 + e->out_len + e->in_len + 4096;
+  e->wcap = 4 * e->rcap;
+  e->snap_len = e->out_len > e->in_len ? e->out_len : e->in_len;
+  e->next_handle = 1;
+  e->next_router_port = 30000;
+  e->dev = calloc(cfg->devices, sizeof *e->dev);
+  e->out_img = calloc(1, e->out_len);
+  e->in_img = calloc(1, e->in_len);
+  for (int i = 0; i < TCEMU_MAX_CONNS; i++) e->conns[i].fd = -1;
+  e->fuzz.fd = -1;
+  if (!e->dev || !e->out_img || !e->in_img) {
+    tcemu_free(e);
+    return AUTD3_E_NOMEM;
+  }
+  uint64_t now = autd3__now_ns();
+  for (uint16_t i = 0; i < cfg->devices; i++) {
+    autd3_dev_init(&e->dev[i], NULL, &cfg->timing);
+    autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns); /* SYNC0 = task cycle */
+    atomic_init(&e->state_word[i], STATE_OP);
+  }
+  ads_put_u16(e->in_img, cfg->devices); /* CfgSlaveCount */
+
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(cfg->listen_port)};
+  const char *host = cfg->listen_host ? cfg->listen_host : "127.0.0.1";
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+    tcemu_free(e);
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "twincat-emu: --listen host \"%s\" is not an IPv4 address", host);
+  }
+  e->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (e->lfd >= 0) setsockopt(e->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (e->lfd < 0 || bind(e->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(e->lfd, 8) != 0) {
+    int er = errno;
+    tcemu_free(e);
+    return autd3_set_error(AUTD3_E_IO, "twincat-emu: cannot listen on %s:%u: %s", host, cfg->listen_port, strerror(er));
+  }
+  socklen_t sl = sizeof sa;
+  getsockname(e->lfd, (struct sockaddr *)&sa, &sl);
+  e->port = ntohs(sa.sin_port);
+  *out = e;
+  return AUTD3_OK;
+}
+
+uint16_t tcemu_port(const tcemu_t *e) { return e->port; }
+void tcemu_stop(tcemu_t *e) { atomic_store(&e->stop, true); }
+void tcemu_drop_connections(tcemu_t *e) { atomic_store(&e->drop, true); }
+uint64_t tcemu_cycles(const tcemu_t *e) { return atomic_load(&e->cycles); }
+void tcemu_set_state_word(tcemu_t *e, uint16_t dev, uint16_t w) {
+  if (dev < e->cfg.devices) atomic_store(&e->state_word[dev], w);
+}
+
+void tcemu_free(tcemu_t *e) {
+  if (!e) return;
+  for (int i = 0; i < TCEMU_MAX_CONNS; i++)
+    if (e->conns[i].fd >= 0) conn_close(e, &e->conns[i]);
+  if (e->fuzz.rbuf) conn_close(e, &e->fuzz);
+  if (e->lfd >= 0) close(e->lfd);
+  free(e->dev), free(e->out_img), free(e->in_img);
+  free(e);
+}
+
+/* ---- output queue ---- */
+static bool queue(conn_t *c, size_t wcap, const uint8_t *p, size_t n) {
+  if (c->wlen + n > wcap) return false;
+  memcpy(c->wbuf + c->wlen, p, n);
+  c->wlen += n;
+  return true;
+}
+
+/* Reply to request `h`: swap addresses, set the response flag, queue it.
+ * A client that lets its replies pile up beyond the buffer is dropped. */
+static void reply(tcemu_t *e, conn_t *c, const ams_header_t *req, uint32_t ams_error, const void *a, size_t na, const void *b, size_t nb) {
+  ams_header_t h = {.target = req->source, .source = req->target, .cmd = req->cmd, .flags = AMS_SF_RESPONSE | AMS_SF_ADS,
+                    .error = ams_error, .invoke = req->invoke};
+  if (c->wlen + AMS_FRAME_HDR_LEN + na + nb > e->wcap) {
+    c->dead = true;
+    return;
+  }
+  c->wlen += ams_frame_encode(c->wbuf + c->wlen, e->wcap - c->wlen, &h, a, na, b, nb);
+}
+
+static void reply_result(tcemu_t *e, conn_t *c, const ams_header_t *req, uint32_t result) {
+  uint8_t r[4];
+  ads_put_u32(r, result);
+  reply(e, c, req, 0, r, 4, NULL, 0);
+}
+
+/* Locate [offset, offset+len) in the task's images: returns a pointer or
+ * sets *err to the ADS code a runtime gives (0x0703 outside, 0x0705 too long). */
+static uint8_t *image_at(tcemu_t *e, uint32_t offset, uint32_t len, bool *is_input, uint32_t *err) {
+  struct {
+    uint32_t base, size;
+    uint8_t *p;
+    bool input;
+  } img[2] = {{IO_INPUT, e->in_len, e->in_img, true}, {IO_OUTPUT, e->out_len, e->out_img, false}};
+  for (int i = 0; i < 2; i++) {
+    if (offset >= img[i].base && offset - img[i].base < img[i].size) {
+      if ((uint64_t)(offset - img[i].base) + len > img[i].size) {
+        *err = ADS_ERR_INVALID_SIZE;
+        return NULL;
+      }
+      *is_input = img[i].input;
+      return img[i].p + (offset - img[i].base);
+    }
+  }
+  *err = ADS_ERR_INVALID_OFFSET;
+  return NULL;
+}
+
+static void device_info(tcemu_t *e, conn_t *c, const ams_header_t *h, const char *name) {
+  uint8_t r[24] = {0};
+  r[4] = 3, r[5] = 1;    /* TwinCAT 3.1 */
+  ads_put_u16(r + 6, 4026); /* build 4026, the reference tool's default */
+  memcpy(r + 8, name, strlen(name) < 16 ? strlen(name) : 16);
+  reply(e, c, h, 0, r, 24, NULL, 0);
+}
+
+static void read_state(tcemu_t *e, conn_t *c, const ams_header_t *h) {
+  uint8_t r[8] = {0};
+  ads_put_u16(r + 4, ADS_STATE_RUN);
+  reply(e, c, h, 0, r, 8, NULL, 0);
+}
+
+static void serve_task(tcemu_t *e, conn_t *c, const ams_header_t *h, const uint8_t *d) {
+  uint32_t n = h->length, err = 0;
+  bool in = false;
+  switch (h->cmd) {
+    case ADS_CMD_READ_DEVICE_INFO: device_info(e, c, h, "Task 1"); return;
+    case ADS_CMD_READ_STATE: read_state(e, c, h); return;
+    case ADS_CMD_READ: {
+      if (n < 12) return reply_result(e, c, h, ADS_ERR_INVALID_SIZE);
+      uint32_t ig = ads_get_u32(d), io = ads_get_u32(d + 4), len = ads_get_u32(d + 8);
+      if (ig != IG_AUTD) return reply_result(e, c, h, ADS_ERR_INVALID_GRP);
+      const uint8_t *p = image_at(e, io, len, &in, &err);
+      if (!p) return reply_result(e, c, h, err);
+      uint8_t r[8];
+      ads_put_u32(r, 0);
+      ads_put_u32(r + 4, len);
+      return reply(e, c, h, 0, r, 8, p, len);
+    }
+    case ADS_CMD_WRITE: {
+      if (n < 12) return reply_result(e, c, h, ADS_ERR_INVALID_SIZE);
+      uint32_t ig = ads_get_u32(d), io = ads_get_u32(d + 4), len = ads_get_u32(d + 8);
+      if ((uint64_t)len + 12 != n) return reply_result(e, c, h, ADS_ERR_INVALID_SIZE);
+      if (ig != IG_AUTD) return reply_result(e, c, h, ADS_ERR_INVALID_GRP);
+      uint8_t *p = image_at(e, io, len, &in, &err);
+      if (!p) return reply_result(e, c, h, err);
+      if (in) return reply_result(e, c, h, ADS_ERR_INVALID_ACCESS); /* inputs come from the devices */
+      memcpy(p, d + 12, len);
+      return reply_result(e, c, h, 0);
+    }
+    case ADS_CMD_ADD_NOTIFICATION: {
+      if (n < 40) return reply_result(e, c, h, ADS_ERR_INVALID_SIZE);
+      uint32_t ig = ads_get_u32(d), io = ads_get_u32(d + 4), len = ads_get_u32(d + 8), mode = ads_get_u32(d + 12);
+      if (ig != IG_AUTD) return reply_result(e, c, h, ADS_ERR_INVALID_GRP);
+      if (!image_at(e, io, len, &in, &err)) return reply_result(e, c, h, err);
+      if (mode < ADS_TRANS_SERVER_CYCLE || mode > ADS_TRANS_SERVER_ON_CHANGE2) return reply_result(e, c, h, 0x0713);
+      if (len == 0) return reply_result(e, c, h, ADS_ERR_INVALID_SIZE);
+      for (int i = 0; i < TCEMU_MAX_NOTIF; i++) {
+        notif_t *nt = &c->notif[i];
+        if (nt->used) continue;
+        uint8_t *snap = nt->last;
+        *nt = (notif_t){.used = true, .handle = e->next_handle++, .offset = io, .len = len, .mode = mode,
+                        .cycle_100ns = ads_get_u32(d + 20), .last = snap};
+        if (e->next_handle == 0) e->next_handle = 1;
+        uint8_t r[8];
+        ads_put_u32(r, 0);
+        ads_put_u32(r + 4, nt->handle);
+        return reply(e, c, h, 0, r, 8, NULL, 0);
+      }
+      return reply_result(e, c, h, 0x0716); /* no further notification handle */
+    }
+    case ADS_CMD_DEL_NOTIFICATION: {
+      if (n < 4) return reply_result(e, c, h, ADS_ERR_INVALID_SIZE);
+      uint32_t handle = ads_get_u32(d);
+      for (int i = 0; i < TCEMU_MAX_NOTIF; i++)
+        if (c->notif[i].used && c->notif[i].handle == handle) {
+          c->notif[i].used = false;
+          return reply_result(e, c, h, 0);
+        }
+      return reply_result(e, c, h, ADS_ERR_INVALID_NOTIF_HANDLE);
+    }
+    default: return reply_result(e, c, h, ADS_ERR_SRV_NOT_SUPP); /* ReadWrite, WriteControl, ... */
+  }
+}
+
+static void handle_frame(tcemu_t *e, conn_t *c, uint16_t tcmd, const uint8_t *f, size_t len) {
+  if (tcmd == AMS_TCP_PORT_CONNECT) {
+    /* A local router hands out a port and tells its NetId (ads-rs Source::Request). */
+    uint8_t r[8];
+    memcpy(r, e->cfg.netid.b, 6);
+    ads_put_u16(r + 6, e->next_router_port++);
+    if (e->next_router_port < 30000) e->next_router_port = 30000;
+    size_t k = ams_router_encode(e->scratch, sizeof e->scratch, AMS_TCP_PORT_CONNECT, r, 8);
+    if (!queue(c, e->wcap, e->scratch, k)) c->dead = true;
+    return;
+  }
+  if (tcmd == AMS_TCP_GET_LOCAL_NETID) {
+    size_t k = ams_router_encode(e->scratch, sizeof e->scratch, AMS_TCP_GET_LOCAL_NETID, e->cfg.netid.b, 6);
+    if (!queue(c, e->wcap, e->scratch, k)) c->dead = true;
+    return;
+  }
+  if (tcmd != AMS_TCP_ADS) return; /* port close, router notes: nothing to answer */
+  ams_header_t h;
+  const uint8_t *d;
+  if (ams_frame_decode(f, len, &h, &d) != AUTD3_OK) {
+    c->dead = true; /* lengths disagree: the stream cannot be trusted any more */
+    return;
+  }
+  if (h.flags & AMS_SF_RESPONSE) return; /* we never send requests */
+  c->peer = h.source;
+  c->have_peer = true;
+  if (!ams_netid_eq(&h.target.netid, &e->cfg.netid)) return reply(e, c, &h, ADS_ERR_TARGET_MACHINE_NOT_FOUND, NULL, 0, NULL, 0);
+  if (h.target.port == TASK_PORT) return serve_task(e, c, &h, d);
+  if (h.target.port == SYSTEM_PORT) {
+    if (h.cmd == ADS_CMD_READ_STATE) return read_state(e, c, &h);
+    if (h.cmd == ADS_CMD_READ_DEVICE_INFO) return device_info(e, c, &h, "TwinCAT System");
+    return reply_result(e, c, &h, ADS_ERR_SRV_NOT_SUPP);
+  }
+  reply(e, c, &h, ADS_ERR_TARGET_PORT_NOT_FOUND, NULL, 0, NULL, 0);
+}
+
+/* Parse every whole frame in the receive buffer. */
+static void process_input(tcemu_t *e, conn_t *c) {
+  size_t pos = 0;
+  while (!c->dead) {
+    if (c->skip > 0) {
+      size_t k = c->skip < c->rlen - pos ? c->skip : c->rlen - pos;
+      pos += k;
+      c->skip -= k;
+      if (c->skip > 0) break;
+    }
+    uint16_t tcmd;
+    size_t flen;
+    int r = ams_frame_peek(c->rbuf + pos, c->rlen - pos, e->rcap, &tcmd, &flen);
+    if (r == 0) break;
+    if (r < 0) {
+      /* Too long for any legitimate request: answer 0x0705 from its header
+       * (when it is a consistent ADS request) and discard its bytes. */
+      if (c->rlen - pos < AMS_FRAME_HDR_LEN) break;
+      ams_header_t h;
+      uint32_t body = ads_get_u32(c->rbuf + pos + 2);
+      ams_header_peek(c->rbuf + pos, c->rlen - pos, &h);
+      if (tcmd == AMS_TCP_ADS) {
+        if ((uint64_t)h.length + AMS_HDR_LEN != body) {
+          c->dead = true;
+          break;
+        }
+        if (!(h.flags & AMS_SF_RESPONSE)) reply_result(e, c, &h, ADS_ERR_INVALID_SIZE);
+      }
+      c->skip = (size_t)body + AMS_TCP_HDR_LEN;
+      continue;
+    }
+    handle_frame(e, c, tcmd, c->rbuf + pos, flen);
+    pos += flen;
+  }
+  memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
+  c->rlen -= pos;
+}
+
+/* One notification frame per connection carrying every due sample. */
+static void notify(tcemu_t *e, conn_t *c, uint64_t cycle, uint64_t filetime) {
+  if (!c->have_peer) return;
+  size_t hdr = AMS_FRAME_HDR_LEN, pos = hdr + 4 + 4 + 8 + 4;
+  uint32_t samples = 0;
+  for (int i = 0; i < TCEMU_MAX_NOTIF; i++) {
+    notif_t *nt = &c->notif[i];
+    if (!nt->used) continue;
+    bool in;
+    uint32_t err;
+    const uint8_t *p = image_at(e, nt->offset, nt->len, &in, &err);
+    if (!p) continue;
+    bool on_change = nt->mode == ADS_TRANS_SERVER_ON_CHANGE || nt->mode == ADS_TRANS_SERVER_ON_CHANGE2;
+    uint64_t period = nt->cycle_100ns ? ((uint64_t)nt->cycle_100ns * 100 + e->task_ns - 1) / e->task_ns : 1;
+    if (nt->sent_once && cycle - nt->last_cycle < period) continue;
+    if (on_change && nt->sent_once && memcmp(nt->last, p, nt->len) == 0) continue;
+    if (c->wlen + pos + 8 + nt->len > e->wcap) break; /* client is not reading: skip, never block */
+    uint8_t *w = c->wbuf + c->wlen;
+    ads_put_u32(w + pos, nt->handle);
+    ads_put_u32(w + pos + 4, nt->len);
+    memcpy(w + pos + 8, p, nt->len);
+    memcpy(nt->last, p, nt->len);
+    pos += 8 + nt->len;
+    nt->last_cycle = cycle;
+    nt->sent_once = true;
+    samples++;
+  }
+  if (samples == 0) return;
+  uint8_t *w = c->wbuf + c->wlen;
+  ams_header_t h = {.target = c->peer, .source = {.netid = e->cfg.netid, .port = TASK_PORT}, .cmd = ADS_CMD_NOTIFICATION,
+                    .flags = AMS_SF_ADS, .invoke = 0};
+  size_t data = pos - hdr;
+  ads_put_u32(w + hdr, (uint32_t)(data - 4));
+  ads_put_u32(w + hdr + 4, 1); /* one stamp */
+  ads_put_u64(w + hdr + 8, filetime);
+  ads_put_u32(w + hdr + 16, samples);
+  /* header last: ams_frame_encode with no parts only writes the 38 bytes */
+  uint8_t hb[AMS_FRAME_HDR_LEN];
+  ams_frame_encode(hb, sizeof hb, &h, NULL, 0, NULL, 0);
+  ads_put_u32(hb + 2, (uint32_t)(AMS_HDR_LEN + data));
+  ads_put_u32(hb + AMS_TCP_HDR_LEN + 20, (uint32_t)data);
+  memcpy(w, hb, hdr);
+  c->wlen += pos;
+}
+
+/* The task cycle: outputs to the devices, inputs back, notifications out. */
+static void task_cycle(tcemu_t *e, uint64_t now) {
+  uint16_t n = e->cfg.devices;
+  for (uint16_t i = 0; i < n; i++) {
+    uint8_t rx[AUTD3_RX_FRAME_BYTES];
+    autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
+    autd3_dev_read(&e->dev[i], now, rx);
+    memcpy(e->in_img + 2 + 2 * i, rx, 2);
+    ads_put_u16(e->in_img + 2 + 2 * n + 2 * i, atomic_load_explicit(&e->state_word[i], memory_order_relaxed));
+  }
+  uint64_t cycle = atomic_fetch_add(&e->cycles, 1) + 1;
+  uint64_t ft = autd3__realtime_ns() / 100 + FILETIME_UNIX_EPOCH;
+  for (int i = 0; i < TCEMU_MAX_CONNS; i++)
+    if (e->conns[i].fd >= 0) notify(e, &e->conns[i], cycle, ft);
+  if (e->fuzz.rbuf) notify(e, &e->fuzz, cycle, ft);
+}
+
+static void flush(conn_t *c) {
+  while (c->wlen > 0 && !c->dead) {
+    ssize_t w = send(c->fd, c->wbuf, c->wlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      memmove(c->wbuf, c->wbuf + w, c->wlen - (size_t)w);
+      c->wlen -= (size_t)w;
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else {
+      if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) c->dead = true;
+      break;
+    }
+  }
+}
+
+static void accept_all(tcemu_t *e) {
+  for (;;) {
+    int fd = accept4(e->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    int slot = -1;
+    for (int i = 0; i < TCEMU_MAX_CONNS && slot < 0; i++)
+      if (e->conns[i].fd < 0) slot = i;
+    if (slot < 0 || conn_alloc(e, &e->conns[slot], fd) != AUTD3_OK) {
+      close(fd); /* full: refuse, bounded */
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (e->cfg.verbose) fprintf(stderr, "autd3-twincat-emu: connection accepted\n");
+  }
+}
+
+static void read_conn(tcemu_t *e, conn_t *c) {
+  for (;;) {
+    if (c->rlen == e->rcap) { /* cannot happen with peek's bound, but never spin */
+      c->dead = true;
+      return;
+    }
+    ssize_t r = recv(c->fd, c->rbuf + c->rlen, e->rcap - c->rlen, MSG_DONTWAIT);
+    if (r > 0) {
+      c->rlen += (size_t)r;
+      process_input(e, c);
+      if (c->dead) return;
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) c->dead = true;
+    return;
+  }
+}
+
+autd3_err_t tcemu_run(tcemu_t *e) {
+  struct pollfd pf[1 + TCEMU_MAX_CONNS];
+  uint64_t next = autd3__now_ns() + e->task_ns;
+  while (!atomic_load(&e->stop)) {
+    if (atomic_exchange(&e->drop, false))
+      for (int i = 0; i < TCEMU_MAX_CONNS; i++)
+        if (e->conns[i].fd >= 0) conn_close(e, &e->conns[i]);
+    int np = 0, idx[1 + TCEMU_MAX_CONNS];
+    pf[np] = (struct pollfd){.fd = e->lfd, .events = POLLIN};
+    idx[np++] = -1;
+    for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
+      if (e->conns[i].fd < 0) continue;
+      pf[np] = (struct pollfd){.fd = e->conns[i].fd, .events = (short)(POLLIN | (e->conns[i].wlen ? POLLOUT : 0))};
+      idx[np++] = i;
+    }
+    uint64_t now = autd3__now_ns();
+    uint64_t wait = next > now ? next - now : 0;
+    if (wait > 50000000) wait = 50000000; /* re-check stop/drop at least every 50 ms */
+    struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000u), .tv_nsec = (long)(wait % 1000000000u)};
+    int r = ppoll(pf, (nfds_t)np, &ts, NULL);
+    now = autd3__now_ns();
+    if (now >= next) {
+      task_cycle(e, now);
+      next += e->task_ns;
+      if (next + 10 * e->task_ns < now) next = now + e->task_ns; /* stalled: restart the grid */
+    }
+    if (r > 0) {
+      for (int k = 0; k < np; k++) {
+        if (!pf[k].revents) continue;
+        if (idx[k] < 0) accept_all(e);
+        else if (pf[k].revents & (POLLIN | POLLHUP | POLLERR)) read_conn(e, &e->conns[idx[k]]);
+      }
+    }
+    for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
+      conn_t *c = &e->conns[i];
+      if (c->fd < 0) continue;
+      flush(c);
+      if (c->dead) conn_close(e, c);
+    }
+  }
+  return AUTD3_OK;
+}
+
+void tcemu_fuzz_feed(tcemu_t *e, const uint8_t *data, size_t len) {
+  conn_t *c = &e->fuzz;
+  if (!c->rbuf && conn_alloc(e, c, -1) != AUTD3_OK) return;
+  c->dead = false;
+  while (len > 0 && !c->dead) {
+    size_t k = e->rcap - c->rlen < len ? e->rcap - c->rlen : len;
+    memcpy(c->rbuf + c->rlen, data, k);
+    c->rlen += k;
+    data += k;
+    len -= k;
+    process_input(e, c);
+    if (c->rlen == e->rcap) break;
+  }
+  task_cycle(e, autd3__now_ns());
+  c->wlen = 0; /* replies discarded */
+  if (c->dead) {
+    c->rlen = 0;
+    c->skip = 0;
+  }
+}

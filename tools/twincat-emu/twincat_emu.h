@@ -1,0 +1,73 @@
+/*
+ * The emulated TwinCAT runtime: an ADS/TCP server (one thread, poll loop)
+ * that behaves like a TwinCAT 3 system running the AUTD3 I/O task that the
+ * reference's twincat-cli creates, backed by the AUTD3 device model
+ * (src/device/device.h).
+ *
+ * What it serves (docs/twincat.md has the full table):
+ *  - router: AMS/TCP port connect (0x1000, answers the NetId and a port, as a
+ *    local TwinCAT router does for ads-rs/ads-client), get local NetId
+ *    (0x1002), port close (0x0001);
+ *  - AMS port 301 ("Task 1"): ReadDeviceInfo, ReadState (Run), Read/Write and
+ *    device notifications on index group 0x03040030: outputs at 0x81000000
+ *    (N×626), inputs at 0x80000000 (u16 slave count, N×2 rx, N×2 state words);
+ *  - AMS port 10000 (system service): ReadState, ReadDeviceInfo;
+ *  - everything else: the ADS error a real runtime returns (0x0006/0x0007 in
+ *    the AMS header, 0x0701/0x0702/0x0703/0x0704/0x0705/0x0713/0x0714 results).
+ * Every task cycle the written outputs are handed to each device
+ * (autd3_dev_write, SYNC0 = task cycle), the inputs are read back
+ * (autd3_dev_read), and due notifications are sent.
+ *
+ * Bounded: at most TCEMU_MAX_CONNS connections, fixed buffers per connection
+ * (allocated at accept), oversized frames answered with 0x0705 and skipped,
+ * a client that does not read its replies is disconnected.
+ */
+#ifndef AUTD3_TOOLS_TWINCAT_EMU_H
+#define AUTD3_TOOLS_TWINCAT_EMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autd3/emulator.h"
+#include "autd3/error.h"
+#include "link/twincat/ads.h"
+
+#define TCEMU_MAX_CONNS 16
+#define TCEMU_MAX_NOTIF 8 /* per connection */
+
+typedef struct tcemu_config {
+  uint16_t devices;         /* 1..128 */
+  const char *listen_host;  /* IPv4, default 127.0.0.1 */
+  uint16_t listen_port;     /* default 48898; 0 = any free port (see tcemu_port) */
+  uint32_t task_us;         /* task cycle, default 1000 */
+  ams_netid_t netid;        /* default 127.0.0.1.1.1 */
+  autd3_timing_model_t timing;
+  bool verbose;             /* log connections to stderr */
+} tcemu_config_t;
+
+typedef struct tcemu tcemu_t;
+
+/* Defaults (2 devices, 127.0.0.1:48898, 1 ms, 127.0.0.1.1.1, default timing). */
+tcemu_config_t tcemu_config_default(void);
+/* Create and bind (nothing runs yet). */
+autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out);
+/* The bound TCP port. */
+uint16_t tcemu_port(const tcemu_t *emu);
+/* Serve until tcemu_stop(); call from one thread. */
+autd3_err_t tcemu_run(tcemu_t *emu);
+/* Thread-safe controls: stop the loop; close every client connection at the
+ * next loop turn (a dropped TCP connection, for tests); set a device's
+ * EtherCAT state word (default 0x0008 = OP). */
+void tcemu_stop(tcemu_t *emu);
+void tcemu_drop_connections(tcemu_t *emu);
+void tcemu_set_state_word(tcemu_t *emu, uint16_t dev, uint16_t word);
+/* Task cycles run so far (thread-safe). */
+uint64_t tcemu_cycles(const tcemu_t *emu);
+void tcemu_free(tcemu_t *emu);
+
+/* For the fuzz target: feed raw bytes as the stream of a socketless
+ * connection (replies are produced and discarded), then run one task cycle. */
+void tcemu_fuzz_feed(tcemu_t *emu, const uint8_t *data, size_t len);
+
+#endif
