@@ -119,6 +119,13 @@ AUTD3_EXTERN autd3_link_kind_t autd3_link_kind(const autd3_link_t *link);
  * is fatal for the link. Call from one thread at a time. No allocation.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
+/**
+ * Optional pacing step: block until shortly before the next exchange (links
+ * that do not implement it return at once). A bus loop that calls this, then
+ * prepares `tx`, then calls autd3_link_cycle() sends what was staged latest.
+ * Same thread and rules as autd3_link_cycle().
+ */
+AUTD3_EXTERN autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link);
 /** Statistics (thread-safe, lock-free). */
 AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out);
 /**

@@ -40,6 +40,14 @@ typedef struct autd3_link_vtable {
    * ("name : value"), e.g. echocat's departure jitter; see autd3_link_diagnostics().
    */
   size_t (*diagnostics)(struct autd3_link *link, char *buf, size_t cap);
+  /**
+   * Optional (may be NULL): block until shortly before the next exchange, so
+   * that the caller stages its tx as late as possible; the cycle() that
+   * follows then sends at that exchange's deadline without another full
+   * sleep. Lets a link cut up to one cycle of pick-up latency. Same rules as
+   * cycle (no allocation, bus thread only).
+   */
+  autd3_err_t (*wait_next_cycle)(struct autd3_link *link);
 } autd3_link_vtable_t;
 
 /** Header of every link object. */

@@ -208,6 +208,10 @@ autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx, uint8_t *rx,
   return link->vt->cycle(link, tx, rx, rx_valid);
 }
 
+autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link) {
+  return link->vt->wait_next_cycle ? link->vt->wait_next_cycle(link) : AUTD3_OK;
+}
+
 void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out) {
   out->cycles = atomic_load_explicit(&link->cycles, memory_order_relaxed);
   out->stale_cycles = atomic_load_explicit(&link->stale_cycles, memory_order_relaxed);

@@ -54,6 +54,8 @@ typedef struct emu_link {
   _Atomic uint64_t late_cycles;    /* exchanges that started after their deadline */
   _Atomic uint64_t skipped_points; /* grid points skipped by resynchronisation */
   _Atomic uint64_t max_late_ns;
+  bool armed;       /* emu_wait() already slept to armed_t */
+  uint64_t armed_t;
   emu_slot_t slots[];
 } emu_link_t;
 
@@ -76,10 +78,8 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
   pthread_mutex_unlock(&l->mu);
 }
 
-static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
-  emu_link_t *l = (emu_link_t *)link;
-  if (tx == NULL || rx == NULL || rx_valid == NULL)
-    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "emulator: cycle with NULL tx, rx or rx_valid");
+/* Pick the next exchange's grid point and sleep until it. */
+static uint64_t sleep_to_next_point(emu_link_t *l) {
   uint64_t t = l->next_deadline_ns;
   uint64_t now = autd3__now_ns();
   if (now >= t + l->cycle_ns) {
@@ -98,6 +98,26 @@ static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t
   }
   autd3__sleep_until_ns(t, 0);
   l->next_deadline_ns = t + l->cycle_ns;
+  return t;
+}
+
+/* wait_next_cycle: sleep now, so the caller stages its tx after waking; the
+ * cycle() that follows exchanges at the same grid point without sleeping. */
+static autd3_err_t emu_wait(struct autd3_link *link) {
+  emu_link_t *l = (emu_link_t *)link;
+  if (!l->armed) {
+    l->armed_t = sleep_to_next_point(l);
+    l->armed = true;
+  }
+  return AUTD3_OK;
+}
+
+static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+  emu_link_t *l = (emu_link_t *)link;
+  if (tx == NULL || rx == NULL || rx_valid == NULL)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "emulator: cycle with NULL tx, rx or rx_valid");
+  uint64_t t = l->armed ? l->armed_t : sleep_to_next_point(l);
+  l->armed = false;
 
   apply_pending_faults(l, t);
   bool valid = true;
@@ -145,7 +165,8 @@ static size_t emu_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
 }
 
 static const autd3_link_vtable_t emu_vtable = {
-    .cycle = emu_cycle, .check_state = emu_check_state, .close = emu_close, .diagnostics = emu_diagnostics};
+    .cycle = emu_cycle, .check_state = emu_check_state, .close = emu_close, .diagnostics = emu_diagnostics,
+    .wait_next_cycle = emu_wait};
 
 autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_geometry_t *g, struct autd3_link **out) {
   if (o == NULL || g == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "emulator: NULL argument");
