@@ -5,7 +5,7 @@
  * AddressSanitizer.
  *
  * Input: byte 0 = options (bits 0-1: devices - 1; bit 2: drift on; bit 3:
- * tick between frames; bit 4: lenient OP; bit 5: start in OP), then frames as [u16 LE length][bytes]... . Seeds in
+ * tick between frames; bit 4: lenient OP; bit 5: start in OP; bit 6: mailbox), then frames as [u16 LE length][bytes]... . Seeds in
  * fuzz/corpus/ecat_frame/ are real pysoem set-up and cyclic sequences
  * captured from autd3-emu (--capture), in this format.
  */
@@ -33,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.devices = (uint16_t)(1 + (data[0] & 3));
   cfg.drift_ppm = (data[0] & 4) ? 100 : 0;
   cfg.strict_op = (data[0] & 16) == 0;
+  cfg.mailbox = (data[0] & 64) != 0;
   uint64_t now = 1000000000ull;
   autd3_emu_t *emu;
   if (autd3_emu_create(&cfg, now, &emu) != AUTD3_OK) return 0;

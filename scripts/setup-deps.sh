@@ -23,20 +23,29 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python test peers (independent implementations), in a venv of the build tree.
-VENV="${AUTD3_VENV:-$(pwd)/build/.venv}"
-PY_PKGS=(pysoem pyads autd3 autd3-link-remote autd3-link-twincat)
-if [ ! -x "$VENV/bin/python" ]; then
-  python3 -m venv "$VENV"
-fi
-need=()
-for p in "${PY_PKGS[@]}"; do
-  "$VENV/bin/python" -m pip show -q "$p" >/dev/null 2>&1 || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "setup-deps: pip installing ${need[*]}"
-  # A peer that cannot be installed makes its tests skip (by name), not fail the build.
-  for p in "${need[@]}"; do
-    "$VENV/bin/python" -m pip install -q "$p" >/dev/null 2>&1 || echo "setup-deps: warning: pip could not install $p"
+# Python test peers (independent implementations), in venvs of the build tree.
+# Two venvs because the published autd3 bindings pin each other's versions:
+#  - .venv:       pysoem, pyads, and the autd3 0.9.0 family (autd3-link-twincat 0.9.0)
+#  - .venv-armt3: the autd3 0.2.0 family, whose autd3-link-remote speaks ARMT v3
+#                 (later releases speak v7, a different protocol)
+# A peer that cannot be installed makes its tests skip (by name), not fail the build.
+make_venv() {
+  local venv="$1"; shift
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  local need=()
+  for spec in "$@"; do
+    local name="${spec%%==*}" want=""
+    [ "$spec" != "$name" ] && want="${spec#*==}"
+    local have
+    have=$("$venv/bin/python" -m pip show "$name" 2>/dev/null | awk '/^Version:/{print $2}')
+    if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then need+=("$spec"); fi
   done
-fi
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "setup-deps: pip installing ${need[*]} into $venv"
+    "$venv/bin/python" -m pip install -q "${need[@]}" >/dev/null 2>&1 ||
+      echo "setup-deps: warning: pip could not install ${need[*]} (the tests that need them will skip)"
+  fi
+}
+BUILD_DIR="${AUTD3_BUILD_DIR:-$(pwd)/build}"
+make_venv "$BUILD_DIR/.venv" pysoem pyads autd3==0.9.0 autd3-core==0.9.0 autd3-link-twincat==0.9.0
+make_venv "$BUILD_DIR/.venv-armt3" autd3==0.2.0 autd3-core==0.2.0 autd3-link-remote==0.2.0

@@ -14,10 +14,27 @@
 extern "C" {
 #endif
 
+/**
+ * Whether the Remote link keeps a second request in flight. Strict
+ * request/response (the reference client's way) costs nothing with a server
+ * whose link sends at its deadline (emulator, SOEM, EtherCrab, TwinCAT), but
+ * halves the bus rate when the server's link sends at call time (echocat):
+ * the next request cannot arrive before that link's next call. Pipelined:
+ * cycle() sends its tx and returns the reply to the previous call's (one
+ * stale cycle when it starts), full rate for every link, one cycle more
+ * latency. Any ARMT v3 server accepts both (replies come in order).
+ */
+typedef enum autd3_remote_pipeline {
+  AUTD3_REMOTE_PIPELINE_AUTO = 0, /**< default: time both for ~70 cycles after open, keep pipelining only if it is >25 % faster */
+  AUTD3_REMOTE_PIPELINE_OFF = 1,  /**< always strict request/response */
+  AUTD3_REMOTE_PIPELINE_ON = 2    /**< always one request ahead */
+} autd3_remote_pipeline_t;
+
 /** Remote options. */
 typedef struct autd3_remote_option {
   const char *address; /**< "host:port", "[v6]:port"; names are resolved; default "127.0.0.1:8080" */
   uint32_t timeout_ms; /**< connect, read and write timeout; 0 = none (default) */
+  autd3_remote_pipeline_t pipeline; /**< default AUTD3_REMOTE_PIPELINE_AUTO */
 } autd3_remote_option_t;
 
 /** Defaults. */

@@ -35,7 +35,10 @@ typedef struct autd3_remote_server_option {
   uint32_t handshake_timeout_ms; /**< hello + geometry must arrive within this; default 10 000 */
   uint32_t stall_timeout_ms;     /**< a started request must complete, and a reply be taken, within this; default 5 000 */
   uint32_t min_period_us;        /**< shortest bus cycle for links that do not pace themselves; default 250 (as the reference) */
-  uint32_t pickup_percent;       /**< with no request pending, wait this % of the measured cycle for one before the next cycle; default 50, 0 = never wait */
+  /** For links without wait_next_cycle: with no request pending, wait this % of the measured cycle for one before
+   * the next cycle; default 50, 0 = never wait (use 0 for echocat, which sends at call time). Links with
+   * wait_next_cycle are asked instead. */
+  uint32_t pickup_percent;
   /** Log sink for connection events (one line, no newline); NULL = stderr. Called from the thread in autd3_remote_server_run(). */
   void (*log)(void *ctx, const char *line);
   void *log_ctx;

@@ -47,6 +47,7 @@ enum {
   ESC_ALSC_INVALID_TRANSITION = 0x0011,
   ESC_ALSC_UNKNOWN_STATE = 0x0012,
   ESC_ALSC_BOOT_NOT_SUPPORTED = 0x0013,
+  ESC_ALSC_INVALID_MBX_CFG = 0x0016,
   ESC_ALSC_NO_VALID_OUTPUTS = 0x0019,
   ESC_ALSC_SM_WATCHDOG = 0x001B,
   ESC_ALSC_INVALID_OUTPUT_CFG = 0x001D,
@@ -65,6 +66,7 @@ typedef struct autd3_emu_config {
   bool strict_op;               /* SAFE-OP→OP needs one SM2 write first (0x0019 otherwise); default true */
   bool dc_required;             /* PRE-OP→SAFE-OP needs SYNC0 active, cycle multiple of 500 µs; default false */
   uint64_t seed;                /* power-on times, drift signs, fault PRNG */
+  bool mailbox;                 /* declare and serve the ESI's mailbox (SM0/SM1, CoE SDO upload); default false */
   /* A non-AUTD identity for one device (tests of "not an AUTD" handling). */
   int override_index;           /* -1 = none */
   uint32_t override_vendor;
@@ -102,6 +104,12 @@ typedef struct autd3_esc {
   uint64_t last_sm2_ns;       /* host time of the last complete SM2 buffer */
   bool sm2_seen;              /* a complete SM2 buffer since entering SAFE-OP */
   uint64_t frames_in;         /* complete output images handed to the firmware */
+  /* mailbox (cfg->mailbox): SM1 holds an unread response; CoE upload in progress */
+  bool mbx_in_full;
+  uint8_t mbx_counter;
+  uint8_t sdo_toggle;
+  uint16_t sdo_len, sdo_pos;
+  uint8_t sdo_buf[1024];      /* a complete-access upload of 0x1600 is 998 bytes */
   /* the firmware */
   autd3_dev_t dev;
 } autd3_esc_t;
@@ -167,8 +175,13 @@ void autd3_esc_tick(autd3_esc_t *e, uint64_t now_ns);
 uint8_t autd3_esc_al_state(const autd3_esc_t *e);
 
 /* --- the SII image (sii.c) --- */
-/* Build the AUTD3 SII image into sii (AUTD3_EMU_SII_BYTES, rest 0xFF). name NULL = "AUTD". */
-void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char *name);
+/* Build the AUTD3 SII image into sii (AUTD3_EMU_SII_BYTES, rest 0xFF). name NULL = "AUTD".
+ * mailbox: declare SM0/SM1 mailboxes with CoE (SDO + complete access), else none. */
+void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char *name, bool mailbox);
+
+/* --- the mailbox (mailbox.c) --- */
+/* The master wrote SM0's last byte: serve the request, answer into SM1. */
+void autd3_esc_mailbox(autd3_esc_t *e);
 /* CRC-8 (poly 0x07, init 0xFF) over words 0..6, the SII header checksum (§4.1). */
 uint8_t autd3_sii_crc(const uint8_t *bytes14);
 

@@ -151,7 +151,11 @@ void autd3_esc_power_on(autd3_esc_t *e, const autd3_emu_config_t *cfg, uint16_t 
   e->last_compare_ns = 0;
   bool other = cfg->override_index == (int)pos;
   autd3_sii_build(e->sii, other ? cfg->override_vendor : AUTD3_EMU_VENDOR, pos + 1u,
-                  other && cfg->override_name[0] ? cfg->override_name : NULL);
+                  other && cfg->override_name[0] ? cfg->override_name : NULL, cfg->mailbox);
+  e->mbx_in_full = false;
+  e->mbx_counter = 0;
+  e->sdo_len = e->sdo_pos = 0;
+  e->sdo_toggle = 0;
   registers_reset(e, pos + 1u == cfg->devices);
   /* Devices power on at slightly different moments (up to 1 s apart), so their
    * local clocks differ; each oscillator is off by a fixed error in ±drift_ppm. */
@@ -203,6 +207,13 @@ static bool fmmu_maps(const autd3_esc_t *e, uint8_t type, uint16_t phys) {
   return false;
 }
 
+/* SM0/SM1 as the SII declares them: mailbox mode, write resp. read, enabled. */
+static bool mailbox_sms_ok(const autd3_esc_t *e) {
+  const uint8_t *s0 = e->mem + REG_SM, *s1 = e->mem + REG_SM + 8;
+  return rd16(s0) == 0x1000 && rd16(s0 + 2) == 128 && (s0[4] & 0x0F) == 0x06 && (s0[6] & 1) &&
+         rd16(s1) == 0x1400 && rd16(s1 + 2) == 128 && (s1[4] & 0x0F) == 0x02 && (s1[6] & 1);
+}
+
 static uint16_t check_safeop(const autd3_esc_t *e, const autd3_emu_config_t *cfg) {
   if (!sm_is(e, 2, AUTD3_EMU_SM2_START, AUTD3_EMU_SM2_LEN, 1) || !fmmu_maps(e, 2, AUTD3_EMU_SM2_START))
     return ESC_ALSC_INVALID_OUTPUT_CFG;
@@ -230,7 +241,8 @@ static void al_control(autd3_esc_t *e, uint16_t v) {
     case ESC_AL_INIT: next = ESC_AL_INIT; break;
     case ESC_AL_PREOP:
       if (cur == ESC_AL_BOOT) code = ESC_ALSC_INVALID_TRANSITION;
-      else next = ESC_AL_PREOP; /* no mailbox to check (SII has none) */
+      else if (cur == ESC_AL_INIT && e->cfg && e->cfg->mailbox && !mailbox_sms_ok(e)) code = ESC_ALSC_INVALID_MBX_CFG;
+      else next = ESC_AL_PREOP;
       break;
     case ESC_AL_BOOT: code = cur == ESC_AL_INIT ? ESC_ALSC_BOOT_NOT_SUPPORTED : ESC_ALSC_INVALID_TRANSITION; break;
     case ESC_AL_SAFEOP:
@@ -363,6 +375,9 @@ static bool ram_access_ok(const autd3_esc_t *e, uint32_t a, uint32_t n, bool wri
     if (sm[7] & 1) return false;                          /* PDI deactivated */
     bool ecat_writes = ((sm[4] >> 2) & 0x03) == 1;
     if (write && !ecat_writes) return false;              /* inputs are read-only for ECAT */
+    /* mailbox SM (§3.6): the read mailbox can be read only while full (the
+     * write mailbox is served at once, so it is never full) */
+    if ((sm[4] & 0x03) == 0x02 && !ecat_writes && !e->mbx_in_full) return false;
     if (start <= AUTD3_EMU_SM2_START && start + len >= AUTD3_EMU_SM2_START + AUTD3_EMU_SM2_LEN) covered2 = true;
     if (start <= AUTD3_EMU_SM3_START && start + len >= AUTD3_EMU_SM3_START + AUTD3_EMU_SM3_LEN) covered3 = true;
   }
@@ -377,6 +392,7 @@ static void refresh(autd3_esc_t *e, uint32_t a, uint32_t n, uint64_t t) {
   uint8_t *m = e->mem;
   if (overlaps(a, n, REG_DC_SYSTIME, 8)) wr64(m + REG_DC_SYSTIME, autd3_esc_systime(e, t));
   if (overlaps(a, n, REG_DC_START0, 8) && e->sync0_on) wr64(m + REG_DC_START0, next_sync0(e, autd3_esc_systime(e, t)));
+  if (overlaps(a, n, REG_SM + 8 + 5, 1)) m[REG_SM + 8 + 5] = e->mbx_in_full ? 0x08 : 0; /* SM1 "mailbox full" */
   if (overlaps(a, n, AUTD3_EMU_SM3_START, AUTD3_EMU_SM3_LEN)) {
     uint8_t st = autd3_esc_al_state(e);
     if (st == ESC_AL_SAFEOP || st == ESC_AL_OP) { /* inputs are valid from SAFE-OP on */
@@ -417,6 +433,10 @@ static bool esc_read(autd3_esc_t *e, uint32_t a, uint32_t n, uint8_t *out, bool 
   refresh(e, a, n, t);
   if (or_read) for (uint32_t i = 0; i < n; i++) out[i] |= e->mem[a + i];
   else memcpy(out, e->mem + a, n);
+  const uint8_t *sm1 = e->mem + REG_SM + 8;
+  uint32_t last1 = (uint32_t)rd16(sm1) + rd16(sm1 + 2) - 1u;
+  if (e->mbx_in_full && (sm1[4] & 0x03) == 0x02 && rd16(sm1 + 2) && a <= last1 && a + n > last1)
+    e->mbx_in_full = false; /* reading the last byte empties the read mailbox */
   return true;
 }
 
@@ -453,11 +473,18 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
     }
     if (overlaps(a, n, REG_DC_OFFSET, 8) && e->sync0_on) sync0_handoff(e);
     if (overlaps(a, n, REG_SM, 0x80)) {
+      if (!(m[REG_SM + 8 + 6] & 1)) e->mbx_in_full = false; /* a disabled SM1 forgets its buffer */
       /* clear the SII-declared SMs' PDI deactivation per the AL state */
       uint8_t st = autd3_esc_al_state(e);
       pdi_sm_enable(e, st == ESC_AL_SAFEOP || st == ESC_AL_OP);
     }
   }
+  /* mailbox SM0: writing its last byte hands the request to the slave (§9) */
+  const uint8_t *sm0 = m + REG_SM;
+  uint32_t last0 = (uint32_t)rd16(sm0) + rd16(sm0 + 2) - 1u;
+  if (e->cfg && e->cfg->mailbox && rd16(sm0 + 2) && (sm0[4] & 0x0F) == 0x06 && (sm0[6] & 1) && a <= last0 &&
+      a + n > last0 && a >= rd16(sm0))
+    autd3_esc_mailbox(e);
   /* 3-buffer SM2: the buffer is complete when its last byte is written (§3.6). */
   const uint8_t *sm2 = m + REG_SM + 2 * 8;
   uint32_t last_byte = (uint32_t)rd16(sm2) + rd16(sm2 + 2) - 1u;

@@ -3,7 +3,8 @@
  * (shared/reference/ethercat-for-autd3.md §4.1-§4.3, ETG.2010 layout).
  *
  * Choices (docs/emulator.md "SII image"):
- *  - No mailbox: words 0x18-0x1C are 0 and the CoE details are 0. The real
+ *  - No mailbox by default (--mailbox declares the ESI's, served by
+ *    mailbox.c): words 0x18-0x1C are 0 and the CoE details are 0. The real
  *    ESI declares CoE+FoE, but a declared mailbox must be served (SOEM waits
  *    700 ms per unanswered SDO), and with none SOEM/EtherCrab/pysoem take the
  *    PDO layout from the SII PDO categories, which gives the same 626/2-byte
@@ -70,7 +71,7 @@ static size_t pdo(uint8_t *p, uint16_t index, uint8_t sm, uint8_t name, uint16_t
   return 8 + (size_t)n * 8;
 }
 
-void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char *name) {
+void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char *name, bool mailbox) {
   memset(sii, 0xFF, AUTD3_EMU_SII_BYTES);
   memset(sii, 0, 128);
   /* Header words 0..6 from the ESI ConfigData 80 3E 00 AA 00 00 01 00 (§4.3). */
@@ -84,6 +85,10 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
   put32(sii + 0x0C * 2, AUTD3_EMU_REVISION);
   put32(sii + 0x0E * 2, serial);
   /* 0x14..0x17 bootstrap mailbox and 0x18..0x1C standard mailbox: 0 = none. */
+  if (mailbox) { /* ESI: bootstrap and standard mailboxes 0x1000/0x1400, 128 bytes; CoE only (FoE not served) */
+    static const uint16_t mb[9] = {0x1000, 0x0080, 0x1400, 0x0080, 0x1000, 0x0080, 0x1400, 0x0080, 0x0004};
+    for (int i = 0; i < 9; i++) put16(sii + (0x14 + i) * 2, mb[i]);
+  }
   put16(sii + 0x3E * 2, 0x001F); /* 32 Kbit */
   put16(sii + 0x3F * 2, 0x0001);
 
@@ -107,8 +112,8 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
   d[0] = 1;     /* group "AUTD" */
   d[2] = 1;     /* order */
   d[3] = 1;     /* name */
-  d[5] = 0;     /* CoE details: no mailbox */
-  d[11] = 0x02; /* "not LRW" (ESI UseLrdLwr="true"): SOEM then uses LRD+LWR */
+  d[5] = mailbox ? 0x21 : 0;                /* CoE details: SDO + complete access (what is served) */
+  d[11] = (uint8_t)(mailbox ? 0x06 : 0x02); /* "not LRW" (ESI UseLrdLwr="true"), + mailbox data link layer */
   d[14] = 1;    /* group index (compatibility duplicate) */
   put16(d + 16, 0x0011); /* ports 0 and 1: MII (ESI Physics="YY") */
   cat_end(sii, &off, 32);
@@ -116,7 +121,7 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
   d = cat_begin(sii, &off, 40);
   d[0] = 1;
   d[1] = 2;
-  d[2] = 0xFF;
+  d[2] = mailbox ? 3 : 0xFF; /* mailbox state */
   d[3] = 0xFF;
   cat_end(sii, &off, 4);
   /* SyncManager (41): the ESI's four SMs (§3.6) */

@@ -67,8 +67,17 @@ static autd3_err_t afp_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) 
   return autd3_set_error(AUTD3_E_IO, "nic %s: send queue full", nic->ifname);
 }
 
+static autd3_err_t afp_wait(afp_t *a, uint64_t deadline_ns);
+
 static autd3_err_t afp_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline_ns) {
   afp_t *a = (afp_t *)nic;
+  /* A caller that waits usually waits for a frame it has just sent: poll
+   * first (2 system calls per frame instead of a failing recv + poll + recv). */
+  if (deadline_ns != 0) {
+    autd3_err_t e = afp_wait(a, deadline_ns);
+    if (e != AUTD3_OK && e != AUTD3_E_TIMEOUT)
+      return e;
+  }
   for (;;) {
     struct sockaddr_ll from;
     socklen_t fl = sizeof from;
@@ -90,22 +99,33 @@ static autd3_err_t afp_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *
         return autd3_set_error(AUTD3_E_IO, "nic %s: interface is down", nic->ifname);
       return autd3_set_error(AUTD3_E_IO, "nic %s: receive failed: %s", nic->ifname, strerror(errno));
     }
-    uint64_t now = autd3__now_ns();
-    if (deadline_ns == 0 || now >= deadline_ns)
+    if (deadline_ns == 0 || autd3__now_ns() >= deadline_ns)
       return AUTD3_E_TIMEOUT;
-    uint64_t rem = deadline_ns - now;
-    struct timespec ts = {(time_t)(rem / 1000000000u), (long)(rem % 1000000000u)};
-    struct pollfd p = {.fd = a->fd, .events = POLLIN};
-    if (ppoll(&p, 1, &ts, NULL) < 0 && errno != EINTR)
-      return autd3_set_error(AUTD3_E_IO, "nic %s: poll failed: %s", nic->ifname, strerror(errno));
-    if (p.revents & (POLLERR | POLLNVAL) && !(p.revents & POLLIN)) {
-      /* e.g. the adapter went down: report, the caller decides */
-      int err = 0;
-      socklen_t el = sizeof err;
-      getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &el);
-      return autd3_set_error(AUTD3_E_IO, "nic %s: socket error: %s", nic->ifname, strerror(err ? err : EIO));
-    }
+    autd3_err_t e = afp_wait(a, deadline_ns);
+    if (e != AUTD3_OK && e != AUTD3_E_TIMEOUT)
+      return e;
   }
+}
+
+/* Block until the socket is readable or the monotonic deadline passes. */
+static autd3_err_t afp_wait(afp_t *a, uint64_t deadline_ns) {
+  uint64_t now = autd3__now_ns();
+  if (now >= deadline_ns)
+    return AUTD3_E_TIMEOUT;
+  uint64_t rem = deadline_ns - now;
+  struct timespec ts = {(time_t)(rem / 1000000000u), (long)(rem % 1000000000u)};
+  struct pollfd p = {.fd = a->fd, .events = POLLIN};
+  int r = ppoll(&p, 1, &ts, NULL);
+  if (r < 0 && errno != EINTR)
+    return autd3_set_error(AUTD3_E_IO, "nic %s: poll failed: %s", a->base.ifname, strerror(errno));
+  if (r > 0 && (p.revents & (POLLERR | POLLNVAL)) && !(p.revents & POLLIN)) {
+    /* e.g. the adapter went down: report, the caller decides */
+    int err = 0;
+    socklen_t el = sizeof err;
+    getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+    return autd3_set_error(AUTD3_E_IO, "nic %s: socket error: %s", a->base.ifname, strerror(err ? err : EIO));
+  }
+  return r > 0 ? AUTD3_OK : AUTD3_E_TIMEOUT;
 }
 
 static int afp_fd(const autd3_nic_t *nic) { return ((const afp_t *)nic)->fd; }

@@ -3,6 +3,8 @@
 #ifndef AUTD3_NIC_NIC_IMPL_H
 #define AUTD3_NIC_NIC_IMPL_H
 
+#include <stdatomic.h>
+
 #include "nic/nic.h"
 
 typedef struct autd3_nic_ops {
@@ -15,7 +17,7 @@ typedef struct autd3_nic_ops {
 struct autd3_nic {
   const autd3_nic_ops_t *ops;
   uint8_t mac[6];
-  uint64_t ignored; /* only the owning thread writes it */
+  _Atomic uint64_t ignored; /* written by the owning thread, read by anyone (diagnostics) */
   char ifname[32];
 };
 

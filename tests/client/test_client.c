@@ -532,3 +532,19 @@ TEST(link_not_built) {
   ASSERT_CONTAINS(autd3_last_error(), "AUTD3_LINK_SOEM");
   autd3_geometry_free(g);
 }
+
+TEST(rt_settings_refused_cleanly) {
+  /* A CPU that does not exist: the bus thread cannot pin itself, and open
+   * says so instead of silently running unpinned. */
+  autd3_geometry_t *g = fx_geometry(1);
+  autd3_link_option_t o = fx_emu_option(CYCLE_NS);
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.rt_cpu = 4095;
+  autd3_client_t *c = (autd3_client_t *)1;
+  autd3_err_t e = autd3_client_open(g, &o, &cfg, &c);
+  ASSERT_NE(e, AUTD3_OK);
+  ASSERT_CONTAINS(autd3_last_error(), "rt_cpu");
+  ASSERT_CONTAINS(autd3_last_error(), "4095");
+  ASSERT_TRUE(c == NULL);
+  autd3_geometry_free(g);
+}

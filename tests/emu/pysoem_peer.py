@@ -1,7 +1,7 @@
 """pysoem (SOEM inside) as an independent EtherCAT master against autd3-emu.
 
 Run inside tools/netns/autd3-netns (AUTD3_TEST_IFNAME = master-side veth):
-  pysoem_peer.py N [CYCLES] [--faults]
+  pysoem_peer.py N [CYCLES] [--faults] [--sdo]
 Checks: N slaves named "AUTD" with vendor 0x8A9 / product 1 / revision 1,
 626 output and 2 input bytes each, DC configured with SYNC0 1 ms, SAFE-OP and
 OP reached, CYCLES process-data cycles with WKC 3 per device, and firmware
@@ -10,6 +10,9 @@ With --faults (N >= 2, needs AUTD3_EMU_CONTROL): unplug the last device
 (WKC drops to 3(N-1)), re-plug and recover it as SOEM's samples do (ack
 SAFE-OP+ERR, request OP), power-cycle it (back in INIT, station address lost)
 and recover it with ecx_recover_slave/ecx_reconfig_slave; WKC 3N again.
+With --sdo (autd3-emu --mailbox): CoE reads of identity and PDO mapping
+(expedited, complete access with segments) and the aborts for a missing
+object / a write.
 Exit 0 = pass, 1 = a check failed (message on stderr), 77 = pysoem missing.
 """
 import os
@@ -118,10 +121,28 @@ def faults(m, n):
     print("pysoem: unplug -> WKC %d, replug/power-cycle recovered -> WKC %d" % (3 * (n - 1), 3 * n))
 
 
+def sdo_checks(m):
+    for i, s in enumerate(m.slaves):
+        ven = int.from_bytes(s.sdo_read(0x1018, 1), "little")
+        if ven != 0x8A9 or s.sdo_read(0x1008, 0) != b"AUTD":
+            fail("slave %d CoE identity %#x %r" % (i, ven, s.sdo_read(0x1008, 0)))
+        rx = s.sdo_read(0x1600, 0, size=1024, ca=True)  # 2 + 249 x 4 bytes: segmented
+        if len(rx) != 998 or rx[0] != 249 or int.from_bytes(rx[-4:], "little") != 0x7000F910:
+            fail("slave %d 0x1600 by complete access: %d bytes %s..%s" % (i, len(rx), rx[:6].hex(), rx[-4:].hex()))
+    for what, call in (("read of 0x2000", lambda: m.slaves[0].sdo_read(0x2000, 0)),
+                       ("write of 0x1C12", lambda: m.slaves[0].sdo_write(0x1C12, 0, b"\x00"))):
+        try:
+            call()
+        except pysoem.SdoError:
+            continue
+        fail("%s was not aborted" % what)
+
+
 def main():
     n = int(sys.argv[1])
     cycles = int(sys.argv[2]) if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else 1000
     with_faults = "--faults" in sys.argv
+    with_sdo = "--sdo" in sys.argv
     ifname = os.environ["AUTD3_TEST_IFNAME"]
     m = pysoem.Master()
     m.open(ifname)
@@ -132,6 +153,9 @@ def main():
         for i, s in enumerate(m.slaves):
             if s.name != "AUTD" or s.man != 0x8A9 or s.id != 1 or s.rev != 1:
                 fail("slave %d identity: name %r vendor %#x product %#x rev %#x" % (i, s.name, s.man, s.id, s.rev))
+
+        if with_sdo:
+            sdo_checks(m)
 
         def po2so(pos):  # PRE-OP -> SAFE-OP hook, as the AUTD SOEM link: SYNC0 1 ms
             m.slaves[pos].dc_sync(True, 1_000_000)

@@ -188,6 +188,9 @@ TEST(pysoem_5_devices_drift) { pysoem("5", "1000", "--drift-ppm 50", ""); }
 /* Fault injection seen by an independent master: unplug → WKC drops, re-plug and
  * power-cycle → SOEM's own recovery (ack, reconfig, recover) brings it back. */
 TEST(pysoem_faults_recovery) { pysoem("3", "100", "", "--faults"); }
+/* The ESI-faithful variant: mailbox + CoE; SOEM reads the PDO mapping over CoE
+ * (complete access, segmented) and maps a mailbox-status byte per device. */
+TEST(pysoem_mailbox_coe) { pysoem("2", "300", "--mailbox", "--sdo"); }
 
 TEST(tshark_decodes_capture) {
   if (system("command -v tshark >/dev/null 2>&1") != 0) SKIP("tshark not installed (apt-get install tshark)");
@@ -196,8 +199,8 @@ TEST(tshark_decodes_capture) {
   ASSERT_TRUE(fd >= 0);
   close(fd);
   char args[128];
-  snprintf(args, sizeof args, "--capture %s", cap);
-  pysoem("2", "200", args, "");
+  snprintf(args, sizeof args, "--mailbox --capture %s", cap); /* with CoE traffic, for the mailbox dissector too */
+  pysoem("2", "200", args, "--sdo");
   char cmd[1024];
   /* every frame is EtherCAT; none malformed or with an error-level expert item */
   snprintf(cmd, sizeof cmd, "tshark -n -r %s -Y 'ecat' 2>/dev/null | wc -l", cap);
@@ -209,7 +212,13 @@ TEST(tshark_decodes_capture) {
   p = popen(cmd, "r");
   ASSERT_TRUE(p && fscanf(p, "%ld", &bad) == 1);
   pclose(p);
+  long coe = -1;
+  snprintf(cmd, sizeof cmd, "tshark -n -r %s -Y 'ecat_mailbox.coe' 2>/dev/null | wc -l", cap);
+  p = popen(cmd, "r");
+  ASSERT_TRUE(p && fscanf(p, "%ld", &coe) == 1);
+  pclose(p);
   unlink(cap);
+  ASSERT_GT(coe, 10);
   ASSERT_GT(ecat, 400); /* requests and replies of 200+ cycles plus set-up */
   ASSERT_EQ(bad, 0);
 }

@@ -709,3 +709,114 @@ TEST(script_op_and_cycle) {
     autd3_emu_destroy(e);
   }
 }
+
+/* The largest chain: 128 devices reach OP and one SOEM cycle (65 frames) gives WKC 384. */
+TEST(chain_of_128) {
+  autd3_emu_t *e = chain(128);
+  autd3_emu_script_op(128, emit_frame, e);
+  static uint8_t fr[70][AUTD3_EMU_SCRIPT_FRAME];
+  size_t lens[70];
+  size_t k = autd3_emu_script_cycle(128, fr, lens, 70);
+  ASSERT_EQ(k, 65);
+  unsigned wkc = 0;
+  for (size_t j = 0; j < k; j++) {
+    ASSERT_TRUE(autd3_emu_process(e, fr[j], lens[j], g_now += 10000));
+    uint16_t l = (uint16_t)((fr[j][16 + 6] | (fr[j][16 + 7] << 8)) & 0x7FF);
+    wkc += (unsigned)(fr[j][16 + 10 + l] | (fr[j][16 + 11 + l] << 8)) * (j == 0 ? 1u : 2u);
+  }
+  ASSERT_EQ(wkc, 3u * 128);
+  uint16_t v;
+  ASSERT_EQ(rd16(e, BRD, 0, 0x0130, &v), 128);
+  ASSERT_EQ(v, 0x08);
+  ASSERT_EQ(rd16(e, APRD, (uint16_t)-127, 0x0010, &v), 1);
+  ASSERT_EQ(v, 0x1001 + 127);
+  autd3_emu_destroy(e);
+}
+
+/* --mailbox: SM0/SM1 mailbox semantics and CoE SDO upload through raw frames. */
+static uint16_t mbx_request(autd3_emu_t *e, uint8_t type, uint8_t cmd, uint16_t index, uint8_t sub) {
+  uint8_t q[128] = {0};
+  put16(q, 10);
+  q[5] = (uint8_t)(type | (1 << 4));
+  put16(q + 6, 2u << 12); /* SDO request */
+  q[8] = cmd;
+  put16(q + 9, index);
+  q[11] = sub;
+  return dg(e, &g_now, FPWR, addr(0), 0x1000, q, 128);
+}
+
+TEST(mailbox_coe) {
+  autd3_emu_config_t c = autd3_emu_config_default();
+  c.devices = 1;
+  c.mailbox = true;
+  autd3_emu_t *e;
+  ASSERT_OK(autd3_emu_create(&c, g_now, &e));
+  addresses(e, 1);
+  ASSERT_EQ(get16(e->esc[0].sii + 0x18 * 2), 0x1000); /* the SII declares the mailbox */
+  ASSERT_EQ(get16(e->esc[0].sii + 0x1C * 2), 0x0004); /* CoE */
+  uint16_t v;
+  /* INIT → PRE-OP without mailbox SMs: 0x0016 */
+  wr16(e, FPWR, addr(0), 0x0120, 0x02);
+  rd16(e, FPRD, addr(0), 0x0134, &v);
+  ASSERT_EQ(v, 0x0016);
+  uint8_t sm[16] = {0x00, 0x10, 0x80, 0x00, 0x26, 0, 1, 0, 0x00, 0x14, 0x80, 0x00, 0x22, 0, 1, 0};
+  ASSERT_EQ(dg(e, &g_now, FPWR, addr(0), 0x0800, sm, 16), 1);
+  wr16(e, FPWR, addr(0), 0x0120, 0x12);
+  rd16(e, FPRD, addr(0), 0x0130, &v);
+  ASSERT_EQ(v, 0x02);
+  uint8_t r[128];
+  /* the read mailbox is empty: FPRD gets no WKC; status bit 3 clear */
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 0);
+  uint8_t st = 0xFF;
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x080D, &st, 1), 1);
+  ASSERT_EQ(st & 0x08, 0);
+  /* expedited upload of 0x1018:01 */
+  ASSERT_EQ(mbx_request(e, 3, 0x40, 0x1018, 1), 1);
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x080D, &st, 1), 1);
+  ASSERT_EQ(st & 0x08, 0x08);
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 1);
+  ASSERT_EQ(r[5] & 0x0F, 3);
+  ASSERT_EQ(get16(r + 6) >> 12, 3);
+  ASSERT_EQ(r[8], 0x43);
+  ASSERT_EQ(get32(r + 12), 0x8A9);
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 0); /* read once: empty again */
+  /* complete access of 0x1600: normal response + segments, reassembled */
+  static uint8_t all[1100];
+  size_t got = 0;
+  ASSERT_EQ(mbx_request(e, 3, 0x50, 0x1600, 0), 1);
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 1);
+  ASSERT_EQ(r[8], 0x51);
+  uint32_t total = get32(r + 12);
+  ASSERT_EQ(total, 998);
+  got = get16(r) - 10u;
+  memcpy(all, r + 16, got);
+  uint8_t toggle = 0;
+  for (int k = 0; k < 20 && got < total; k++) {
+    ASSERT_EQ(mbx_request(e, 3, (uint8_t)(0x60 | toggle), 0x1600, 0), 1);
+    ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 1);
+    ASSERT_EQ(r[8] & 0xE0, 0);
+    ASSERT_EQ(r[8] & 0x10, toggle);
+    size_t n = get16(r) - 3u;
+    if (r[8] & 1) n -= n == 7 ? (size_t)((r[8] >> 1) & 7) : 0;
+    memcpy(all + got, r + 9, n);
+    got += n;
+    toggle ^= 0x10;
+    if (r[8] & 1) break;
+  }
+  ASSERT_EQ(got, 998);
+  ASSERT_EQ(all[0], 249);
+  ASSERT_EQ(get32(all + 2), 0x70000110);
+  ASSERT_EQ(get32(all + 994), 0x7000F910);
+  /* a missing object: abort 0x06020000 with the SDO request service */
+  ASSERT_EQ(mbx_request(e, 3, 0x40, 0x2000, 0), 1);
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 1);
+  ASSERT_EQ(r[8], 0x80);
+  ASSERT_EQ(get16(r + 6) >> 12, 2);
+  ASSERT_EQ(get32(r + 12), 0x06020000);
+  /* a protocol other than CoE: mailbox error 0x0002 */
+  ASSERT_EQ(mbx_request(e, 4, 0, 0, 0), 1);
+  ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 1);
+  ASSERT_EQ(r[5] & 0x0F, 0);
+  ASSERT_EQ(get16(r + 8), 0x0002);
+  autd3_emu_destroy(e);
+}

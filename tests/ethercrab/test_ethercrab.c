@@ -76,9 +76,9 @@ TEST(invalid_options) {
   ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
   ASSERT_CONTAINS(autd3_last_error(), "send_cycle_ns");
   o = crab_option("crab0");
-  o.u.ethercrab.ethercat.capture_path = "/tmp/x.pcap";
+  o.u.ethercrab.ethercat.rt_priority = 100;
   ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
-  ASSERT_CONTAINS(autd3_last_error(), "capture_path");
+  ASSERT_CONTAINS(autd3_last_error(), "rt_priority");
   ASSERT_TRUE(l == NULL);
   autd3_geometry_free(g);
 }
@@ -165,7 +165,8 @@ static autd3_emu_config_t emu_config(uint16_t n) {
   return c;
 }
 
-/* Run `n` cycles; returns how many had valid inputs. */
+/* Run `n` cycles (every other one after autd3_link_wait_next_cycle, as the
+ * client's bus thread does); returns how many had valid inputs. */
 static int run_cycles(autd3_link_t *l, int n, uint8_t *rx_out) {
   size_t dev = autd3_link_num_devices(l);
   uint8_t *tx = calloc(dev, AUTD3_TX_FRAME_BYTES), *rx = calloc(dev, AUTD3_RX_FRAME_BYTES);
@@ -173,6 +174,7 @@ static int run_cycles(autd3_link_t *l, int n, uint8_t *rx_out) {
   int valid = 0;
   for (int i = 0; i < n; i++) {
     bool ok = false;
+    if (i % 2) ASSERT_OK(autd3_link_wait_next_cycle(l)); /* both pacing paths */
     ASSERT_OK(autd3_link_cycle(l, tx, rx, &ok));
     if (ok) {
       valid++;
@@ -298,11 +300,13 @@ TEST(not_autd) {
   emu_stop(&t);
 }
 
-/* Unplug device 1 mid-run: cycles go stale/lost (counted, not errors), the
- * checker reports it Lost; after re-plugging the link recovers to valid
- * inputs and every device reports OP again. */
-TEST(unplug_replug) {
-  netns("unplug_replug");
+/* Unplug device `first` and the ones after it mid-run: cycles go stale/lost
+ * (counted, not errors) and the checker reports them Lost; after re-plugging
+ * (optionally after a power cycle, which clears their configuration) the
+ * checker brings them back, the link recovers to valid inputs and every
+ * device reports OP again. */
+static void unplug_replug(const char *name, bool power_cycle, uint16_t first) {
+  netns(name);
   emu_thread_t t;
   autd3_emu_config_t cfg = emu_config(2);
   emu_start(&t, &cfg);
@@ -314,7 +318,7 @@ TEST(unplug_replug) {
   ASSERT_GT(run_cycles(l, 50, NULL), 0);
 
   pthread_mutex_lock(&t.mu);
-  ASSERT_OK(autd3_emu_unplug(t.emu, 1));
+  ASSERT_OK(autd3_emu_unplug(t.emu, first));
   pthread_mutex_unlock(&t.mu);
   int valid = run_cycles(l, 50, NULL);
   autd3_link_stats_t st;
@@ -323,10 +327,10 @@ TEST(unplug_replug) {
   ASSERT_GT(st.stale_cycles, 0);
   autd3_link_status_t s;
   ASSERT_OK(autd3_link_check_state(l, &s));
-  ASSERT_EQ(s.state[0], AUTD3_DEVICE_OP);
-  ASSERT_EQ(s.state[1], AUTD3_DEVICE_LOST);
+  for (uint16_t k = 0; k < 2; k++) ASSERT_EQ(s.state[k], k < first ? AUTD3_DEVICE_OP : AUTD3_DEVICE_LOST);
 
   pthread_mutex_lock(&t.mu);
+  for (uint16_t k = first; power_cycle && k < 2; k++) ASSERT_OK(autd3_emu_power_cycle(t.emu, k, autd3__now_ns()));
   autd3_emu_replug(t.emu);
   pthread_mutex_unlock(&t.mu);
   /* Recovery is driven by the checker (ack SAFE-OP+ERROR, request OP); no
@@ -344,6 +348,12 @@ TEST(unplug_replug) {
   autd3_geometry_free(g);
   emu_stop(&t);
 }
+
+TEST(unplug_replug) { unplug_replug("unplug_replug", false, 1); }
+TEST(unplug_power_cycle_replug) { unplug_replug("unplug_power_cycle_replug", true, 1); }
+/* Every device, including the DC reference, comes back unconfigured. */
+TEST(power_cycle_all) { unplug_replug("power_cycle_all", true, 0); }
+
 /* The adapter disappears under a running link: EtherCrab's tx/rx task ends
  * and the next cycles report a fatal LINK error instead of stale forever. */
 TEST(interface_removed) {
@@ -381,5 +391,7 @@ EMU_SKIP(auto_interface)
 EMU_SKIP(count_mismatch)
 EMU_SKIP(not_autd)
 EMU_SKIP(unplug_replug)
+EMU_SKIP(unplug_power_cycle_replug)
+EMU_SKIP(power_cycle_all)
 EMU_SKIP(interface_removed)
 #endif

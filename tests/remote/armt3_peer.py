@@ -13,21 +13,23 @@ def skip(reason: str) -> None:
     sys.exit(77)
 
 
+from importlib.metadata import PackageNotFoundError, version
+
 try:
-    from importlib.metadata import version
-
     ver = version("autd3-link-remote")
-    import autd3
-    import autd3_link_remote
-except Exception as e:  # noqa: BLE001 - any import problem means the peer is unavailable
-    skip(f"cannot import autd3 / autd3_link_remote: {e}")
-
+except PackageNotFoundError:
+    skip(f"autd3-link-remote is not installed for {sys.executable}")
 major, minor = (int(x) for x in ver.split(".")[:2])
 # PyPI autd3-link-remote 0.2.0 bundles crates.io autd3-rs-link-remote 0.1-0.4 (ARMT v3);
 # 0.8.0 and 0.9.0 speak ARMT v7.
 if (major, minor) >= (0, 5):
-    skip(f"installed autd3-link-remote {ver} speaks ARMT v7; the ARMT v3 client is autd3-link-remote==0.2.0 "
-         "(with autd3==0.2.0, autd3-core==0.2.0), e.g. in build/.venv-armt3")
+    skip(f"{sys.executable} has autd3-link-remote {ver}, which speaks ARMT v7; the ARMT v3 client is "
+         "autd3-link-remote==0.2.0 (with autd3==0.2.0, autd3-core==0.2.0), e.g. in build/.venv-armt3")
+try:
+    import autd3
+    import autd3_link_remote
+except Exception as e:  # noqa: BLE001 - any import problem means the peer is unavailable
+    skip(f"cannot import autd3 / autd3_link_remote: {e}")
 
 
 async def main(addr: str, n: int) -> None:

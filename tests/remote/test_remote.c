@@ -65,6 +65,7 @@ static autd3_geometry_t *geom(size_t n) {
 
 static autd3_err_t open_remote(const char *addr, size_t n, uint32_t timeout_ms, autd3_link_t **out) {
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_OFF; /* exact per-call echoes; AUTO has its own test */
   o.u.remote.address = addr;
   o.u.remote.timeout_ms = timeout_ms;
   autd3_geometry_t *g = geom(n);
@@ -146,14 +147,18 @@ TEST(link_roundtrip_and_reconnect) {
     ASSERT_EQ(autd3_link_kind(l), AUTD3_LINK_REMOTE);
     for (int i = 0; i < 20; i++) cycle_echo(l, 3, (uint8_t)(i * 3), AUTD3_CMD_NOP, true);
     cycle_echo(l, 3, 7, 0xEE, false);
+    for (int i = 0; i < 20; i++) { /* the bus loop's order: wait, stage, cycle (the wait is timing only) */
+      ASSERT_OK(autd3_link_wait_next_cycle(l));
+      cycle_echo(l, 3, (uint8_t)(100 + i), AUTD3_CMD_NOP, true);
+    }
     autd3_link_stats_t st;
     autd3_link_stats(l, &st);
-    ASSERT_EQ(st.cycles, 21);
+    ASSERT_EQ(st.cycles, 41);
     ASSERT_EQ(st.stale_cycles, 1);
     autd3_link_close(l);
   }
   autd3_remote_server_stats_t st = srv_stats(&v);
-  ASSERT_EQ(st.requests, 63);
+  ASSERT_EQ(st.requests, 123);
   ASSERT_EQ(st.refused, 0);
   srv_stop(&v);
 }
@@ -224,7 +229,9 @@ typedef struct fake {
   pthread_t th;
   const uint8_t *reply; /* sent after the hello + geometry arrived */
   size_t reply_len;
-  int after; /* 0: close; 1: read one frame then close; 2: keep silent until the client leaves */
+  int after; /* 0: close; 1: read one frame then close; 2: keep silent until the client leaves; 3: capture */
+  uint8_t hello[5 + 4 + 4 + 249 * 24], req[1 + 626], tail[8]; /* 3: what the client sent */
+  size_t tail_len;
 } fake_t;
 
 static void *fake_main(void *arg) {
@@ -237,6 +244,13 @@ static void *fake_main(void *arg) {
   if (f->reply_len) raw_send(fd, f->reply, f->reply_len);
   if (f->after == 1) raw_recv(fd, junk, 1 + 626);
   if (f->after == 2) raw_closed(fd);
+  if (f->after == 3) { /* hello already read into junk: keep it; one frame, a reply, then whatever comes */
+    memcpy(f->hello, junk, sizeof f->hello);
+    raw_recv(fd, f->req, sizeof f->req);
+    static const uint8_t rep[] = {0x01, 0xAB, 0xCD};
+    raw_send(fd, rep, sizeof rep);
+    f->tail_len = raw_recv(fd, f->tail, sizeof f->tail);
+  }
   close(fd);
   return NULL;
 }
@@ -269,6 +283,30 @@ static autd3_err_t open_against(const void *reply, size_t len, int after, uint32
   if (err == AUTD3_OK && after == 2) return err; /* the caller drives the silent server */
   fake_stop(&f);
   return err;
+}
+
+/* Client -> server bytes of the link: the hello + geometry, 01 + tx per cycle, 02 on close (nothing else). */
+TEST(link_request_bytes) {
+  static const uint8_t ok1[] = {1, 0};
+  fake_t f;
+  fake_start(&f, ok1, 2, 3);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(f.addr, 1, 2000, &l));
+  uint8_t tx[626], rx[2];
+  for (int i = 0; i < 626; i++) tx[i] = (uint8_t)(i * 7);
+  bool valid = false;
+  ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+  ASSERT_TRUE(valid);
+  ASSERT_EQ(rx[0], 0xAB);
+  ASSERT_EQ(rx[1], 0xCD);
+  autd3_link_close(l);
+  fake_stop(&f);
+  static const uint8_t head[] = {'A', 'R', 'M', 'T', 3, 1, 0, 0, 0, 249, 0, 0, 0};
+  ASSERT_MEMEQ(f.hello, head, sizeof head);
+  ASSERT_EQ(f.req[0], 0x01);
+  ASSERT_MEMEQ(f.req + 1, tx, 626);
+  ASSERT_EQ(f.tail_len, 1);
+  ASSERT_EQ(f.tail[0], 0x02);
 }
 
 TEST(error_version_legacy_v1_server) {
@@ -515,8 +553,8 @@ TEST(hostile_stalled_inputs_time_out) {
   use_echo();
   srv_t v;
   autd3_remote_server_option_t o = autd3_remote_server_option_default();
-  o.handshake_timeout_ms = 300;
-  o.stall_timeout_ms = 300;
+  o.handshake_timeout_ms = 1000; /* long enough for a loaded CI machine to finish a real handshake */
+  o.stall_timeout_ms = 500;
   srv_start_opt(&v, o);
   int a = raw_connect(v.port);
   raw_send(a, "AR", 2); /* stalls in the hello */
@@ -573,4 +611,74 @@ TEST(hostile_foreign_protocols) {
   }
   still_serves(&v);
   srv_stop(&v);
+}
+
+TEST(pipelined_link_returns_the_previous_reply) {
+  srv_t v;
+  start(&v, 0);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.address = v.addr;
+  o.u.remote.timeout_ms = 2000;
+  o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_ON;
+  autd3_geometry_t *g = geom(2);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  static uint8_t tx[2 * 626];
+  uint8_t rx[4];
+  bool valid = true;
+  autd3_tx_encode(tx, 1, AUTD3_CMD_NOP, NULL, 0);
+  autd3_tx_encode(tx + 626, 2, AUTD3_CMD_NOP, NULL, 0);
+  ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+  ASSERT_FALSE(valid); /* primed: no reply yet */
+  for (uint8_t k = 2; k < 50; k++) {
+    autd3_tx_encode(tx, (uint8_t)(2 * k - 1), AUTD3_CMD_NOP, NULL, 0);
+    autd3_tx_encode(tx + 626, (uint8_t)(2 * k), AUTD3_CMD_NOP, NULL, 0);
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+    ASSERT_TRUE(valid);
+    ASSERT_EQ(rx[0], 2 * (k - 1) - 1); /* the previous call's frame */
+    ASSERT_EQ(rx[2], 2 * (k - 1));
+  }
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+  ASSERT_GE(srv_stats(&v).requests, 48); /* the last reply may still be in flight at close */
+  srv_stop(&v);
+}
+
+/* AUTO switches mode after timing both (which one it keeps depends on timing, so it is not asserted): every
+ * reply must still be the echo of this call's or the previous call's frame, with at most two stale cycles. */
+TEST(auto_pipeline_keeps_replies_in_order) {
+  srv_t v;
+  start(&v, 0);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.address = v.addr;
+  o.u.remote.timeout_ms = 2000;
+  ASSERT_EQ(o.u.remote.pipeline, AUTD3_REMOTE_PIPELINE_AUTO);
+  autd3_geometry_t *g = geom(1);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  uint8_t tx[626] = {0}, rx[2];
+  int stale = 0;
+  for (int k = 1; k <= 300; k++) {
+    autd3_tx_encode(tx, (uint8_t)k, AUTD3_CMD_NOP, NULL, 0);
+    bool valid = false;
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+    if (!valid) {
+      stale++;
+      continue;
+    }
+    if (rx[0] != (uint8_t)k && rx[0] != (uint8_t)(k - 1)) TEST_FAIL_("call %d got the echo of %u", k, rx[0]);
+  }
+  ASSERT_LE(stale, 2);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+  srv_stop(&v);
+}
+
+TEST(error_bad_pipeline_option) {
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.pipeline = (autd3_remote_pipeline_t)7;
+  autd3_geometry_t *g = geom(1);
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  autd3_geometry_free(g);
 }

@@ -503,3 +503,23 @@ TEST(link_paced_by_task_cycle) {
   autd3_geometry_free(g);
   emu_stop(&f);
 }
+
+TEST(emu_oversized_frame_answered_and_skipped) {
+  /* A Write far larger than the task's image (and than the runtime's receive
+   * buffer): answered 0x0705 from its header, its bytes skipped, and the
+   * connection keeps working. */
+  emu_fixture_t f;
+  emu_start(&f, 1);
+  ads_client_t c;
+  static uint8_t big[20000];
+  ASSERT_OK(ads_client_init(&c, sizeof big, 2000));
+  ASSERT_OK(ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ams_addr_t t = task_addr();
+  expect_ads(ads_write(&c, &t, 0x03040030, 0x81000000, big, sizeof big), "0x0705");
+  uint8_t buf[2];
+  uint32_t n;
+  ASSERT_OK(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
+  ASSERT_EQ(ads_get_u16(buf), 1);
+  ads_client_free(&c);
+  emu_stop(&f);
+}

@@ -64,6 +64,7 @@ static void usage(FILE *o) {
           "  --drift-ppm X          oscillator error of each device, up to +-X ppm (default 0)\n"
           "  --hop-ns N             forwarding delay per device (default 600)\n"
           "  --wire                 wire-speed model: reply after 100 Mbit/s serialisation + 2 x N hops\n"
+          "  --mailbox              declare the ESI's mailbox (SM0/SM1) and serve CoE SDO uploads\n"
           "  --no-strict-op         allow SAFE-OP -> OP before the first output image\n"
           "  --dc-required          refuse SAFE-OP unless SYNC0 is active with a 500 us multiple\n"
           "  --drop P / --corrupt P fraction of frames not answered / answered with one bit flipped\n"
@@ -197,7 +198,7 @@ int main(int argc, char **argv) {
   bool silence = false;
   ctx_t c = {0};
   enum { O_FW = 256, O_TIMING, O_DRIFT, O_HOP, O_WIRE, O_NOSTRICT, O_DCREQ, O_DROP, O_CORRUPT, O_DELAY, O_SILENCE,
-         O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT };
+         O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT, O_MAILBOX };
   static const struct option opts[] = {
       {"interface", required_argument, 0, 'i'}, {"devices", required_argument, 0, 'n'},
       {"fw-version", required_argument, 0, O_FW}, {"timing", required_argument, 0, O_TIMING},
@@ -208,7 +209,7 @@ int main(int argc, char **argv) {
       {"silence", no_argument, 0, O_SILENCE}, {"unplug", required_argument, 0, O_UNPLUG},
       {"vendor", required_argument, 0, O_VENDOR}, {"name", required_argument, 0, O_NAME},
       {"override-device", required_argument, 0, O_OVDEV}, {"control", required_argument, 0, O_CONTROL},
-      {"capture", required_argument, 0, O_CAPTURE}, {"seed", required_argument, 0, O_SEED}, {"exit-with-parent", no_argument, 0, O_PARENT},
+      {"capture", required_argument, 0, O_CAPTURE}, {"seed", required_argument, 0, O_SEED}, {"exit-with-parent", no_argument, 0, O_PARENT}, {"mailbox", no_argument, 0, O_MAILBOX},
       {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "i:n:vh", opts, NULL)) != -1) {
@@ -250,6 +251,7 @@ int main(int argc, char **argv) {
       case O_HOP: cfg.hop_ns = (uint32_t)parse_ull(optarg, "--hop-ns"); break;
       case O_WIRE: c.wire = true; break;
       case O_NOSTRICT: cfg.strict_op = false; break;
+      case O_MAILBOX: cfg.mailbox = true; break;
       case O_DCREQ: cfg.dc_required = true; break;
       case O_DROP: drop = parse_frac(optarg, "--drop"); break;
       case O_CORRUPT: corrupt = parse_frac(optarg, "--corrupt"); break;
@@ -283,7 +285,7 @@ int main(int argc, char **argv) {
 
   autd3_emu_t *emu;
   if (autd3_emu_create(&cfg, autd3__now_ns(), &emu) != AUTD3_OK) {
-    fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
+    fprintf(stderr, "%s\n", autd3_last_error()); /* the message names autd3-emu */
     return 2;
   }
   c.emu = emu;
@@ -291,39 +293,43 @@ int main(int argc, char **argv) {
   emu->faults.corrupt = corrupt;
   emu->faults.silence = silence;
   if (unplug >= 0 && autd3_emu_unplug(emu, (uint16_t)(unplug > 65535 ? 65535 : unplug)) != AUTD3_OK) {
-    fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
+    fprintf(stderr, "%s\n", autd3_last_error());
+    autd3_emu_destroy(emu);
     return 2;
   }
 
-  autd3_nic_t *nic;
+  int rc = 0, lfd = -1;
+  autd3_nic_t *nic = NULL;
   if (autd3__nic_open(ifname, AUTD3_NIC_AUTO, &nic) != AUTD3_OK) {
     fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
-    autd3_emu_destroy(emu);
-    return 1;
+    rc = 1;
+    goto out;
   }
   if (capture) {
     g_cap = fopen(capture, "wb");
     if (!g_cap) {
       fprintf(stderr, "autd3-emu: --capture %s: %s\n", capture, strerror(errno));
-      return 1;
+      rc = 1;
+      goto out;
     }
     uint32_t gh[6] = {0xA1B2C3D4u, 0x00040002u, 0, 0, 65535, 1}; /* pcap v2.4, Ethernet */
     fwrite(gh, sizeof gh, 1, g_cap);
   }
 
-  int lfd = -1;
   if (control_path) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(control_path) >= sizeof sa.sun_path) {
       fprintf(stderr, "autd3-emu: --control path too long\n");
-      return 2;
+      rc = 2;
+      goto out;
     }
     strcpy(sa.sun_path, control_path);
     unlink(control_path);
     lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 4) != 0) {
       fprintf(stderr, "autd3-emu: control socket %s: %s\n", control_path, strerror(errno));
-      return 1;
+      rc = 1;
+      goto out;
     }
   }
 
@@ -455,12 +461,13 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < MAX_CLIENTS; i++)
     if (cl[i].fd >= 0) close(cl[i].fd);
+out:
   if (lfd >= 0) {
     close(lfd);
     unlink(control_path);
   }
   if (g_cap) fclose(g_cap);
-  autd3__nic_close(nic);
+  if (nic) autd3__nic_close(nic);
   autd3_emu_destroy(emu);
-  return 0;
+  return rc;
 }

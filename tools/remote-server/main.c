@@ -36,7 +36,9 @@ static void usage(FILE *f) {
           "                         when a client connects, with its geometry's device count\n"
           "  --handshake-timeout-ms MS  hello + geometry must arrive within MS (default 10000)\n"
           "  --stall-timeout-ms MS  a started request must complete within MS (default 5000)\n"
-          "  --pickup-percent P     wait up to P%% of a cycle for the next request (default 50, 0 = no wait)\n"
+          "  --pickup-percent P     links without wait_next_cycle (SOEM, TwinCAT): with no request\n"
+          "                         pending, wait P%% of a cycle for one before the next cycle\n"
+          "                         (default 50; 0 for echocat, which sends at call time)\n"
           "  --min-period-us US     shortest bus cycle for links that do not pace themselves (default 250)\n"
           "link options (as autd3-perftest):\n"
           "  --link KIND            emulator (default), echocat, soem, ethercrab, twincat, remote\n"
@@ -75,7 +77,7 @@ int main(int argc, char **argv) {
   autd3_remote_server_option_t so = autd3_remote_server_option_default();
   const char *link = "emulator", *iface = NULL, *timing = NULL, *addr = NULL, *tcs = NULL, *ams = NULL, *cams = NULL;
   long long cycle_us = 1000, shift_us = 0, tcp = -1;
-  int shift_set = 0;
+  int shift_set = 0, pickup_set = 0;
   static const struct option opts[] = {
       {"listen", 1, 0, O_LISTEN}, {"devices", 1, 0, O_DEVICES}, {"handshake-timeout-ms", 1, 0, O_HS},
       {"stall-timeout-ms", 1, 0, O_STALL}, {"pickup-percent", 1, 0, O_PICKUP}, {"min-period-us", 1, 0, O_MINP},
@@ -89,7 +91,7 @@ int main(int argc, char **argv) {
       case O_DEVICES: so.devices = (uint16_t)num("--devices", optarg, 1, AUTD3_MAX_DEVICES); break;
       case O_HS: so.handshake_timeout_ms = (uint32_t)num("--handshake-timeout-ms", optarg, 1, 3600000); break;
       case O_STALL: so.stall_timeout_ms = (uint32_t)num("--stall-timeout-ms", optarg, 1, 3600000); break;
-      case O_PICKUP: so.pickup_percent = (uint32_t)num("--pickup-percent", optarg, 0, 90); break;
+      case O_PICKUP: so.pickup_percent = (uint32_t)num("--pickup-percent", optarg, 0, 90); pickup_set = 1; break;
       case O_MINP: so.min_period_us = (uint32_t)num("--min-period-us", optarg, 0, 1000000); break;
       case O_LINK: link = optarg; break;
       case O_CYCLE: cycle_us = num("--cycle-us", optarg, 1, 4000000); break;
@@ -142,8 +144,17 @@ int main(int argc, char **argv) {
     default: break;
   }
   so.link = lo;
-  if (!autd3_link_kind_available(kind))
-    fprintf(stderr, "autd3-remote-server: warning: the %s link is not built into this server; clients will be refused\n", link);
+  /* echocat sends the outputs as soon as cycle() is called, aimed at the next SYNC0 edge it can reach, and
+   * returns just before that edge: waiting before the call would skip an edge. The other links sleep to their
+   * deadline inside cycle(), where waiting for a late request is free. */
+  if (!pickup_set && kind == AUTD3_LINK_ECHOCAT) so.pickup_percent = 0;
+  if (!autd3_link_kind_available(kind)) { /* fail now rather than refuse every client */
+    fprintf(stderr, "autd3-remote-server: the %s link is not built into this server%s\n", link,
+            kind == AUTD3_LINK_SOEM ? " (configure with -DAUTD3_LINK_SOEM=ON -DAUTD3_REMOTE_SERVER_WITH_SOEM=ON; GPL-3.0-only)"
+            : kind == AUTD3_LINK_ETHERCRAB ? " (configure with -DAUTD3_LINK_ETHERCRAB=ON; needs cargo)"
+                                           : "");
+    return 2;
+  }
 
   autd3_err_t err = autd3_remote_server_create(&so, &g_server);
   if (err != AUTD3_OK) {

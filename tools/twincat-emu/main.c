@@ -24,7 +24,8 @@ static int usage(const char *msg) {
   if (msg) fprintf(stderr, "autd3-twincat-emu: %s\n", msg);
   fprintf(stderr,
           "usage: autd3-twincat-emu --devices N [--listen HOST:PORT] [--task-us US] [--net-id A.B.C.D.E.F]\n"
-          "                         [--timing default|pessimistic|ideal|take=..,fifo=..,ll=..,publish=..] [--verbose]\n");
+          "                         [--timing default|pessimistic|ideal|take=..,fifo=..,ll=..,publish=..]\n"
+          "                         [--serve-immediately] [--verbose]\n");
   return 2;
 }
 
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--verbose") == 0) { cfg.verbose = true; continue; }
+    if (strcmp(a, "--serve-immediately") == 0) { cfg.serve_immediately = true; continue; }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(NULL), 0;
     if (v == NULL) return usage("missing value");
     i++;

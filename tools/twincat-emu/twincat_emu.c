@@ -196,10 +196,18 @@ static void reply(tcemu_t *e, conn_t *c, const ams_header_t *req, uint32_t ams_e
   c->wlen += ams_frame_encode(c->wbuf + c->wlen, e->wcap - c->wlen, &h, a, na, b, nb);
 }
 
+/* A failed request still gets its command's fixed reply fields, zeroed
+ * (Read: result + length 0): Beckhoff AdsLib (inside pyads) ignores a
+ * shorter reply and times out with 0x0745. */
 static void reply_result(tcemu_t *e, conn_t *c, const ams_header_t *req, uint32_t result) {
-  uint8_t r[4];
+  uint8_t r[24] = {0};
+  size_t n = 4;
+  if (req->cmd == ADS_CMD_READ || req->cmd == ADS_CMD_READ_WRITE || req->cmd == ADS_CMD_ADD_NOTIFICATION || req->cmd == ADS_CMD_READ_STATE)
+    n = 8;
+  else if (req->cmd == ADS_CMD_READ_DEVICE_INFO)
+    n = 24;
   ads_put_u32(r, result);
-  reply(e, c, req, 0, r, 4, NULL, 0);
+  reply(e, c, req, 0, r, n, NULL, 0);
 }
 
 /* Locate [offset, offset+len) in the task's images: returns a pointer or
@@ -421,8 +429,16 @@ static void notify(tcemu_t *e, conn_t *c, uint64_t cycle, uint64_t filetime) {
 }
 
 /* The task cycle: outputs to the devices, inputs back, notifications out. */
+static void flush(conn_t *c);
+
 static void task_cycle(tcemu_t *e, uint64_t now) {
   uint16_t n = e->cfg.devices;
+  if (!e->cfg.serve_immediately)
+    for (int i = 0; i < TCEMU_MAX_CONNS; i++)
+      if (e->conns[i].fd >= 0 && e->conns[i].rlen > 0) {
+        process_input(e, &e->conns[i]);
+        flush(&e->conns[i]); /* replies first, in their own segments (readable captures) */
+      }
   for (uint16_t i = 0; i < n; i++) {
     uint8_t rx[AUTD3_RX_FRAME_BYTES];
     autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
@@ -471,14 +487,11 @@ static void accept_all(tcemu_t *e) {
 
 static void read_conn(tcemu_t *e, conn_t *c) {
   for (;;) {
-    if (c->rlen == e->rcap) { /* cannot happen with peek's bound, but never spin */
-      c->dead = true;
-      return;
-    }
+    if (c->rlen == e->rcap) return; /* full: the task cycle consumes it first */
     ssize_t r = recv(c->fd, c->rbuf + c->rlen, e->rcap - c->rlen, MSG_DONTWAIT);
     if (r > 0) {
       c->rlen += (size_t)r;
-      process_input(e, c);
+      if (e->cfg.serve_immediately) process_input(e, c);
       if (c->dead) return;
       continue;
     }
@@ -500,7 +513,7 @@ autd3_err_t tcemu_run(tcemu_t *e) {
     idx[np++] = -1;
     for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
       if (e->conns[i].fd < 0) continue;
-      pf[np] = (struct pollfd){.fd = e->conns[i].fd, .events = (short)(POLLIN | (e->conns[i].wlen ? POLLOUT : 0))};
+      pf[np] = (struct pollfd){.fd = e->conns[i].fd, .events = (short)((e->conns[i].rlen < e->rcap ? POLLIN : 0) | (e->conns[i].wlen ? POLLOUT : 0))};
       idx[np++] = i;
     }
     uint64_t now = autd3__now_ns();

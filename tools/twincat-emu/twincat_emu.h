@@ -14,9 +14,15 @@
  *  - AMS port 10000 (system service): ReadState, ReadDeviceInfo;
  *  - everything else: the ADS error a real runtime returns (0x0006/0x0007 in
  *    the AMS header, 0x0701/0x0702/0x0703/0x0704/0x0705/0x0713/0x0714 results).
- * Every task cycle the written outputs are handed to each device
- * (autd3_dev_write, SYNC0 = task cycle), the inputs are read back
- * (autd3_dev_read), and due notifications are sent.
+ * ADS requests to a TwinCAT I/O task are served in the task's real-time
+ * context, once per task cycle, not on arrival: that is why the reference
+ * link, which waits for every Write and Read, tops out below one cycle per
+ * task cycle (815 cmd/s at 1 ms on the documentation page). The emulator does
+ * the same by default: each task cycle it (1) serves every request that
+ * arrived since the last cycle, (2) hands the output image to each device
+ * (autd3_dev_write, SYNC0 = task cycle) and reads the inputs back
+ * (autd3_dev_read), (3) sends due notifications. `serve_immediately` answers
+ * on arrival instead.
  *
  * Bounded: at most TCEMU_MAX_CONNS connections, fixed buffers per connection
  * (allocated at accept), oversized frames answered with 0x0705 and skipped,
@@ -43,6 +49,7 @@ typedef struct tcemu_config {
   uint32_t task_us;         /* task cycle, default 1000 */
   ams_netid_t netid;        /* default 127.0.0.1.1.1 */
   autd3_timing_model_t timing;
+  bool serve_immediately;   /* answer requests on arrival instead of in the task cycle (default false) */
   bool verbose;             /* log connections to stderr */
 } tcemu_config_t;
 

@@ -55,7 +55,15 @@
 #define IN_BYTES AUTD3_RX_FRAME_BYTES
 #define JIT_BUCKETS 2048 /* 1 µs buckets */
 #define STATIC_DRIFT_ITER 10000 /* FRMW compares before cyclic operation (EtherCrab's count, §7.6) */
-#define GUARD_NS 50000u          /* outputs must be through the chain this long before SYNC0 */
+#define GUARD_NS 50000u          /* aim: outputs through the chain this long before SYNC0 */
+#define MIN_LEAD_NS 30000u       /* try an edge only if at least this far ahead */
+/* From the reference reading its clock to the last device holding the image:
+ * ~1 µs per ESC hop plus a margin (ethercat-for-autd3.md §8.3: 200-600 ns hops). */
+#define CHAIN_PASS_NS(n) (5000u + 1000u * (uint64_t)(n))
+/* Time the devices get after SYNC0 to take, process and publish before the
+ * inputs are read (the default device model needs 100 µs in FIFO mode). */
+#define PROCESS_NS 300000u
+#define RESOLVE_CAP_NS 20000000u /* wait at most this long for outputs of unknown fate */
 #define STATION(k) ((uint16_t)(0x1000 + (k) + 1))
 #define POSITION(k) ((uint16_t)(0u - (unsigned)(k)))
 
@@ -68,6 +76,7 @@ typedef struct slot {
   ecat_frame_t f;
   size_t wire;
   int state;
+  bool accounted; /* output slot: its reference time was taken into last_slot */
   uint64_t sent_ns, rx_ns;
   ecat_dg_t dg[64];
 } slot_t;
@@ -103,14 +112,18 @@ typedef struct echocat {
   uint64_t sync0_start;   /* DC time of the first SYNC0 pulse */
   int64_t off;            /* DC system time - host monotonic, filtered */
   bool off_valid;
+  uint64_t rtt_floor;     /* fastest recent round trip with a reference read */
+  uint64_t lb_dc, lb_t;   /* DC lower bound: system time >= lb_dc + (now - lb_t) */
+  bool silent;            /* the bus answered nothing to the last resolve wait */
   uint64_t last_slot;     /* DC time of the SYNC0 edge the last outputs were aimed at */
-  double out_rtt_ns;      /* EMA: first output send -> last output reply */
+  double out_rtt_ns;      /* EMA: outputs sent -> the reference reads its clock behind them */
   double rd_rtt_ns;       /* EMA: read frame round trip */
   uint64_t read_ahead;    /* read frame leaves this long before an edge */
   uint8_t bus_idx;        /* 0x00..0x7F rolling: cyclic frames */
   uint8_t x_idx;          /* 0x80..0xFF rolling: transactions */
   int ngroups;
   slot_t out[MAX_GROUPS];
+  uint16_t out_dc[MAX_GROUPS]; /* offset of the reference time read in each output frame */
   slot_t rd;
   uint16_t rd_frmw, rd_lrd, rd_brd; /* data offsets in the read frame */
   uint8_t *zero_tx;
@@ -127,8 +140,9 @@ typedef struct echocat {
 
   /* diagnostics (written by the bus thread, read anywhere) */
   atomic_uint jit[JIT_BUCKETS + 1];
-  atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc;
+  atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc, guard_waits, unproven;
   atomic_bool rt_failed;
+  atomic_uint_fast64_t diag_ra, diag_out; /* read_ahead and out_rtt_ns for other threads */
 } echocat_t;
 
 /* ---------------------------------------------------------------- low-level I/O */
@@ -137,6 +151,7 @@ static void slot_start(echocat_t *ec, slot_t *s, bool bus) {
   uint8_t idx = bus ? (uint8_t)(ec->bus_idx++ & 0x7F) : (uint8_t)(0x80 | (ec->x_idx++ & 0x7F));
   ecat_frame_init(&s->f, ec->mac, idx);
   s->state = SLOT_IDLE;
+  s->accounted = false;
 }
 
 static autd3_err_t slot_send(echocat_t *ec, slot_t *s) {
@@ -152,11 +167,11 @@ static autd3_err_t slot_send(echocat_t *ec, slot_t *s) {
 /* Receive replies until none of `set` is SENT or `deadline` passes. A reply is
  * matched on the idx of its first datagram and on an unchanged datagram chain;
  * anything else (late replies of an earlier cycle, foreign frames) is ignored. */
-static autd3_err_t collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline) {
+static autd3_err_t collect_until(echocat_t *ec, slot_t **set, int n, uint64_t deadline, const slot_t *stop) {
   int pending = 0;
   for (int i = 0; i < n; i++)
     pending += set[i]->state == SLOT_SENT;
-  while (pending > 0) {
+  while (pending > 0 && !(stop && stop->state == SLOT_DONE)) {
     size_t len = 0;
     autd3_err_t e = autd3__nic_recv(ec->nic, ec->rxbuf, sizeof ec->rxbuf, &len, deadline);
     if (e == AUTD3_E_TIMEOUT)
@@ -182,6 +197,10 @@ static autd3_err_t collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline
     }
   }
   return AUTD3_OK;
+}
+
+static autd3_err_t collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline) {
+  return collect_until(ec, set, n, deadline, NULL);
 }
 
 /* One exchange on the NIC from the calling thread: send, wait, resend with the
@@ -655,12 +674,31 @@ static autd3_err_t map_pdo(echocat_t *ec, const uint16_t *list, int cnt) {
   return AUTD3_OK;
 }
 
-/* Filtered DC offset (system time - host monotonic) from one FRMW round trip:
- * the reference read its clock about halfway through. */
+/* The DC system time is at least dc + (h - t_recv) at host time h: the
+ * reference read `dc` before the reply arrived at t_recv. Keep the strongest
+ * such lower bound (it needs no estimate, so it guards the one-image rule). */
+static void dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv) {
+  if (ec->lb_t == 0 || (int64_t)(dc - ec->lb_dc) > (int64_t)(t_recv - ec->lb_t)) {
+    ec->lb_dc = dc;
+    ec->lb_t = t_recv;
+  }
+}
+
+/* Filtered DC offset (system time - host monotonic) from one round trip with
+ * a reference read: the reference read its clock about halfway through. Only
+ * round trips close to the fastest seen count (a stalled peer or thread makes
+ * the midpoint meaningless); the floor creeps up slowly if the path slows. */
 static void dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_recv) {
   uint64_t rtt = t_recv - t_send;
-  if (rtt > 2000000u)
-    return; /* a stalled exchange tells nothing about the phase */
+  if (dc == 0)
+    return; /* nobody read the reference (it did not answer): the data is what we sent */
+  dc_bound(ec, dc, t_recv);
+  if (ec->rtt_floor == 0 || rtt < ec->rtt_floor)
+    ec->rtt_floor = rtt;
+  else
+    ec->rtt_floor += (rtt - ec->rtt_floor) / 1024;
+  if (ec->off_valid && rtt > 2 * ec->rtt_floor + 20000u)
+    return;
   int64_t o = (int64_t)(dc - (t_send + rtt / 2));
   if (!ec->off_valid) {
     ec->off = o;
@@ -853,28 +891,93 @@ static void jitter_record(echocat_t *ec, int64_t late_ns) {
 static uint64_t out_need(const echocat_t *ec) { return (uint64_t)ec->out_rtt_ns + GUARD_NS; }
 
 static void update_read_ahead(echocat_t *ec) {
-  /* Leave room for: read round trip + the caller's turnaround + the outputs; at
-   * least half a cycle so the devices have the rest to process and publish. */
+  /* Leave room for: read round trip + the caller's turnaround + the outputs;
+   * and as much more as the devices' processing allows (PROCESS_NS after an
+   * edge): the more room, the longer a stall that costs no SYNC0 edge. */
   uint64_t ra = (uint64_t)ec->rd_rtt_ns + out_need(ec) + 100000u;
-  if (ra < ec->period / 2)
-    ra = ec->period / 2;
+  if (ec->period > PROCESS_NS && ra < ec->period - PROCESS_NS)
+    ra = ec->period - PROCESS_NS;
   if (ra > ec->period - 20000u)
     ra = ec->period - 20000u;
   ec->read_ahead = ra;
 }
 
+/* For every output reply not yet looked at: the devices take an image at the
+ * first SYNC0 edge after it passed them (the reference read its clock right
+ * behind the outputs, plus the way down the chain). No new image may reach
+ * them before that edge: raise last_slot to it. */
+static void account_outputs(echocat_t *ec) {
+  uint32_t sync0 = ec->opt.ethercat.sync0_period_ns;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    if (s->state != SLOT_DONE || s->accounted)
+      continue;
+    s->accounted = true;
+    if (s->dg[1].wkc != 1)
+      continue; /* the reference did not read: the caller assumes the worst */
+    uint64_t passed = ecat_get64(s->f.buf + ec->out_dc[g]);
+    dc_bound(ec, passed, s->rx_ns);
+    uint64_t taken = ecat_dc_next_edge(ec->sync0_start, sync0, passed + CHAIN_PASS_NS(ec->n));
+    if (taken > ec->last_slot)
+      ec->last_slot = taken;
+  }
+}
+
+/* Outputs of the previous call that never came back are either lost or
+ * still queued somewhere (a stalled peer): if even the read frame sent after
+ * them is missing, wait for them (bounded) before sending more, or a late
+ * pair could land in one SYNC0 interval. */
+static void resolve_previous(echocat_t *ec) {
+  slot_t *set[MAX_GROUPS + 1];
+  int n = 0;
+  for (int g = 0; g < ec->ngroups; g++)
+    if (ec->out[g].state == SLOT_SENT)
+      set[n++] = &ec->out[g];
+  if (n == 0 || ec->rd.state != SLOT_SENT)
+    return; /* all answered, or the later read frame came back: the missing ones are gone */
+  if (ec->silent)
+    return; /* nothing has come back for a while: do not stall every cycle */
+  set[n++] = &ec->rd;
+  collect_until(ec, set, n, autd3__now_ns() + RESOLVE_CAP_NS, &ec->rd);
+  bool any = ec->rd.state == SLOT_DONE;
+  for (int i = 0; i + 1 < n; i++)
+    any = any || set[i]->state == SLOT_DONE;
+  ec->silent = !any;
+  account_outputs(ec);
+  if (ec->rd.state == SLOT_DONE && ec->rd.dg[0].wkc)
+    dc_bound(ec, ecat_get64(ec->rd.f.buf + ec->rd_frmw), ec->rd.rx_ns);
+}
+
 static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
   const uint16_t n = ec->n;
+  resolve_previous(ec);
   uint64_t now = autd3__now_ns();
-  /* 1. The SYNC0 edge these outputs aim at: the first one they can still reach,
-   * and never the one the previous outputs took (one image per SYNC0). */
+  /* 0. The one-image rule must not rest on the phase estimate: outputs may
+   * only leave once the devices' clock is provably past the edge the previous
+   * image was aimed at (normally true long before: the read frame proved it). */
+  if (ec->last_slot && ec->lb_t) {
+    int64_t short_by = (int64_t)(ec->last_slot + 1000u - ec->lb_dc) - (int64_t)(now - ec->lb_t);
+    if (short_by > 0) {
+      if ((uint64_t)short_by > 2 * ec->period)
+        short_by = (int64_t)(2 * ec->period);
+      autd3__sleep_until_ns(now + (uint64_t)short_by, 0);
+      now = autd3__now_ns();
+      atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
+    }
+  }
+  /* 1. The SYNC0 edge these outputs aim at: the next one at least MIN_LEAD
+   * ahead, and never one that may already hold an image of ours (one image
+   * per SYNC0: the devices keep only the newest SM2 buffer). Whether the
+   * outputs really made it is known from their replies (step 2). */
   uint64_t dc_now = (uint64_t)((int64_t)now + ec->off);
-  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_now + out_need(ec));
-  if (ec->last_slot && slot <= ec->last_slot)
-    slot = ec->last_slot + ec->period;
-  if (ec->last_slot && slot > ec->last_slot + ec->period)
-    atomic_fetch_add_explicit(&ec->late, (slot - ec->last_slot) / ec->period - 1, memory_order_relaxed);
-  ec->last_slot = slot;
+  if (ec->lb_t && ec->lb_dc + (now - ec->lb_t) > dc_now)
+    dc_now = ec->lb_dc + (now - ec->lb_t); /* the estimate lags behind a proven bound */
+  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_now + MIN_LEAD_NS);
+  uint64_t prev = ec->last_slot;
+  if (prev && slot <= prev)
+    slot = prev + ec->period;
+  if (prev && slot > prev + ec->period)
+    atomic_fetch_add_explicit(&ec->late, (slot - prev) / ec->period - 1, memory_order_relaxed);
   slot_t *set[MAX_GROUPS + 2];
   int ns = 0;
   for (int g = 0; g < ec->ngroups; g++) {
@@ -883,14 +986,16 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
     uint32_t log = (uint32_t)first * OUT_BYTES;
     slot_start(ec, s, true);
     ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    /* The reference clock's system time right after the outputs passed it:
+     * tells, in the devices' own time base, whether they had the image
+     * before the edge (no host-side estimate involved). */
+    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
     slot_send(ec, s); /* a failed send leaves the slot FAILED: counted as lost below */
     set[ns++] = s;
   }
-  uint64_t t_out = ec->ngroups ? ec->out[0].sent_ns : now;
   uint64_t next_edge_host = (uint64_t)((int64_t)(slot + ec->period) - ec->off);
   uint64_t deadline = next_edge_host - ec->read_ahead;
-  /* Their replies while we wait anyway (gives the outputs' round trip). */
-  collect(ec, set, ns, deadline);
+  ec->last_slot = slot; /* until the replies say otherwise (after step 3) */
 
   /* 2. The read frame, `read_ahead` before the following edge. */
   autd3__sleep_until_ns(deadline, ec->opt.spin_ns);
@@ -919,34 +1024,53 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
   atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
 
   /* 3. Replies: wait no longer than the caller's next outputs can afford. */
-  uint64_t rx_deadline = next_edge_host - out_need(ec) - 20000u;
+  uint64_t rx_deadline = next_edge_host - MIN_LEAD_NS - 20000u;
   if (rx_deadline < r->sent_ns + 100000u)
     rx_deadline = r->sent_ns + 100000u;
   collect(ec, set, ns, rx_deadline); /* an I/O error shows as missing replies */
+  /* The output replies waited in the socket while we slept (one wake-up per
+   * cycle less). The devices took the outputs at `slot` only if the reference
+   * read its clock early enough (account_outputs); if that is not proven
+   * (late wake-up, lost reply) they may be taken at the edge after, which
+   * must then stay free. */
+  bool proven = true;
+  double fwd = 0;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    if (s->state != SLOT_DONE || s->dg[1].wkc != 1) {
+      proven = false;
+      continue;
+    }
+    /* how long the outputs took to reach the reference, in DC time */
+    double v = (double)(int64_t)(ecat_get64(s->f.buf + ec->out_dc[g]) - (uint64_t)((int64_t)s->sent_ns + ec->off));
+    if (v > fwd)
+      fwd = v;
+  }
+  account_outputs(ec);
+  if (!proven || ec->last_slot != slot)
+    atomic_fetch_add_explicit(&ec->unproven, 1, memory_order_relaxed);
+  if (!proven && ec->last_slot < slot + ec->opt.ethercat.sync0_period_ns)
+    ec->last_slot = slot + ec->opt.ethercat.sync0_period_ns;
+  if (proven && fwd > 0 && fwd < (double)ec->period)
+    ec->out_rtt_ns += (fwd - ec->out_rtt_ns) / 16;
   if (mbx)
     atomic_store(&ec->mbx, ec->xs.state == SLOT_DONE ? MBX_DONE : MBX_FAILED);
 
   res->lost = false;
   res->wkc_ok = true;
-  uint64_t last_out = 0;
   for (int g = 0; g < ec->ngroups; g++) {
     slot_t *s = &ec->out[g];
     uint16_t m = (uint16_t)(n - 2 * g < 2 ? n - 2 * g : 2);
     if (s->state != SLOT_DONE) {
       res->lost = true;
       res->wkc_ok = false;
-      continue;
-    }
-    if (s->dg[0].wkc != m)
+    } else if (s->dg[0].wkc != m || s->dg[1].wkc != 1) {
       res->wkc_ok = false;
-    if (s->rx_ns > last_out)
-      last_out = s->rx_ns;
-  }
-  if (last_out && !res->lost) {
-    double v = (double)(last_out - t_out);
-    ec->out_rtt_ns += (v - ec->out_rtt_ns) / 16;
+    }
   }
   res->all_op = false;
+  if (r->state == SLOT_DONE)
+    ec->silent = false;
   if (r->state != SLOT_DONE) {
     res->lost = true;
     res->wkc_ok = false;
@@ -962,6 +1086,8 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
     ec->rd_rtt_ns += (v - ec->rd_rtt_ns) / 16;
   }
   update_read_ahead(ec);
+  atomic_store_explicit(&ec->diag_ra, ec->read_ahead, memory_order_relaxed);
+  atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
   return AUTD3_OK;
 }
 
@@ -1125,16 +1251,22 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
                    "departure jitter p50 : %" PRIu64 " us\n"
                    "departure jitter p99 : %" PRIu64 " us\n"
                    "departure jitter max : %.1f us\n"
-                   "late wake-ups        : %" PRIu64 " (SYNC0 slots skipped)\n"
+                   "late wake-ups        : %" PRIu64 " (SYNC0 edges without new outputs)\n"
+                   "outputs after edge   : %" PRIu64 " (not proven before their SYNC0 edge)\n"
+                   "phase guard waits    : %" PRIu64 "\n"
                    "frames per cycle     : %.2f\n"
                    "read ahead of SYNC0  : %.0f us\n"
-                   "output round trip    : %.0f us\n"
+                   "outputs to reference : %.0f us\n"
                    "ignored frames       : %" PRIu64 "\n"
                    "rt priority/affinity : %s\n",
                    n ? jit_pct(ec, n, 50) : 0, n ? jit_pct(ec, n, 99) : 0, (double)atomic_load(&ec->jit_max) / 1000.0,
-                   (uint64_t)atomic_load(&ec->late), cyc ? (double)atomic_load(&ec->frames) / (double)cyc : 0.0,
-                   (double)ec->read_ahead / 1000.0, ec->out_rtt_ns / 1000.0, autd3__nic_ignored(ec->nic),
-                   atomic_load(&ec->rt_failed) ? "refused by the OS" : "as requested");
+                   (uint64_t)atomic_load(&ec->late), (uint64_t)atomic_load(&ec->unproven),
+                   (uint64_t)atomic_load(&ec->guard_waits), cyc ? (double)atomic_load(&ec->frames) / (double)cyc : 0.0,
+                   (double)atomic_load(&ec->diag_ra) / 1000.0, (double)atomic_load(&ec->diag_out) / 1000.0,
+                   autd3__nic_ignored(ec->nic),
+                   atomic_load(&ec->rt_failed)                                           ? "refused by the OS"
+                   : (ec->opt.ethercat.rt_priority > 0 || ec->opt.ethercat.rt_cpu >= 0) ? "applied"
+                                                                                        : "not requested");
   if (w < 0)
     return 0;
   return (size_t)w < cap ? (size_t)w : cap - 1;
@@ -1181,8 +1313,11 @@ static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
   autd3_err_t e = autd3__nic_open(ifname, ec->opt.backend, &ec->nic);
   if (e != AUTD3_OK)
     return e;
-  autd3__nic_mac(ec->nic, ec->mac);
-  ec->mac[0] = (uint8_t)((ec->mac[0] | 0x02) & ~0x01); /* locally administered, unicast */
+  /* A fixed source MAC that no adapter has: the first ESC sets bit 0x02 in
+   * the returning frame (§1.1), so a reply never carries our adapter's own
+   * address (back ends that cannot filter by direction drop those). */
+  static const uint8_t src[6] = {0x0C, 0xEC, 0xA7, 0xAD, 0x00, 0x01};
+  memcpy(ec->mac, src, 6);
   if (ec->opt.ethercat.capture_path && !ec->cap.f &&
       (e = ecat_capture_open(&ec->cap, ec->opt.ethercat.capture_path)) != AUTD3_OK)
     return e;
@@ -1291,7 +1426,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
     goto fail;
   }
   /* Initial timing estimates from the wire model of a 100 Mbit/s chain (refined by measurement). */
-  ec->out_rtt_ns = 2.0 * (double)(ec->n * OUT_BYTES + ec->ngroups * 70) * 80.0 + 50000.0;
+  ec->out_rtt_ns = (double)(ec->n * OUT_BYTES + ec->ngroups * 70) * 80.0 + 20000.0;
   ec->rd_rtt_ns = 100000.0;
   update_read_ahead(ec);
   uint8_t *rx = ec->zero_tx + (size_t)ec->n * OUT_BYTES;
@@ -1350,8 +1485,10 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   for (int i = 0; i <= JIT_BUCKETS; i++)
     atomic_store(&ec->jit[i], 0);
   atomic_store(&ec->jit_n, 0), atomic_store(&ec->jit_max, 0), atomic_store(&ec->late, 0);
-  atomic_store(&ec->frames, 0), atomic_store(&ec->cyc, 0);
+  atomic_store(&ec->frames, 0), atomic_store(&ec->cyc, 0), atomic_store(&ec->guard_waits, 0);
+  atomic_store(&ec->unproven, 0);
   atomic_store(&ec->running, true);
+  ec->opt.ethercat.capture_path = NULL; /* the caller's string; the file is open */
   *out = &ec->base;
   return AUTD3_OK;
 

@@ -6,7 +6,9 @@
  * the timeout if set, which then also bounds every read and write),
  * TCP_NODELAY, hello + geometry, u16 device count (0 = error), then one
  * request/reply per cycle; 0x02 on close. The server paces the cycles, so
- * cycle() here does not sleep: it blocks on the reply.
+ * cycle() here does not sleep: it blocks on the reply. Optionally (see
+ * autd3_remote_pipeline_t) one request is kept in flight ahead of the caller;
+ * the protocol allows it because replies come back in order.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -25,6 +27,14 @@ typedef struct remote_link {
   int fd;
   uint32_t timeout_ms;
   autd3_err_t broken; /* first fatal error; later cycles repeat it */
+  bool pipelined;     /* current mode: one request ahead of the caller */
+  bool primed;        /* pipelined and that request is in flight */
+  int auto_phase;     /* AUTO: 0 timing strict, 1 timing pipelined, 2 decided; OFF/ON: 2 */
+  uint32_t auto_n;    /* calls in the current phase */
+  uint64_t auto_t0, auto_strict_ns;
+  /* reply timing, for wait_next_cycle: the bus period is the shortest reply-to-reply interval of 16 */
+  uint64_t last_reply_ns, last_iv_ns, period_ns, win_min_ns;
+  uint32_t win_n;
   size_t tx_bytes, rx_bytes;
   uint8_t *reply; /* 1 + N x 2 */
   char addr[128];
@@ -50,6 +60,68 @@ static autd3_err_t io_error(remote_link_t *l, autd3_err_t err, const char *doing
   }
 }
 
+#define AUTO_SKIP 8   /* calls ignored after a switch */
+#define AUTO_CALLS 64 /* calls timed per mode */
+
+static autd3_err_t read_reply(remote_link_t *l, uint64_t deadline) {
+  size_t got = 0;
+  autd3_err_t err = autd3__sock_read_all(l->fd, l->reply, 1 + l->rx_bytes, deadline, &got);
+  if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, 1 + l->rx_bytes);
+  uint64_t now = autd3__now_ns();
+  if (l->last_reply_ns) {
+    l->last_iv_ns = now - l->last_reply_ns;
+    if (l->last_iv_ns < l->win_min_ns || l->win_n == 0) l->win_min_ns = l->last_iv_ns;
+    if (++l->win_n == 16) {
+      l->period_ns = l->win_min_ns > 100000000u ? 0 : l->win_min_ns;
+      l->win_n = 0;
+    }
+  }
+  l->last_reply_ns = now;
+  return AUTD3_OK;
+}
+
+/*
+ * wait_next_cycle: the server takes the next request at its next bus cycle
+ * (strict: the one after the cycle just answered; pipelined: the one after
+ * the cycle now running), about one period after the last reply. A request
+ * sent a third of a period after that reply still makes it, and the caller
+ * stages what its user submitted meanwhile (typically a reaction to that
+ * reply's acks, which comes within microseconds) - the emulator's trick
+ * (link_emulator.c emu_wait), one hop further away. Two thirds of the period
+ * are left for the network, the server and scheduling delays. Right
+ * after a missed cycle (a reply interval > 1.5 periods) it does not wait, so it
+ * cannot lock itself into missing every cycle.
+ */
+static autd3_err_t remote_wait(struct autd3_link *base) {
+  remote_link_t *l = (remote_link_t *)base;
+  if (l->period_ns == 0 || l->broken || l->last_iv_ns > l->period_ns * 3 / 2) return AUTD3_OK;
+  autd3__sleep_until_ns(l->last_reply_ns + l->period_ns / 3, 0);
+  return AUTD3_OK;
+}
+
+/* AUTO: time AUTO_CALLS strict calls, then AUTO_CALLS pipelined ones; keep pipelining only if clearly faster
+ * (it is ~2x with a server link that sends at call time, ~1x otherwise, where strict has the lower latency). */
+static autd3_err_t auto_step(remote_link_t *l, uint64_t deadline) {
+  uint32_t k = ++l->auto_n;
+  if (k == AUTO_SKIP) l->auto_t0 = autd3__now_ns();
+  if (k != AUTO_SKIP + AUTO_CALLS) return AUTD3_OK;
+  uint64_t dt = autd3__now_ns() - l->auto_t0;
+  l->auto_n = 0;
+  if (l->auto_phase == 0) {
+    l->auto_strict_ns = dt;
+    l->auto_phase = 1;
+    l->pipelined = true; /* the next call sends without reading: one stale cycle */
+    l->primed = false;
+    return AUTD3_OK;
+  }
+  l->auto_phase = 2;
+  if (dt * 4 < l->auto_strict_ns * 3) return AUTD3_OK; /* pipelined is >25 % faster: keep it */
+  l->pipelined = false; /* back to strict: collect the request still in flight */
+  l->primed = false;
+  autd3_err_t err = read_reply(l, deadline);
+  return err;
+}
+
 static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
   remote_link_t *l = (remote_link_t *)base;
   if (l->broken) return autd3_set_error(l->broken, "remote %s: the connection failed earlier; reopen the link", l->addr);
@@ -58,12 +130,17 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
   /* One request = tag + N x 626 in one sendmsg (link.rs writes them back to back, then flushes). */
   autd3_err_t err = autd3__sock_write2(l->fd, &tag, 1, tx, l->tx_bytes, deadline);
   if (err) return l->broken = io_error(l, err, "sending a frame", 0, 1 + l->tx_bytes);
-  size_t got = 0;
-  err = autd3__sock_read_all(l->fd, l->reply, 1 + l->rx_bytes, deadline, &got);
-  if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, 1 + l->rx_bytes);
-  *rx_valid = l->reply[0] != 0; /* link.rs: valid[0] != 0 */
-  memcpy(rx, l->reply + 1, l->rx_bytes);
+  if (l->pipelined && !l->primed) { /* nothing to return yet: this request's reply comes with the next call */
+    l->primed = true;
+    memset(rx, 0, l->rx_bytes);
+    *rx_valid = false;
+  } else {
+    if ((err = read_reply(l, deadline)) != AUTD3_OK) return err;
+    *rx_valid = l->reply[0] != 0; /* link.rs: valid[0] != 0 */
+    memcpy(rx, l->reply + 1, l->rx_bytes);
+  }
   autd3_link_count_cycle(base, *rx_valid, false);
+  if (l->auto_phase < 2 && (err = auto_step(l, deadline)) != AUTD3_OK) return err;
   return AUTD3_OK;
 }
 
@@ -80,7 +157,7 @@ static void remote_close(struct autd3_link *base) {
   free(l);
 }
 
-static const autd3_link_vtable_t remote_vt = {.cycle = remote_cycle, .check_state = NULL, .close = remote_close};
+static const autd3_link_vtable_t remote_vt = {.cycle = remote_cycle, .check_state = NULL, .close = remote_close, .wait_next_cycle = remote_wait};
 
 /* Make sense of a handshake reply that is not a plain u16 device count. */
 static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t want_n, uint64_t deadline) {
@@ -141,6 +218,12 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
   if (l == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote: out of memory");
   l->fd = -1;
   l->timeout_ms = ro->timeout_ms;
+  if ((unsigned)ro->pipeline > AUTD3_REMOTE_PIPELINE_ON) {
+    free(l);
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote: pipeline = %d: must be AUTO (0), OFF (1) or ON (2)", (int)ro->pipeline);
+  }
+  l->pipelined = ro->pipeline == AUTD3_REMOTE_PIPELINE_ON;
+  l->auto_phase = ro->pipeline == AUTD3_REMOTE_PIPELINE_AUTO ? 0 : 2;
   snprintf(l->addr, sizeof l->addr, "%s", addr);
   l->tx_bytes = n * AUTD3_TX_FRAME_BYTES;
   l->rx_bytes = n * AUTD3_RX_FRAME_BYTES;

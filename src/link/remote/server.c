@@ -3,17 +3,18 @@
  * (the thread in autd3_remote_server_run) owns the sockets and the session
  * state; a bus thread owns the wrapped link and cycles it.
  *
- * Hand-off between the two is lock-free, with one request in flight (the
- * ARMT v3 client is strictly request/response: link.rs writes a frame, then
- * reads its reply):
+ * Hand-off between the two is lock-free, with up to two requests in flight
+ * (the reference client is strictly request/response - link.rs writes a
+ * frame, then reads its reply - but a pipelining client may send the next
+ * request before the previous reply; replies always go out in order):
  *   - two tx slots; request v is parsed straight into slot v&1 and published
- *     by storing `published` = v. The bus thread reads only slot taken&1, and
- *     taken == published whenever the session parses a new request, so the
+ *     by storing `published` = v. The bus thread reads only slot taken&1. The
+ *     session starts parsing v only when taken == published (= v-1), so the
  *     two never touch the same slot.
  *   - after the first cycle that carried v the bus thread copies that cycle's
- *     rx into reply_rx, stores `done` = v and writes one byte to a pipe that
- *     wakes the event loop; the next write of reply_rx needs a new request,
- *     which comes only after the reply has been queued.
+ *     rx into reply slot v&1, stores `done` = v and writes one byte to a pipe
+ *     that wakes the event loop. v is parsed only once the reply of v-2 has
+ *     been queued, so a reply slot is never overwritten before it is sent.
  * This is the reference's exchange() (server.rs: tx_version/applied_version
  * under a mutex + condvar) without a lock the bus thread could block on.
  *
@@ -63,15 +64,16 @@ struct autd3_remote_server {
   _Atomic uint64_t published, taken, done;
   atomic_int bus_err;
   char bus_msg[320];
-  uint8_t *slot[2], *bus_rx, *reply_rx;
-  bool reply_valid;
+  uint8_t *slot[2], *bus_rx, *reply_rx[2];
+  bool reply_valid[2];
+  atomic_bool take_wake; /* the session waits for the bus to take the published request */
 
   /* session (event-loop thread only) */
   int cfd;
   char peer[80];
   armt_parser_t parser;
-  bool in_session, waiting, closing;
-  uint64_t want, deadline, session_requests;
+  bool in_session, closing;
+  uint64_t replied, deadline, session_requests; /* replied: last version whose reply is queued */
   uint8_t *in;
   size_t in_off, in_len;
   uint8_t out[OUT_CAP];
@@ -121,18 +123,30 @@ static void *bus_main(void *arg) {
   uint64_t taken = atomic_load(&s->taken), last_start = 0, last_ret = autd3__now_ns();
   uint64_t period = 0, win_min = UINT64_MAX;
   unsigned win_n = 0;
+  /* A link with wait_next_cycle (emulator, EtherCrab) says itself when the last moment to stage is. */
+  const bool link_waits = s->link->vt->wait_next_cycle != NULL;
   while (!atomic_load_explicit(&s->bus_stop, memory_order_relaxed)) {
     uint64_t pub = atomic_load_explicit(&s->published, memory_order_acquire);
     uint64_t at = last_start + min_period;
-    if (pub == taken && s->o.pickup_percent && period) {
+    if (pub == taken && s->o.pickup_percent && period && !link_waits) {
       uint64_t hold = last_ret + period * s->o.pickup_percent / 100u;
       if (hold > at) at = hold;
     }
     autd3__sleep_until_ns(at, 0);
-    if (pub == taken) pub = atomic_load_explicit(&s->published, memory_order_acquire);
+    if (link_waits) {
+      autd3_err_t err = autd3_link_wait_next_cycle(s->link);
+      if (err != AUTD3_OK) {
+        snprintf(s->bus_msg, sizeof s->bus_msg, "%s: %s", autd3_err_name(err), autd3_last_error());
+        atomic_store_explicit(&s->bus_err, (int)err, memory_order_release);
+        poke(s->wake_w);
+        break;
+      }
+    }
+    pub = atomic_load_explicit(&s->published, memory_order_acquire);
     if (pub != taken) {
       taken = pub;
-      atomic_store_explicit(&s->taken, taken, memory_order_release);
+      atomic_store(&s->taken, taken);
+      if (atomic_exchange(&s->take_wake, false)) poke(s->wake_w);
     }
     bool valid = false;
     last_start = autd3__now_ns();
@@ -154,8 +168,8 @@ static void *bus_main(void *arg) {
       win_n = 0;
     }
     if (taken != atomic_load_explicit(&s->done, memory_order_relaxed)) {
-      memcpy(s->reply_rx, s->bus_rx, rx_bytes);
-      s->reply_valid = valid;
+      memcpy(s->reply_rx[taken & 1], s->bus_rx, rx_bytes);
+      s->reply_valid[taken & 1] = valid;
       atomic_store_explicit(&s->done, taken, memory_order_release);
       poke(s->wake_w);
     }
@@ -175,6 +189,10 @@ static void link_close(autd3_remote_server_t *s) {
   if (s->link) {
     autd3_link_stats_t st;
     autd3_link_stats(s->link, &st);
+    char diag[1024];
+    if (autd3_link_diagnostics(s->link, diag, sizeof diag) > 0) { /* e.g. late / skipped cycles of the wrapped link */
+      for (char *line = strtok(diag, "\n"); line; line = strtok(NULL, "\n")) logf_(s, "  %s", line);
+    }
     autd3_link_close(s->link);
     s->link = NULL;
     logf_(s, "closed the %s link after %llu cycle(s), %llu stale", autd3_link_kind_name(s->o.link.kind),
@@ -194,6 +212,7 @@ static autd3_err_t link_open(autd3_remote_server_t *s, uint16_t n) {
   atomic_store(&s->published, 0);
   atomic_store(&s->taken, 0);
   atomic_store(&s->done, 0);
+  s->replied = 0;
   atomic_store(&s->bus_err, 0);
   atomic_store(&s->bus_stop, false);
   err = autd3__thread_start(&s->bus, bus_main, s, "autd3-remote-bus");
@@ -223,7 +242,7 @@ static void drain_add(autd3_remote_server_t *s, int fd) {
 
 static void session_reset(autd3_remote_server_t *s) {
   s->cfd = -1;
-  s->in_session = s->waiting = s->closing = false;
+  s->in_session = s->closing = false;
   s->in_off = s->in_len = s->out_off = s->out_len = 0;
   s->deadline = 0;
 }
@@ -252,9 +271,18 @@ static void refuse(autd3_remote_server_t *s, uint8_t reason, const char *text) {
   logf_(s, "refused client %s: %s", s->peer, text);
 }
 
-static void set_frame_slot(autd3_remote_server_t *s) {
-  uint64_t next = atomic_load_explicit(&s->published, memory_order_relaxed) + 1;
-  armt__parser_set_frame(&s->parser, s->slot[next & 1]);
+/* May the next request be parsed? Its tx slot must be free (the bus took every published request) and at most
+ * one reply may be owed (its reply slot must be free). Sets the frame destination when it may. */
+static bool next_slot(autd3_remote_server_t *s) {
+  uint64_t pub = atomic_load_explicit(&s->published, memory_order_relaxed);
+  if (pub - s->replied >= 2) return false;
+  if (atomic_load(&s->taken) != pub) {
+    atomic_store(&s->take_wake, true); /* then re-check: the bus may have taken it meanwhile */
+    if (atomic_load(&s->taken) != pub) return false;
+    atomic_store(&s->take_wake, false);
+  }
+  armt__parser_set_frame(&s->parser, s->slot[(pub + 1) & 1]);
+  return true;
 }
 
 static void bad_hello(autd3_remote_server_t *s) {
@@ -310,20 +338,21 @@ static void on_geometry(autd3_remote_server_t *s) {
     /* Shared bus: a request of the previous client may still be untaken; wait (bounded) so slots stay disjoint. */
     for (int i = 0; i < 20000 && atomic_load(&s->taken) != atomic_load(&s->published) && atomic_load(&s->bus_err) == 0; i++)
       autd3__sleep_ns(100000);
+    /* Replies of the previous client's requests are not owed to this one. */
+    s->replied = atomic_load(&s->published);
   }
   r[0] = (uint8_t)n;
   r[1] = (uint8_t)(n >> 8);
   queue(s, r, 2);
   s->in_session = true;
   s->deadline = 0;
-  set_frame_slot(s);
   logf_(s, "client %s: session with %u device(s), %u..%u transducers per device", s->peer, n, s->parser.min_transducers,
         s->parser.max_transducers);
 }
 
-/* Feed buffered input and read more until blocked (waiting for the bus, output pending, or no data). */
+/* Feed buffered input and read more until blocked (no free slot, output pending, or no data). */
 static void pump_input(autd3_remote_server_t *s) {
-  while (s->cfd >= 0 && !s->waiting && !s->closing && s->out_len == 0) {
+  while (s->cfd >= 0 && !s->closing && s->out_len == 0 && (!s->in_session || next_slot(s))) {
     if (s->in_off == s->in_len) {
       ssize_t r = recv(s->cfd, s->in, IN_CAP, 0);
       if (r == 0) {
@@ -345,10 +374,8 @@ static void pump_input(autd3_remote_server_t *s) {
       case ARMT_EV_NONE: break;
       case ARMT_EV_GEOMETRY: on_geometry(s); break;
       case ARMT_EV_FRAME: {
-        uint64_t v = atomic_load_explicit(&s->published, memory_order_relaxed) + 1;
-        s->want = v;
-        s->waiting = true;
-        atomic_store_explicit(&s->published, v, memory_order_release);
+        atomic_store_explicit(&s->published, atomic_load_explicit(&s->published, memory_order_relaxed) + 1,
+                              memory_order_release);
         break;
       }
       case ARMT_EV_CLOSE: session_end(s, false, "closed the session"); return;
@@ -394,13 +421,14 @@ static void pump(autd3_remote_server_t *s) {
     flush_output(s);
     if (s->cfd < 0 || s->out_len != 0) break;
     size_t before = s->in_off;
-    bool was_waiting = s->waiting;
     pump_input(s);
-    if (s->cfd < 0 || (s->out_len == 0 && s->in_off == before && s->waiting == was_waiting)) break;
+    if (s->cfd < 0 || (s->out_len == 0 && s->in_off == before)) break;
   }
   if (s->cfd < 0 || !s->in_session) return;
   uint64_t now = autd3__now_ns();
-  bool pending = s->out_len != 0, mid = !s->waiting && armt__parser_mid_message(&s->parser);
+  /* A frame is never left half-parsed for lack of a slot (next_slot holds until it completes), so mid-message
+   * means the client is slow. */
+  bool pending = s->out_len != 0, mid = armt__parser_mid_message(&s->parser);
   if (pending || mid) {
     if (s->deadline == 0) s->deadline = now + (uint64_t)s->o.stall_timeout_ms * 1000000u;
   } else {
@@ -418,14 +446,15 @@ static void on_bus(autd3_remote_server_t *s) {
     link_close(s); /* a shared bus is reopened for the next client */
     return;
   }
-  if (s->waiting && atomic_load_explicit(&s->done, memory_order_acquire) >= s->want) {
-    uint8_t v = s->reply_valid ? 1 : 0;
-    queue(s, &v, 1);
-    queue(s, s->reply_rx, (size_t)s->n * AUTD3_RX_FRAME_BYTES);
-    s->waiting = false;
+  if (!s->in_session) return;
+  uint64_t done = atomic_load_explicit(&s->done, memory_order_acquire);
+  while (s->replied < done) { /* in order; at most two */
+    uint64_t v = ++s->replied;
+    uint8_t valid = s->reply_valid[v & 1] ? 1 : 0;
+    queue(s, &valid, 1);
+    queue(s, s->reply_rx[v & 1], (size_t)s->n * AUTD3_RX_FRAME_BYTES);
     s->session_requests++;
     atomic_fetch_add(&s->st_requests, 1);
-    set_frame_slot(s);
   }
 }
 
@@ -473,7 +502,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
     if (s->cfd >= 0) {
       short ev = 0;
       if (s->out_len) ev |= POLLOUT;
-      else if (!s->waiting && !s->closing) ev |= POLLIN;
+      else if (!s->closing && (!s->in_session || next_slot(s))) ev |= POLLIN;
       p[np++] = (struct pollfd){.fd = s->cfd, .events = ev};
     }
     uint64_t next = s->cfd >= 0 ? s->deadline : 0;
@@ -556,7 +585,8 @@ void autd3_remote_server_destroy(autd3_remote_server_t *s) {
   free(s->slot[0]);
   free(s->slot[1]);
   free(s->bus_rx);
-  free(s->reply_rx);
+  free(s->reply_rx[0]);
+  free(s->reply_rx[1]);
   free(s->in);
   free(s);
 }
@@ -580,10 +610,11 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   s->slot[0] = calloc(1, tx_cap);
   s->slot[1] = calloc(1, tx_cap);
   s->bus_rx = calloc(1, rx_cap);
-  s->reply_rx = calloc(1, rx_cap);
+  s->reply_rx[0] = calloc(1, rx_cap);
+  s->reply_rx[1] = calloc(1, rx_cap);
   s->in = malloc(IN_CAP);
   autd3_err_t err = AUTD3_OK;
-  if (!s->slot[0] || !s->slot[1] || !s->bus_rx || !s->reply_rx || !s->in) {
+  if (!s->slot[0] || !s->slot[1] || !s->bus_rx || !s->reply_rx[0] || !s->reply_rx[1] || !s->in) {
     err = autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
     goto fail;
   }

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: GPL-3.0-only */
 /*
  * The SOEM link: an EtherCAT master built on OpenEtherCATsociety/SOEM v2 (the
- * `ecx_*` context API). SPDX-License-Identifier: GPL-3.0-only.
+ * `ecx_*` context API).
  *
  * SOEM v2 is GPL-3.0-only, so this file is compiled only into the separate
  * library libautd3-link-soem (or the in-tree object library autd3_link_soem);
@@ -16,6 +17,13 @@
  * cycle() is paced to the DC phase (§4.3), check_state() is the new-generation
  * state checker (§4.4) plus SOEM's classic slave recovery, close() stops SYNC0
  * and requests INIT.
+ *
+ * Threads: cycle() runs on the caller's thread and allocates nothing; the only
+ * locks it takes are SOEM's own port mutexes (index, tx, rx; priority
+ * inheriting), which check_state() on another thread holds for one frame at a
+ * time: that is how SOEM lets a state checker share the socket with the cyclic
+ * exchange (frames are matched by index). The link's only thread is the
+ * optional capture writer.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -494,10 +502,12 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
  * receive time of one frame in every device (write to 0x0900), then set
  * offset = reference system time at that frame + delay - this device's local
  * latch time, and restore the delay SOEM measured at open. The cyclic FRMW of
- * 0x0910 then removes the residual error. The reference clock (device 0) is
- * the time base of all others and is not touched. Not on the hot path. */
+ * 0x0910 then removes the residual error. Device 0 is the reference clock:
+ * see rebase_reference(). Not on the hot path. */
+static void rebase_reference(ecx_contextt *ctx);
 static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
   const ec_slavet *ref = &ctx->slavelist[1], *s = &ctx->slavelist[slave];
+  if (slave == 1) rebase_reference(ctx);
   if (slave <= 1 || !s->hasdc || !ref->hasdc) return;
   int32_t zero = 0;
   uint64_t t_ref = 0, off_ref = 0, t_k = 0;
@@ -512,6 +522,32 @@ static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
   ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSOFFSET, sizeof offset, &offset, EC_TIMEOUTRET);
   ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSDELAY, sizeof delay, &delay, EC_TIMEOUTRET);
   ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSPEEDCNT, sizeof speed, &speed, EC_TIMEOUTRET);
+}
+
+/* The reference clock (device 0) itself came back with a fresh clock: the
+ * others still hold the old time base, so give the reference an offset that
+ * continues it. No frame can latch both (the others' latched local times do
+ * not include their drift correction), so read device 1's system time and the
+ * reference's, each bracketed by host timestamps, and carry device 1's value
+ * to the moment of the second read; the residual (a fraction of a frame round
+ * trip) is absorbed by the others' drift control, which follows the reference. */
+static void rebase_reference(ecx_contextt *ctx) {
+  const ec_slavet *ref = &ctx->slavelist[1], *other = &ctx->slavelist[2];
+  if (ctx->slavecount < 2 || !ref->hasdc || !other->hasdc) return;
+  uint64_t s_other = 0, s_ref = 0;
+  uint64_t a0 = autd3__now_ns();
+  if (ecx_FPRD(&ctx->port, other->configadr, ECT_REG_DCSYSTIME, sizeof s_other, &s_other, EC_TIMEOUTRET) != 1) return;
+  uint64_t a1 = autd3__now_ns();
+  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSTIME, sizeof s_ref, &s_ref, EC_TIMEOUTRET) != 1) return;
+  uint64_t b1 = autd3__now_ns();
+  /* the reference's system time is its local time plus its current offset */
+  uint64_t off_ref = 0;
+  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
+  uint64_t target = etohll(s_other) + ((a1 + b1) / 2 - (a0 + a1) / 2);
+  uint64_t offset = htoell(etohll(off_ref) + target - etohll(s_ref));
+  uint16_t speed = htoes(0x1000);
+  ecx_FPWR(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof offset, &offset, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, ref->configadr, ECT_REG_DCSPEEDCNT, sizeof speed, &speed, EC_TIMEOUTRET);
 }
 
 /* New-generation state check (state_check.rs) plus SOEM's classic slave

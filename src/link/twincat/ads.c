@@ -157,7 +157,8 @@ autd3_err_t ads_reply_parse(uint16_t cmd, const uint8_t *data, size_t len, uint3
       if (aux) *aux = ads_get_u32(data + 4);
       return AUTD3_OK;
     case ADS_CMD_READ_DEVICE_INFO:
-      return len < 24 ? AUTD3_E_PROTOCOL : AUTD3_OK;
+      /* 24 bytes from TwinCAT; pyads' test server sends the name unpadded */
+      return len < 8 ? AUTD3_E_PROTOCOL : AUTD3_OK;
     default:
       return AUTD3_OK; /* Write, WriteControl, DeleteDeviceNotification: result only */
   }
@@ -169,8 +170,9 @@ autd3_err_t ads_device_info_parse(const uint8_t *data, size_t len, uint32_t *res
   out->major = data[4];
   out->minor = data[5];
   out->build = ads_get_u16(data + 6);
-  memcpy(out->name, data + 8, 16);
-  out->name[16] = 0;
+  size_t n = len - 8 < 16 ? len - 8 : 16;
+  memset(out->name, 0, sizeof out->name);
+  memcpy(out->name, data + 8, n);
   return AUTD3_OK;
 }
 

@@ -14,7 +14,9 @@
  * cycle as its period. The runtime sends one per task cycle, so cycle()
  * runs at the task's rate with the freshest inputs and never spins. If the
  * runtime refuses the notification, the fallback is Write + synchronous Read
- * and an absolute-deadline sleep to the next task cycle.
+ * and an absolute-deadline sleep to the next task cycle. The optional
+ * wait_next_cycle hook lets the client stage its tx just before the next
+ * task cycle (docs/twincat.md, "Pacing").
  *
  * A dropped TCP connection makes the cycle lost (rx_valid false) and the
  * link reconnects on the following cycles; only when it cannot reconnect
@@ -63,6 +65,9 @@ typedef struct tc_link {
   uint64_t task_ns;
   uint64_t next_deadline_ns;
   uint64_t lost_since_ns; /* 0 while connected */
+  uint64_t last_fresh_ns; /* when the last cycle's notification was taken (≈ the runtime's task cycle) */
+  uint64_t wake_margin_ns; /* wait_next_cycle wakes this long before the estimated task cycle */
+  _Atomic uint64_t missed_ticks; /* Writes that came too late for the targeted task cycle */
   /* state words for check_state (written by cycle, read by any thread) */
   _Atomic uint8_t al[AUTD3_MAX_DEVICES];
   _Atomic bool connected;
@@ -151,6 +156,7 @@ static autd3_err_t session_open(tc_link_t *l, bool first) {
 static void mark_lost(tc_link_t *l) {
   ads_client_disconnect(&l->ads);
   atomic_store(&l->connected, false);
+  l->last_fresh_ns = 0; /* no wake estimate until notifications flow again */
   if (l->lost_since_ns == 0) l->lost_since_ns = autd3__now_ns();
 }
 
@@ -176,10 +182,13 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
   if (!atomic_load(&l->connected)) {
     autd3_err_t e = session_open(l, false);
     if (e != AUTD3_OK) {
-      if (e == AUTD3_E_DEVICE_COUNT_MISMATCH || autd3__now_ns() - l->lost_since_ns > (uint64_t)l->ads.timeout_ms * 1000000ull)
+      if (e == AUTD3_E_DEVICE_COUNT_MISMATCH || autd3__now_ns() - l->lost_since_ns > (uint64_t)l->ads.timeout_ms * 1000000ull) {
+        char why[256]; /* the message buffer is reused by autd3_set_error */
+        snprintf(why, sizeof why, "%s", autd3_last_error());
         return autd3_set_error(e == AUTD3_E_DEVICE_COUNT_MISMATCH ? e : AUTD3_E_PEER_CLOSED,
                                "TwinCAT: connection to %s lost and not re-established within %u ms: %s", l->ads.peer,
-                               l->ads.timeout_ms, autd3_last_error());
+                               l->ads.timeout_ms, why);
+      }
       ads_client_disconnect(&l->ads);
       pace(l);
       autd3_link_count_cycle(base, false, true);
@@ -222,9 +231,39 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
   if (e != AUTD3_OK) return e;
   memcpy(rx, l->input + TC_SLAVE_COUNT_BYTES, (size_t)n * AUTD3_RX_FRAME_BYTES);
   publish_states(l);
+  uint64_t now = autd3__now_ns();
+  if (l->notify && l->last_fresh_ns != 0) {
+    /* Adapt the wake margin: a cycle that took more than 1.5 task cycles
+     * since the last notification missed the targeted task cycle (the OS
+     * woke us late, or the network is slow): double the margin; otherwise
+     * shrink it slowly. */
+    if (now - l->last_fresh_ns > l->task_ns + l->task_ns / 2) {
+      l->wake_margin_ns = l->wake_margin_ns * 2 > l->task_ns ? l->task_ns : l->wake_margin_ns * 2;
+      atomic_fetch_add_explicit(&l->missed_ticks, 1, memory_order_relaxed);
+    } else if (l->wake_margin_ns > l->task_ns / 4) {
+      l->wake_margin_ns -= l->task_ns / 1024;
+    }
+  }
+  l->last_fresh_ns = l->notify ? now : 0;
   atomic_store_explicit(&l->notifications, l->ads.notifications, memory_order_relaxed);
   *rx_valid = true;
   autd3_link_count_cycle(base, true, false);
+  return AUTD3_OK;
+}
+
+/*
+ * Optional pacing step (link_driver.h): sleep until `wake_margin_ns` (between
+ * a quarter and a whole task cycle, adapted in tc_cycle) before the runtime's
+ * next task cycle, estimated from when the last notification came, so that
+ * the caller stages its tx late and the Write still arrives before the task
+ * serves ADS. Missing that moment costs nothing but the gain: cycle() still
+ * waits for the Write's reply and a fresh notification.
+ */
+static autd3_err_t tc_wait_next_cycle(struct autd3_link *base) {
+  tc_link_t *l = (tc_link_t *)base;
+  if (!l->notify || l->last_fresh_ns == 0) return AUTD3_OK;
+  uint64_t wake = l->last_fresh_ns + l->task_ns - l->wake_margin_ns;
+  if (wake > autd3__now_ns()) autd3__sleep_until_ns(wake, 0);
   return AUTD3_OK;
 }
 
@@ -252,9 +291,11 @@ static autd3_err_t tc_check_state(struct autd3_link *base, autd3_link_status_t *
 static size_t tc_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
   tc_link_t *l = (tc_link_t *)base;
   int k = snprintf(buf, cap,
-                   "rx path : %s\ntask cycle : %llu us\nnotifications : %llu\nreconnects : %llu\nconnected : %s\n%s%s%s",
+                   "rx path : %s\ntask cycle : %llu us\nnotifications : %llu\nmissed task cycles : %llu\nreconnects : %llu\n"
+                   "connected : %s\n%s%s%s",
                    l->notify ? "device notification (server cycle)" : "synchronous read", (unsigned long long)(l->task_ns / 1000),
-                   (unsigned long long)atomic_load(&l->notifications), (unsigned long long)atomic_load(&l->reconnects),
+                   (unsigned long long)atomic_load(&l->notifications), (unsigned long long)atomic_load(&l->missed_ticks),
+                   (unsigned long long)atomic_load(&l->reconnects),
                    atomic_load(&l->connected) ? "yes" : "no", l->notify_error[0] ? "notification refused : " : "", l->notify_error,
                    l->notify_error[0] ? "\n" : "");
   return k < 0 ? 0 : ((size_t)k < cap ? (size_t)k : cap - 1);
@@ -280,7 +321,8 @@ static void tc_close(struct autd3_link *base) {
   free(l);
 }
 
-static const autd3_link_vtable_t tc_vt = {.cycle = tc_cycle, .check_state = tc_check_state, .close = tc_close, .diagnostics = tc_diagnostics};
+static const autd3_link_vtable_t tc_vt = {.cycle = tc_cycle, .check_state = tc_check_state, .close = tc_close,
+                                         .diagnostics = tc_diagnostics, .wait_next_cycle = tc_wait_next_cycle};
 
 autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
   const autd3_twincat_option_t *o = &option->u.twincat;
@@ -295,6 +337,7 @@ autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const au
   l->tcp_port = o->server_port ? o->server_port : ADS_TCP_PORT;
   l->target.port = o->ams_port ? o->ams_port : 301;
   l->task_ns = (uint64_t)(o->task_cycle_us ? o->task_cycle_us : 1000) * 1000ull;
+  l->wake_margin_ns = l->task_ns / 2;
   l->input_len = (uint32_t)(TC_SLAVE_COUNT_BYTES + n * (AUTD3_RX_FRAME_BYTES + TC_STATE_BYTES));
   autd3_err_t e = AUTD3_OK;
   if (o->server_ams_net_id != NULL) {

@@ -17,6 +17,9 @@
 //! joins the tx/rx thread and frees the PDU storage. (async-io keeps one
 //! process-wide helper thread of its own once used; it idles.)
 //!
+//! Also here: the optional pcap capture (a passive tap on the adapter) and the
+//! state checker's re-configuration of power-cycled devices.
+//!
 //! No panic crosses the boundary: every `extern "C"` function runs its body
 //! under `catch_unwind` and reports a panic as `CODE_INTERNAL`.
 
@@ -24,8 +27,8 @@ use std::ffi::{CStr, c_char};
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
-use std::sync::{Arc, Mutex};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,12 +37,12 @@ use ethercrab::error::{Error as CrabError, TimeoutError};
 use ethercrab::std::{ethercat_now, tx_rx_task};
 use ethercrab::subdevice_group::{CycleInfo, DcConfiguration, HasDc, HasPdi, NoDc, PreOp};
 use ethercrab::{
-    Command, DcSync, DefaultLock, MainDevice, MainDeviceConfig, PduStorage, RegisterAddress, RetryBehaviour,
-    SubDeviceGroup, SubDeviceGroupHandle, Timeouts, TxRxResponse,
+    Command, DcSync, DefaultLock, MainDevice, MainDeviceConfig, PduStorage, RegisterAddress,
+    RetryBehaviour, SubDeviceGroup, SubDeviceGroupHandle, Timeouts, TxRxResponse,
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -112,6 +115,8 @@ pub struct OpenArgs {
     pub pdu_timeout_ms: u32,
     pub rt_priority: i32,
     pub rt_cpu: i32,
+    /// NUL-terminated pcap file to write every bus frame to, or NULL.
+    pub capture_path: *const c_char,
 }
 
 /// What open found.
@@ -129,8 +134,11 @@ pub struct CycleOut {
     pub expected_wkc: u16,
     pub all_op: u8,
     pub rx_valid: u8,
-    /// Time from the start of this exchange to the next DC-aligned send.
+    /// EtherCrab's wait from the start of this exchange to the next SYNC0
+    /// edge + shift (its own pacing rule; link_ethercrab.c paces from
+    /// dc_system_time_ns through a filtered offset instead, see pace()).
     pub next_cycle_wait_ns: u64,
+    /// DC system time at which this cycle's frame read the reference device.
     pub dc_system_time_ns: u64,
 }
 
@@ -140,7 +148,10 @@ struct Fail {
 }
 
 fn fail(code: i32, msg: impl Into<String>) -> Fail {
-    Fail { code, msg: msg.into() }
+    Fail {
+        code,
+        msg: msg.into(),
+    }
 }
 
 fn crab_fail(what: &str, e: CrabError) -> Fail {
@@ -164,7 +175,10 @@ fn io_fail(ifname: &str, e: &std::io::Error) -> Fail {
     } else {
         ""
     };
-    fail(code, format!("ethercrab: cannot open interface \"{ifname}\": {e}{hint}"))
+    fail(
+        code,
+        format!("ethercrab: cannot open interface \"{ifname}\": {e}{hint}"),
+    )
 }
 
 fn is_lost(e: &CrabError) -> bool {
@@ -180,6 +194,7 @@ struct Transport {
     /// Set by the tx/rx thread when EtherCrab's task ended on its own (e.g.
     /// the interface went away): every later PDU would only time out.
     txrx_ended: Arc<Mutex<Option<String>>>,
+    capture: Option<Capture>,
     ifname: String,
 }
 
@@ -194,14 +209,20 @@ fn apply_rt(priority: i32, cpu: i32) -> Result<(), String> {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(cpu as usize, &mut set);
             if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(format!("cannot pin the tx/rx thread to CPU {cpu}: {}", std::io::Error::last_os_error()));
+                return Err(format!(
+                    "cannot pin the tx/rx thread to CPU {cpu}: {}",
+                    std::io::Error::last_os_error()
+                ));
             }
         }
     }
     if priority > 0 {
-        let param = libc::sched_param { sched_priority: priority };
+        let param = libc::sched_param {
+            sched_priority: priority,
+        };
         // SAFETY: pthread_setschedparam on the calling thread with a valid param.
-        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        let rc =
+            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
         if rc != 0 {
             return Err(format!(
                 "cannot set SCHED_FIFO priority {priority} on the tx/rx thread: {} (needs CAP_SYS_NICE or an rtprio limit)",
@@ -213,7 +234,18 @@ fn apply_rt(priority: i32, cpu: i32) -> Result<(), String> {
 }
 
 impl Transport {
-    fn open(ifname: &str, timeouts: Timeouts, rt_priority: i32, rt_cpu: i32) -> Result<Self, Fail> {
+    fn open(
+        ifname: &str,
+        timeouts: Timeouts,
+        rt_priority: i32,
+        rt_cpu: i32,
+        capture: Option<&str>,
+    ) -> Result<Self, Fail> {
+        // The capture taps the adapter before EtherCrab sends its first frame.
+        let capture = match capture {
+            Some(path) => Some(Capture::start(path, ifname)?),
+            None => None,
+        };
         let storage = Box::into_raw(Box::new(Storage::new()));
         // SAFETY: the allocation lives until Drop, which frees it only after the
         // tx/rx thread has exited and the MainDevice has been released.
@@ -226,7 +258,7 @@ impl Transport {
         let task = match tx_rx_task(ifname, pdu_tx, pdu_rx) {
             Ok(t) => t,
             Err(e) => {
-                drop(pdu_loop);
+                let _ = pdu_loop;
                 free();
                 return Err(io_fail(ifname, &e));
             }
@@ -234,27 +266,32 @@ impl Transport {
         let md = MainDevice::new(
             pdu_loop,
             timeouts,
-            MainDeviceConfig { dc_static_sync_iterations: 10_000, retry_behaviour: RetryBehaviour::None },
+            MainDeviceConfig {
+                dc_static_sync_iterations: 10_000,
+                retry_behaviour: RetryBehaviour::None,
+            },
         );
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let txrx_ended = Arc::new(Mutex::new(None));
         let ended = Arc::clone(&txrx_ended);
-        let spawned = std::thread::Builder::new().name("autd3-crab-txrx".into()).spawn(move || {
-            let rt = apply_rt(rt_priority, rt_cpu);
-            let ok = rt.is_ok();
-            let _ = ready_tx.send(rt);
-            if ok {
-                // The task returns Ok when MainDevice::release_all asks it to exit.
-                let why = match catch_unwind(AssertUnwindSafe(|| async_io::block_on(task))) {
-                    Ok(Ok(_)) => "stopped".to_owned(),
-                    Ok(Err(e)) => format!("failed: {e}"),
-                    Err(p) => panic_msg(&*p),
-                };
-                *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-            }
-            let _ = done_tx.send(());
-        });
+        let spawned = std::thread::Builder::new()
+            .name("autd3-crab-txrx".into())
+            .spawn(move || {
+                let rt = apply_rt(rt_priority, rt_cpu);
+                let ok = rt.is_ok();
+                let _ = ready_tx.send(rt);
+                if ok {
+                    // The task returns Ok when MainDevice::release_all asks it to exit.
+                    let why = match catch_unwind(AssertUnwindSafe(|| async_io::block_on(task))) {
+                        Ok(Ok(_)) => "stopped".to_owned(),
+                        Ok(Err(e)) => format!("failed: {e}"),
+                        Err(p) => panic_msg(&*p),
+                    };
+                    *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                }
+                let _ = done_tx.send(());
+            });
         let handle = match spawned {
             Ok(h) => h,
             Err(e) => {
@@ -264,15 +301,28 @@ impl Transport {
                     let _ = md.release_all();
                 }
                 free();
-                return Err(fail(CODE_IO, format!("ethercrab: cannot start the tx/rx thread: {e}")));
+                return Err(fail(
+                    CODE_IO,
+                    format!("ethercrab: cannot start the tx/rx thread: {e}"),
+                ));
             }
         };
-        let t = Transport { storage, md: Some(md), txrx: Some((handle, done_rx)), txrx_ended, ifname: ifname.to_owned() };
+        let t = Transport {
+            storage,
+            md: Some(md),
+            txrx: Some((handle, done_rx)),
+            txrx_ended,
+            capture,
+            ifname: ifname.to_owned(),
+        };
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(t),
             // Dropping `t` stops and joins the tx/rx thread.
             Ok(Err(msg)) => Err(fail(CODE_PERMISSION, format!("ethercrab: {msg}"))),
-            Err(_) => Err(fail(CODE_INTERNAL, "ethercrab: tx/rx thread ended before starting")),
+            Err(_) => Err(fail(
+                CODE_INTERNAL,
+                "ethercrab: tx/rx thread ended before starting",
+            )),
         }
     }
 
@@ -287,7 +337,7 @@ impl Drop for Transport {
             // SAFETY: no cycle/check is running (close is exclusive) and the
             // groups built on this MainDevice are never used again. This also
             // tells the tx/rx task to exit.
-            drop(unsafe { md.release_all() });
+            let _ = unsafe { md.release_all() };
         }
         let mut stopped = true;
         if let Some((handle, done)) = self.txrx.take() {
@@ -301,6 +351,146 @@ impl Drop for Transport {
             drop(unsafe { Box::from_raw(self.storage) });
         }
         // else: leak the storage rather than free memory a stuck thread may touch.
+        drop(self.capture.take());
+    }
+}
+
+// ---- pcap capture: a passive tap on the adapter --------------------------------
+//
+// EtherCrab owns its socket, so the capture is a second AF_PACKET socket bound
+// to EtherType 0x88A4 on the same adapter: packet sockets see both the frames
+// sent on the adapter and the replies, exactly as on the wire. Classic pcap,
+// nanosecond timestamps (magic 0xa1b23c4d), LINKTYPE_ETHERNET.
+
+struct Capture {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+const ETH_P_ECAT: u16 = 0x88A4;
+
+impl Capture {
+    fn start(path: &str, ifname: &str) -> Result<Self, Fail> {
+        use std::io::Write;
+        let file = std::fs::File::create(path).map_err(|e| {
+            fail(
+                CODE_IO,
+                format!("ethercrab: cannot create capture file \"{path}\": {e}"),
+            )
+        })?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+        let mut hdr = Vec::with_capacity(24);
+        hdr.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+        hdr.extend_from_slice(&2u16.to_le_bytes());
+        hdr.extend_from_slice(&4u16.to_le_bytes());
+        hdr.extend_from_slice(&0i32.to_le_bytes());
+        hdr.extend_from_slice(&0u32.to_le_bytes());
+        hdr.extend_from_slice(&65535u32.to_le_bytes());
+        hdr.extend_from_slice(&1u32.to_le_bytes());
+        out.write_all(&hdr).map_err(|e| {
+            fail(
+                CODE_IO,
+                format!("ethercrab: cannot write capture file \"{path}\": {e}"),
+            )
+        })?;
+        let cname = std::ffi::CString::new(ifname)
+            .map_err(|_| fail(CODE_NO_INTERFACE, "ethercrab: bad interface name"))?;
+        // SAFETY: plain socket calls; the fd is owned by the capture thread below.
+        let fd = unsafe {
+            let idx = libc::if_nametoindex(cname.as_ptr());
+            if idx == 0 {
+                return Err(io_fail(ifname, &std::io::Error::last_os_error()));
+            }
+            let fd = libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW,
+                i32::from(ETH_P_ECAT.to_be()),
+            );
+            if fd < 0 {
+                return Err(io_fail(ifname, &std::io::Error::last_os_error()));
+            }
+            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+            sll.sll_family = libc::AF_PACKET as u16;
+            sll.sll_protocol = ETH_P_ECAT.to_be();
+            sll.sll_ifindex = idx as i32;
+            let tv = libc::timeval {
+                tv_sec: 0,
+                tv_usec: 50_000,
+            };
+            if libc::bind(
+                fd,
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            ) != 0
+                || libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVTIMEO,
+                    (&tv as *const libc::timeval).cast(),
+                    std::mem::size_of::<libc::timeval>() as u32,
+                ) != 0
+            {
+                let e = std::io::Error::last_os_error();
+                libc::close(fd);
+                return Err(io_fail(ifname, &e));
+            }
+            fd
+        };
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("autd3-crab-pcap".into())
+            .spawn(move || {
+                let mut buf = [0u8; 2048];
+                while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    // SAFETY: fd is open until the end of this thread; buf is writable.
+                    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+                    if n <= 0 {
+                        continue; // timeout (stop check) or a transient error
+                    }
+                    let n = n as usize;
+                    let mut ts = libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    // SAFETY: valid out pointer.
+                    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+                    let mut rec = [0u8; 16];
+                    rec[0..4].copy_from_slice(&(ts.tv_sec as u32).to_le_bytes());
+                    rec[4..8].copy_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
+                    rec[8..12].copy_from_slice(&(n as u32).to_le_bytes());
+                    rec[12..16].copy_from_slice(&(n as u32).to_le_bytes());
+                    if out
+                        .write_all(&rec)
+                        .and_then(|_| out.write_all(&buf[..n]))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+                let _ = out.flush();
+                // SAFETY: closes the fd this thread owns.
+                unsafe { libc::close(fd) };
+            })
+            .map_err(|e| {
+                fail(
+                    CODE_IO,
+                    format!("ethercrab: cannot start the capture thread: {e}"),
+                )
+            })?;
+        Ok(Capture {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -315,7 +505,10 @@ struct Agg {
 
 /// One `tx_rx_dc` per group, all in flight at once; waits for every group
 /// (so no PDU is abandoned mid-flight) and returns the first error.
-async fn exchange<S: HasPdi>(groups: &[Group<S, HasDc>], md: &MainDevice<'_>) -> Result<Agg, CrabError> {
+async fn exchange<S: HasPdi>(
+    groups: &[Group<S, HasDc>],
+    md: &MainDevice<'_>,
+) -> Result<Agg, CrabError> {
     type Resp = Result<TxRxResponse<GROUP_SUBDEVICES, CycleInfo>, CrabError>;
     let mut futs: heapless::Vec<_, MAX_GROUPS> = heapless::Vec::new();
     for g in groups.iter().take(MAX_GROUPS) {
@@ -342,10 +535,19 @@ async fn exchange<S: HasPdi>(groups: &[Group<S, HasDc>], md: &MainDevice<'_>) ->
                 }
             }
         }
-        if pending { Poll::Pending } else { Poll::Ready(()) }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
     })
     .await;
-    let mut agg = Agg { working_counter: 0, all_op: true, next_cycle_wait: Duration::ZERO, dc_system_time: 0 };
+    let mut agg = Agg {
+        working_counter: 0,
+        all_op: true,
+        next_cycle_wait: Duration::ZERO,
+        dc_system_time: 0,
+    };
     let mut first_err = None;
     for (i, r) in results.into_iter().enumerate() {
         match r {
@@ -380,6 +582,10 @@ async fn exchange<S: HasPdi>(groups: &[Group<S, HasDc>], md: &MainDevice<'_>) ->
 pub struct Link {
     groups: Vec<OpGroup>,
     addresses: Vec<u16>,
+    /// Each device's configuration as it was in OP, to re-apply after a power cycle.
+    snapshots: Vec<Snapshot>,
+    /// How long re-configuration waits for each state.
+    state_timeout: Duration,
     expected_wkc: u16,
     checker: Mutex<Checker>,
     transport: Transport,
@@ -408,9 +614,14 @@ fn candidate_interfaces() -> Vec<String> {
         while !p.is_null() {
             let ifa = &*p;
             let flags = ifa.ifa_flags;
-            if !ifa.ifa_name.is_null() && flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_LOOPBACK as u32 == 0 {
+            if !ifa.ifa_name.is_null()
+                && flags & libc::IFF_UP as u32 != 0
+                && flags & libc::IFF_LOOPBACK as u32 == 0
+            {
                 let n = CStr::from_ptr(ifa.ifa_name).to_string_lossy().into_owned();
-                if !names.contains(&n) && !std::path::Path::new(&format!("/sys/class/net/{n}/wireless")).exists() {
+                if !names.contains(&n)
+                    && !std::path::Path::new(&format!("/sys/class/net/{n}/wireless")).exists()
+                {
                     names.push(n);
                 }
             }
@@ -469,20 +680,29 @@ async fn discover_once(t: &Transport) -> Result<Vec<Group<PreOp, NoDc>>, Fail> {
         Err(e) if md.num_subdevices() == 0 && matches!(e, CrabError::Timeout(_)) => {
             return Err(fail(
                 CODE_NO_DEVICE,
-                format!("ethercrab: no EtherCAT reply on \"{}\" (no device connected?): {e}", t.ifname),
+                format!(
+                    "ethercrab: no EtherCAT reply on \"{}\" (no device connected?): {e}",
+                    t.ifname
+                ),
             ));
         }
         Err(e) if idx > MAX_SUBDEVICES => {
             return Err(fail(
                 CODE_COUNT_MISMATCH,
-                format!("ethercrab: more than {MAX_SUBDEVICES} devices on \"{}\": {e}", t.ifname),
+                format!(
+                    "ethercrab: more than {MAX_SUBDEVICES} devices on \"{}\": {e}",
+                    t.ifname
+                ),
             ));
         }
         Err(e) => return Err(crab_fail(&format!("scanning \"{}\"", t.ifname), e)),
     };
     let groups: Vec<_> = groups.into_iter().filter(|g| !g.is_empty()).collect();
     if groups.is_empty() {
-        return Err(fail(CODE_NO_DEVICE, format!("ethercrab: no EtherCAT device found on \"{}\"", t.ifname)));
+        return Err(fail(
+            CODE_NO_DEVICE,
+            format!("ethercrab: no EtherCAT device found on \"{}\"", t.ifname),
+        ));
     }
     Ok(groups)
 }
@@ -513,7 +733,9 @@ async fn wait_for_align<S: HasPdi>(
     let mut last_check = start;
     loop {
         for g in groups {
-            g.tx_rx_sync_system_time(md).await.map_err(|e| crab_fail("DC alignment", e))?;
+            g.tx_rx_sync_system_time(md)
+                .await
+                .map_err(|e| crab_fail("DC alignment", e))?;
         }
         if last_check.elapsed() >= ALIGN_CHECK_INTERVAL {
             last_check = Instant::now();
@@ -567,8 +789,12 @@ fn al_state_name(s: u16) -> &'static str {
 async fn describe_states(md: &MainDevice<'_>, addresses: &[u16]) -> String {
     let mut s = String::new();
     for (i, &a) in addresses.iter().enumerate() {
-        let st = Command::fprd(a, RegisterAddress::AlStatus.into()).receive::<u16>(md).await;
-        let code = Command::fprd(a, RegisterAddress::AlStatusCode.into()).receive::<u16>(md).await;
+        let st = Command::fprd(a, RegisterAddress::AlStatus.into())
+            .receive::<u16>(md)
+            .await;
+        let code = Command::fprd(a, RegisterAddress::AlStatusCode.into())
+            .receive::<u16>(md)
+            .await;
         match (st, code) {
             (Ok(st), Ok(code)) => s.push_str(&format!(
                 "; device {i}: {}{} (AL status code 0x{code:04x})",
@@ -581,15 +807,28 @@ async fn describe_states(md: &MainDevice<'_>, addresses: &[u16]) -> String {
     s
 }
 
-async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> {
+async fn bring_up(
+    args: &OpenArgs,
+    iface: Option<String>,
+    capture: Option<String>,
+) -> Result<Link, Fail> {
     let timeouts = Timeouts {
         state_transition: ms(args.state_timeout_ms),
         pdu: ms(args.pdu_timeout_ms),
+        // EtherCrab's default EEPROM wait is 10 ms; one scheduling stall of a
+        // loaded host (or emulator) longer than that failed open in tests.
+        eeprom: ms(args.pdu_timeout_ms).max(Timeouts::default().eeprom),
         ..Timeouts::default()
     };
     let (transport, groups) = match iface {
         Some(name) => {
-            let t = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu)?;
+            let t = Transport::open(
+                &name,
+                timeouts,
+                args.rt_priority,
+                args.rt_cpu,
+                capture.as_deref(),
+            )?;
             let g = discover(&t).await?;
             (t, g)
         }
@@ -598,7 +837,13 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
             let mut tried = Vec::new();
             let mut found = None;
             for name in candidate_interfaces() {
-                let Ok(t) = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu) else {
+                let Ok(t) = Transport::open(
+                    &name,
+                    timeouts,
+                    args.rt_priority,
+                    args.rt_cpu,
+                    capture.as_deref(),
+                ) else {
                     tried.push(format!("{name}: cannot open"));
                     continue;
                 };
@@ -607,7 +852,10 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
                         found = Some((t, g));
                         break;
                     }
-                    Err(f) => tried.push(format!("{name}: {}", f.msg.trim_start_matches("ethercrab: "))),
+                    Err(f) => tried.push(format!(
+                        "{name}: {}",
+                        f.msg.trim_start_matches("ethercrab: ")
+                    )),
                 }
             }
             match found {
@@ -617,7 +865,11 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
                         CODE_NO_DEVICE,
                         format!(
                             "ethercrab: no adapter with AUTD3 devices found (interface \"auto\"; tried: {})",
-                            if tried.is_empty() { "no adapter is up".to_owned() } else { tried.join(", ") }
+                            if tried.is_empty() {
+                                "no adapter is up".to_owned()
+                            } else {
+                                tried.join(", ")
+                            }
                         ),
                     ));
                 }
@@ -641,15 +893,28 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
             sd.set_dc_sync(DcSync::Sync0);
         }
     }
-    let addresses: Vec<u16> = groups.iter().flat_map(|g| g.iter(md).map(|sd| sd.configured_address())).collect();
+    let addresses: Vec<u16> = groups
+        .iter()
+        .flat_map(|g| g.iter(md).map(|sd| sd.configured_address()))
+        .collect();
 
     let mut pdi = Vec::with_capacity(groups.len());
     for g in groups {
-        pdi.push(g.into_pre_op_pdi(md).await.map_err(|e| crab_fail("PRE-OP", e))?);
+        pdi.push(
+            g.into_pre_op_pdi(md)
+                .await
+                .map_err(|e| crab_fail("PRE-OP", e))?,
+        );
     }
 
-    wait_for_align(&pdi, md, &addresses, Duration::from_nanos(u64::from(args.sync_tolerance_ns)), ms(args.sync_timeout_ms))
-        .await?;
+    wait_for_align(
+        &pdi,
+        md,
+        &addresses,
+        Duration::from_nanos(u64::from(args.sync_tolerance_ns)),
+        ms(args.sync_timeout_ms),
+    )
+    .await?;
 
     let period = u64::from(args.sync0_period_ns);
     let shift = if args.sync0_shift_ns < 0 {
@@ -664,7 +929,11 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
     };
     let mut dcg = Vec::with_capacity(pdi.len());
     for g in pdi {
-        dcg.push(g.configure_dc_sync(md, dc).await.map_err(|e| crab_fail("configuring SYNC0", e))?);
+        dcg.push(
+            g.configure_dc_sync(md, dc)
+                .await
+                .map_err(|e| crab_fail("configuring SYNC0", e))?,
+        );
     }
     let mut safe = Vec::with_capacity(dcg.len());
     for g in dcg {
@@ -673,8 +942,15 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
             Err(e) => {
                 let states = describe_states(md, &addresses).await;
                 return Err(fail(
-                    if matches!(e, CrabError::Timeout(_)) { CODE_STATE_TIMEOUT } else { CODE_LINK },
-                    format!("ethercrab: devices did not reach SAFE-OP within {} ms: {e}{states}", args.state_timeout_ms),
+                    if matches!(e, CrabError::Timeout(_)) {
+                        CODE_STATE_TIMEOUT
+                    } else {
+                        CODE_LINK
+                    },
+                    format!(
+                        "ethercrab: devices did not reach SAFE-OP within {} ms: {e}{states}",
+                        args.state_timeout_ms
+                    ),
                 ));
             }
         }
@@ -682,12 +958,18 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
     // Warm-up: run DC-paced cycles so SYNC0 and the host phase settle before OP.
     for _ in 0..OP_WARMUP_CYCLES {
         let t0 = Instant::now();
-        let r = exchange(&safe, md).await.map_err(|e| crab_fail("DC warm-up", e))?;
+        let r = exchange(&safe, md)
+            .await
+            .map_err(|e| crab_fail("DC warm-up", e))?;
         sleep_until(t0 + r.next_cycle_wait).await;
     }
     let mut op = Vec::with_capacity(safe.len());
     for g in safe {
-        op.push(g.request_into_op(md).await.map_err(|e| crab_fail("requesting OP", e))?);
+        op.push(
+            g.request_into_op(md)
+                .await
+                .map_err(|e| crab_fail("requesting OP", e))?,
+        );
     }
     // OP with a working counter stable for 5 cycles (autd3-sdk open.rs).
     let deadline = Instant::now() + ms(args.op_wait_timeout_ms);
@@ -730,12 +1012,25 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
         }
         sleep_until(next).await;
     };
+    let mut snapshots = Vec::with_capacity(addresses.len());
+    for &a in &addresses {
+        snapshots.push(
+            Snapshot::read(md, a)
+                .await
+                .map_err(|e| crab_fail("reading the device configuration", e))?,
+        );
+    }
     let n = addresses.len();
     Ok(Link {
         groups: op,
         addresses,
+        snapshots,
+        state_timeout: ms(args.state_timeout_ms),
         expected_wkc,
-        checker: Mutex::new(Checker { states: vec![ST_OP; n], recoveries: 0 }),
+        checker: Mutex::new(Checker {
+            states: vec![ST_OP; n],
+            recoveries: 0,
+        }),
         transport,
     })
 }
@@ -747,14 +1042,23 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
 /// group bookkeeping may have lost. Bounded by CLOSE_TIMEOUT.
 async fn shutdown(md: &MainDevice<'_>, addresses: &[u16]) {
     for &a in addresses {
-        let _ = Command::fpwr(a, RegisterAddress::DcSyncActive.into()).ignore_wkc().send(md, 0u8).await;
+        let _ = Command::fpwr(a, RegisterAddress::DcSyncActive.into())
+            .ignore_wkc()
+            .send(md, 0u8)
+            .await;
     }
     let deadline = Instant::now() + CLOSE_TIMEOUT;
     loop {
-        let _ = Command::bwr(RegisterAddress::AlControl.into()).ignore_wkc().send(md, 0x0001u16).await;
+        let _ = Command::bwr(RegisterAddress::AlControl.into())
+            .ignore_wkc()
+            .send(md, 0x0001u16)
+            .await;
         let mut all_init = true;
         for &a in addresses {
-            match Command::fprd(a, RegisterAddress::AlStatus.into()).receive::<u16>(md).await {
+            match Command::fprd(a, RegisterAddress::AlStatus.into())
+                .receive::<u16>(md)
+                .await
+            {
                 Ok(s) if s & 0x0F == 0x01 => {}
                 Ok(_) => all_init = false,
                 Err(_) => {} // gone: nothing to bring down
@@ -772,27 +1076,52 @@ async fn shutdown(md: &MainDevice<'_>, addresses: &[u16]) {
 impl Link {
     /// autd3-sdk state_check.rs: OP; SAFE-OP+ERROR -> acknowledge (0x14);
     /// SAFE-OP -> request OP; no reply -> Lost; anything else -> Other.
+    // The guard is held across awaits on purpose: checks from several threads
+    // are serialised, and each runs under its own block_on (no shared executor).
+    #[allow(clippy::await_holding_lock)]
     async fn check(&self, state: &mut [u8], al: &mut [u8]) -> u64 {
         let md = self.transport.md();
         let mut ck = self.checker.lock().unwrap_or_else(|p| p.into_inner());
         let was_all_op = ck.states.iter().all(|&s| s == ST_OP);
         for (i, &addr) in self.addresses.iter().enumerate() {
             let mut raw = 0u8;
-            let new = match Command::fprd(addr, RegisterAddress::AlStatus.into()).receive::<u16>(md).await {
+            let new = match Command::fprd(addr, RegisterAddress::AlStatus.into())
+                .receive::<u16>(md)
+                .await
+            {
                 Ok(s) if s & 0x0F == 0x08 => ST_OP,
                 Ok(s) if s & 0x0F == 0x04 && s & 0x10 != 0 => {
-                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into()).send(md, 0x0014u16).await;
+                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into())
+                        .send(md, 0x0014u16)
+                        .await;
                     ST_SAFE_OP_ERROR
                 }
                 Ok(s) if s & 0x0F == 0x04 => {
-                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into()).send(md, 0x0008u16).await;
+                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into())
+                        .send(md, 0x0008u16)
+                        .await;
                     ST_SAFE_OP
+                }
+                // Back in INIT/PRE-OP at its address (its ESC kept 0x0010): re-apply.
+                Ok(s) if matches!(s & 0x0F, 0x01 | 0x02) => {
+                    match self.reconfigure(i, false, &ck.states).await {
+                        Ok(st) => st,
+                        Err(_) => {
+                            raw = (s & 0xFF) as u8;
+                            ST_OTHER
+                        }
+                    }
                 }
                 Ok(s) => {
                     raw = (s & 0xFF) as u8;
                     ST_OTHER
                 }
-                Err(e) if is_lost(&e) => ST_LOST,
+                // No reply at its address: gone, or back after a power cycle
+                // (address 0x0010 cleared), which only position addressing reaches.
+                Err(e) if is_lost(&e) => self
+                    .reconfigure(i, true, &ck.states)
+                    .await
+                    .unwrap_or(ST_LOST),
                 Err(_) => ck.states[i],
             };
             ck.states[i] = new;
@@ -807,6 +1136,182 @@ impl Link {
             ck.recoveries += 1;
         }
         ck.recoveries
+    }
+}
+
+// ---- re-configuration of a device that lost its configuration ---------------------
+//
+// A power-cycled ESC comes back in INIT with station address 0 and no FMMU,
+// SyncManager or DC setup, while EtherCrab's operational group still has it
+// in its process image. Like SOEM's ecx_reconfig_slave, the checker writes
+// back what the device had in OP (read at open), re-aligns its DC clock and
+// SYNC0 to the others, and walks it INIT -> PRE-OP -> SAFE-OP, then requests
+// OP (the next check sees OP once the cyclic LRW has written its outputs).
+
+const FMMU_BYTES: u16 = 16 * 16; // 16 FMMUs at 0x0600
+const SM_BYTES: u16 = 8 * 8; // 8 SyncManagers at 0x0800
+
+struct Snapshot {
+    fmmu: Vec<u8>,
+    sm: Vec<u8>,
+    delay: u32,
+    sync0_cycle: u32,
+    sync_act: u8,
+}
+
+impl Snapshot {
+    async fn read(md: &MainDevice<'_>, a: u16) -> Result<Snapshot, CrabError> {
+        let fmmu = Command::fprd(a, 0x0600)
+            .receive_slice(md, FMMU_BYTES)
+            .await?
+            .to_vec();
+        let sm = Command::fprd(a, 0x0800)
+            .receive_slice(md, SM_BYTES)
+            .await?
+            .to_vec();
+        let delay = Command::fprd(a, RegisterAddress::DcSystemTimeTransmissionDelay.into())
+            .receive::<u32>(md)
+            .await?;
+        let sync0_cycle = Command::fprd(a, RegisterAddress::DcSync0CycleTime.into())
+            .receive::<u32>(md)
+            .await?;
+        let sync_act = Command::fprd(a, RegisterAddress::DcSyncActive.into())
+            .receive::<u8>(md)
+            .await?;
+        Ok(Snapshot {
+            fmmu,
+            sm,
+            delay,
+            sync0_cycle,
+            sync_act,
+        })
+    }
+}
+
+impl Link {
+    async fn wait_al(&self, a: u16, want: u16) -> Result<(), CrabError> {
+        let deadline = Instant::now() + self.state_timeout;
+        loop {
+            let s = Command::fprd(a, RegisterAddress::AlStatus.into())
+                .receive::<u16>(self.transport.md())
+                .await?;
+            if s & 0x1F == want {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(CrabError::Timeout(TimeoutError::StateTransition));
+            }
+            async_io::Timer::after(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Device `i` answers at its ring position but not (or unconfigured) at its
+    /// address: restore it. Returns the state to report (SAFE_OP: OP requested).
+    async fn reconfigure(
+        &self,
+        i: usize,
+        by_position: bool,
+        states: &[u8],
+    ) -> Result<u8, CrabError> {
+        let md = self.transport.md();
+        let a = self.addresses[i];
+        let snap = &self.snapshots[i];
+        if by_position {
+            let pos = i as u16;
+            let cur = Command::aprd(pos, 0x0010).receive::<u16>(md).await?;
+            if cur != a {
+                Command::apwr(pos, 0x0010).send(md, a).await?;
+            }
+        }
+        let s = Command::fprd(a, RegisterAddress::AlStatus.into())
+            .receive::<u16>(md)
+            .await?;
+        match s & 0x0F {
+            0x01 | 0x02 => {}
+            0x08 => return Ok(ST_OP),
+            0x04 => return Ok(ST_SAFE_OP),
+            _ => return Ok(ST_OTHER),
+        }
+        Command::fpwr(a, RegisterAddress::AlControl.into())
+            .send(md, 0x0011u16)
+            .await?; // INIT + ack
+        self.wait_al(a, 0x01).await?;
+        for (k, sm) in snap.sm.chunks_exact(8).enumerate() {
+            if sm[2] != 0 || sm[3] != 0 {
+                Command::fpwr(a, 0x0800 + 8 * k as u16).send(md, sm).await?;
+            }
+        }
+        for (k, f) in snap.fmmu.chunks_exact(16).enumerate() {
+            if f[12] & 0x01 != 0 {
+                Command::fpwr(a, 0x0600 + 16 * k as u16).send(md, f).await?;
+            }
+        }
+        // DC: same propagation delay as before; offset so that its system time
+        // equals the others' (mean of two reads of another device around the
+        // read of this device's local time); the cyclic FRMW keeps it locked.
+        Command::fpwr(a, RegisterAddress::DcSystemTimeTransmissionDelay.into())
+            .send(md, snap.delay)
+            .await?;
+        // Time source: a device that is in OP (if none is, e.g. every device
+        // was power-cycled, its own restarted clock is as good as any).
+        let other = (0..self.addresses.len()).find(|&j| j != i && states.get(j) == Some(&ST_OP));
+        if let Some(other) = other.map(|j| self.addresses[j]) {
+            Command::fpwr(a, RegisterAddress::DcSystemTimeOffset.into())
+                .send(md, 0u64)
+                .await?;
+            let t1 = Command::fprd(other, RegisterAddress::DcSystemTime.into())
+                .receive::<u64>(md)
+                .await?;
+            let local = Command::fprd(a, RegisterAddress::DcSystemTime.into())
+                .receive::<u64>(md)
+                .await?;
+            let t2 = Command::fprd(other, RegisterAddress::DcSystemTime.into())
+                .receive::<u64>(md)
+                .await?;
+            let offset = (t1 / 2 + t2 / 2).wrapping_sub(local);
+            Command::fpwr(a, RegisterAddress::DcSystemTimeOffset.into())
+                .send(md, offset)
+                .await?;
+        }
+        // Reset the time-control loop filters (values as EtherCrab's bus reset).
+        Command::fpwr(a, RegisterAddress::DcControlLoopParam3.into())
+            .send(md, 0x0C00u16)
+            .await?;
+        Command::fpwr(a, RegisterAddress::DcControlLoopParam1.into())
+            .send(md, 0x1000u16)
+            .await?;
+        if snap.sync_act != 0 && snap.sync0_cycle != 0 {
+            let cycle = u64::from(snap.sync0_cycle);
+            Command::fpwr(a, RegisterAddress::DcSyncActive.into())
+                .send(md, 0u8)
+                .await?;
+            let now = Command::fprd(a, RegisterAddress::DcSystemTime.into())
+                .receive::<u64>(md)
+                .await?;
+            // EtherCrab's rule: first pulse on the period grid after a start delay.
+            let start = (now + DC_START_DELAY.as_nanos() as u64) / cycle * cycle;
+            Command::fpwr(a, RegisterAddress::DcSyncStartTime.into())
+                .send(md, start)
+                .await?;
+            Command::fpwr(a, RegisterAddress::DcSync0CycleTime.into())
+                .send(md, snap.sync0_cycle)
+                .await?;
+            Command::fpwr(a, RegisterAddress::DcSyncActive.into())
+                .send(md, snap.sync_act)
+                .await?;
+        }
+        Command::fpwr(a, RegisterAddress::AlControl.into())
+            .send(md, 0x0002u16)
+            .await?;
+        self.wait_al(a, 0x02).await?;
+        Command::fpwr(a, RegisterAddress::AlControl.into())
+            .send(md, 0x0004u16)
+            .await?;
+        self.wait_al(a, 0x04).await?;
+        Command::fpwr(a, RegisterAddress::AlControl.into())
+            .send(md, 0x0008u16)
+            .await?;
+        Ok(ST_SAFE_OP)
     }
 }
 
@@ -865,36 +1370,76 @@ pub unsafe extern "C" fn autd3crab_open(
         if args.abi_version != ABI_VERSION {
             return Err(fail(
                 CODE_VERSION,
-                format!("ethercrab shim ABI {} does not match the C glue's {}", ABI_VERSION, args.abi_version),
+                format!(
+                    "ethercrab shim ABI {} does not match the C glue's {}",
+                    ABI_VERSION, args.abi_version
+                ),
             ));
         }
-        if args.num_devices == 0 || usize::from(args.num_devices) > MAX_SUBDEVICES || args.sync0_period_ns == 0 {
-            return Err(fail(CODE_INVALID_OPTION, "ethercrab shim: bad device count or SYNC0 period"));
+        if args.num_devices == 0
+            || usize::from(args.num_devices) > MAX_SUBDEVICES
+            || args.sync0_period_ns == 0
+        {
+            return Err(fail(
+                CODE_INVALID_OPTION,
+                "ethercrab shim: bad device count or SYNC0 period",
+            ));
         }
         let iface = if args.interface.is_null() {
             None
         } else {
             // SAFETY: NUL-terminated string from C.
-            let s = unsafe { CStr::from_ptr(args.interface) }.to_string_lossy().into_owned();
-            if s.is_empty() || s == "auto" { None } else { Some(s) }
+            let s = unsafe { CStr::from_ptr(args.interface) }
+                .to_string_lossy()
+                .into_owned();
+            if s.is_empty() || s == "auto" {
+                None
+            } else {
+                Some(s)
+            }
         };
         // Bring-up runs on its own thread: EtherCrab's discovery tables are
         // large fixed-capacity values, too big for an arbitrary caller's stack.
-        let args_copy = OpenArgs { interface: std::ptr::null(), ..*args };
+        let capture = if args.capture_path.is_null() {
+            None
+        } else {
+            // SAFETY: NUL-terminated string from C.
+            Some(
+                unsafe { CStr::from_ptr(args.capture_path) }
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        };
+        let args_copy = OpenArgs {
+            interface: std::ptr::null(),
+            capture_path: std::ptr::null(),
+            ..*args
+        };
         let link = std::thread::Builder::new()
             .name("autd3-crab-open".into())
             .stack_size(BRINGUP_STACK)
             .spawn(move || {
-                catch_unwind(AssertUnwindSafe(|| futures_lite::future::block_on(bring_up(&args_copy, iface))))
-                    .unwrap_or_else(|p| Err(fail(CODE_INTERNAL, panic_msg(&*p))))
+                catch_unwind(AssertUnwindSafe(|| {
+                    futures_lite::future::block_on(bring_up(&args_copy, iface, capture))
+                }))
+                .unwrap_or_else(|p| Err(fail(CODE_INTERNAL, panic_msg(&*p))))
             })
-            .map_err(|e| fail(CODE_IO, format!("ethercrab: cannot start the bring-up thread: {e}")))?
+            .map_err(|e| {
+                fail(
+                    CODE_IO,
+                    format!("ethercrab: cannot start the bring-up thread: {e}"),
+                )
+            })?
             .join()
             .unwrap_or_else(|p| Err(fail(CODE_INTERNAL, panic_msg(&*p))))?;
         info.num_devices = link.addresses.len() as u16;
         info.expected_wkc = link.expected_wkc;
         info.interface = [0; 64];
-        for (d, s) in info.interface.iter_mut().zip(link.transport.ifname.bytes().take(63)) {
+        for (d, s) in info
+            .interface
+            .iter_mut()
+            .zip(link.transport.ifname.bytes().take(63))
+        {
             *d = s as c_char;
         }
         *out = Box::into_raw(Box::new(link));
@@ -913,7 +1458,7 @@ pub unsafe extern "C" fn autd3crab_open(
     }
 }
 
-// SAFETY: the only pointer is cleared before the copy crosses threads.
+// SAFETY: the pointers are cleared before the copy crosses threads.
 unsafe impl Send for OpenArgs {}
 
 /// One exchange (no pacing: the C side sleeps until the DC-aligned deadline).
@@ -977,7 +1522,10 @@ pub unsafe extern "C" fn autd3crab_cycle(
                         write_msg(
                             msg,
                             cap,
-                            &format!("ethercrab: the tx/rx task on \"{}\" {why}", link.transport.ifname),
+                            &format!(
+                                "ethercrab: the tx/rx task on \"{}\" {why}",
+                                link.transport.ifname
+                            ),
                         );
                         return CODE_LINK;
                     }
@@ -1046,7 +1594,9 @@ pub unsafe extern "C" fn autd3crab_close(link: *mut Link) {
         // SAFETY: from Box::into_raw in autd3crab_open.
         let link = unsafe { Box::from_raw(link) };
         futures_lite::future::block_on(shutdown(link.transport.md(), &link.addresses));
-        let Link { groups, transport, .. } = *link;
+        let Link {
+            groups, transport, ..
+        } = *link;
         drop(groups);
         drop(transport);
     }));
@@ -1060,6 +1610,61 @@ mod tests {
     fn sysdiff_is_sign_magnitude() {
         assert_eq!(sysdiff_ns(100), 100.0);
         assert_eq!(sysdiff_ns(0x8000_0064), -100.0);
+    }
+
+    #[test]
+    fn loopback_is_never_a_candidate() {
+        assert!(!candidate_interfaces().iter().any(|n| n == "lo"));
+    }
+
+    #[test]
+    fn null_arguments_are_an_error_not_a_crash() {
+        let mut buf = [0 as c_char; 128];
+        let rc = unsafe {
+            autd3crab_open(
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        assert_eq!(rc, CODE_INTERNAL);
+        assert!(
+            unsafe { CStr::from_ptr(buf.as_ptr()) }
+                .to_bytes()
+                .starts_with(b"ethercrab shim")
+        );
+    }
+
+    #[test]
+    fn abi_version_mismatch_is_reported() {
+        let args = OpenArgs {
+            abi_version: ABI_VERSION + 1,
+            interface: std::ptr::null(),
+            num_devices: 1,
+            sync0_period_ns: 1_000_000,
+            sync0_shift_ns: 0,
+            sync_tolerance_ns: 1000,
+            sync_timeout_ms: 10,
+            state_timeout_ms: 10,
+            op_wait_timeout_ms: 10,
+            pdu_timeout_ms: 10,
+            rt_priority: 0,
+            rt_cpu: -1,
+            capture_path: std::ptr::null(),
+        };
+        let mut link: *mut Link = std::ptr::null_mut();
+        let mut info = OpenInfo {
+            num_devices: 0,
+            expected_wkc: 0,
+            interface: [0; 64],
+        };
+        let mut buf = [0 as c_char; 128];
+        let rc =
+            unsafe { autd3crab_open(&args, &mut link, &mut info, buf.as_mut_ptr(), buf.len()) };
+        assert_eq!(rc, CODE_VERSION);
+        assert!(link.is_null());
     }
 
     #[test]

@@ -1,0 +1,147 @@
+/* echocat-only scenarios over veth + autd3-emu (the shared ones are in
+ * tests/ethercat/test_ethercat_link.c): the libpcap back end, send cycles,
+ * a state check while nobody cycles, diagnostics. No timing assertions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autd3/autd3.h"
+#include "autd3/link_driver.h"
+#include "harness/emuctl.h"
+#include "harness/test.h"
+#include "platform/platform.h"
+
+#define LINK_KIND AUTD3_LINK_ECHOCAT
+#include "ethercat/ethercat_netns.h"
+
+static autd3_link_option_t option(void) {
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_ECHOCAT);
+  o.u.echocat.ethercat.interface = getenv("AUTD3_TEST_IFNAME");
+  return o;
+}
+
+/* Open, run `cycles`, return the number of valid ones; all devices must be OP after. */
+static int run(const autd3_link_option_t *o, size_t n, int cycles, char *diag, size_t cap) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(o, g, &l));
+  uint8_t *tx = calloc(n, AUTD3_TX_FRAME_BYTES), rx[2 * AUTD3_MAX_DEVICES];
+  int valid = 0;
+  for (int i = 0; i < cycles; i++) {
+    bool v = false;
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+    valid += v;
+  }
+  autd3_link_status_t s;
+  ASSERT_OK(autd3_link_check_state(l, &s));
+  for (size_t d = 0; d < n; d++)
+    ASSERT_EQ(s.state[d], AUTD3_DEVICE_OP);
+  autd3_link_diagnostics(l, diag, cap);
+  autd3_link_close(l);
+  free(tx);
+  autd3_geometry_free(g);
+  return valid;
+}
+
+TEST(pcap_backend) {
+  in_netns("pcap_backend", 2, NULL, false);
+  autd3_link_option_t o = option();
+  o.u.echocat.backend = AUTD3_NIC_PCAP;
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_t *l = NULL;
+  autd3_err_t e = autd3_link_open(&o, g, &l);
+  autd3_geometry_free(g);
+  if (e == AUTD3_E_NOT_BUILT)
+    SKIP("libautd3 was built without libpcap: %s", autd3_last_error());
+  ASSERT_OK(e);
+  autd3_link_close(l);
+  char diag[1024];
+  ASSERT_GT(run(&o, 2, 200, diag, sizeof diag), 0);
+}
+
+TEST(cycle_500us_and_2ms_send_cycle) {
+  in_netns("cycle_500us_and_2ms_send_cycle", 2, "--dc-required", false);
+  char diag[1024];
+  autd3_link_option_t o = option();
+  o.u.echocat.ethercat.sync0_period_ns = 500000;
+  o.u.echocat.spin_ns = 20000;
+  ASSERT_GT(run(&o, 2, 300, diag, sizeof diag), 0);
+  printf("500 us:\n%s", diag);
+  o = option();
+  o.u.echocat.ethercat.send_cycle_ns = 2000000; /* every other SYNC0 */
+  o.u.echocat.ethercat.sync0_shift_ns = 200000;
+  ASSERT_GT(run(&o, 2, 100, diag, sizeof diag), 0);
+  printf("2 ms send cycle:\n%s", diag);
+  ASSERT_CONTAINS(diag, "departure jitter p50");
+  ASSERT_CONTAINS(diag, "frames per cycle     : 2.00");
+}
+
+/* check_state with nobody cycling: the checker drives the bus itself. */
+TEST(check_state_without_cycles) {
+  in_netns("check_state_without_cycles", 3, NULL, false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(3, NULL, &g));
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  autd3_link_status_t s;
+  ASSERT_OK(autd3_link_check_state(l, &s)); /* devices may have dropped to SAFE-OP (no outputs): still answers */
+  ASSERT_EQ(s.num_devices, 3);
+  for (int d = 0; d < 3; d++)
+    ASSERT_NE(s.state[d], AUTD3_DEVICE_LOST);
+  uint8_t tx[3 * AUTD3_TX_FRAME_BYTES] = {0}, rx[6];
+  bool v;
+  for (int i = 0; i < 300; i++) /* cycling again brings everything back to OP through the checker */
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+  for (int t = 0; t < 50; t++) {
+    ASSERT_OK(autd3_link_check_state(l, &s));
+    if (s.state[0] == AUTD3_DEVICE_OP && s.state[1] == AUTD3_DEVICE_OP && s.state[2] == AUTD3_DEVICE_OP)
+      break;
+    for (int i = 0; i < 100; i++)
+      ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+  }
+  for (int d = 0; d < 3; d++)
+    ASSERT_EQ(s.state[d], AUTD3_DEVICE_OP);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}
+
+/* The bus goes silent (nothing answers) and comes back: every silent cycle is
+ * counted lost, cycling does not stall, and valid cycles resume. */
+TEST(silent_bus_recovers) {
+  in_netns("silent_bus_recovers", 2, NULL, false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  uint8_t tx[2 * AUTD3_TX_FRAME_BYTES] = {0}, rx[4];
+  bool v;
+  for (int i = 0; i < 50; i++)
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+  char reply[256];
+  ASSERT_EQ(autd3_emuctl("silence 1", reply, sizeof reply), 0);
+  autd3_link_stats_t a, b;
+  autd3_link_stats(l, &a);
+  for (int i = 0; i < 100; i++) {
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+    ASSERT_FALSE(v && i > 5); /* a cycle or two may still have been answered */
+  }
+  autd3_link_stats(l, &b);
+  ASSERT_GE(b.lost_cycles - a.lost_cycles, 94);
+  ASSERT_EQ(autd3_emuctl("silence 0", reply, sizeof reply), 0);
+  int valid = 0;
+  for (int i = 0; i < 3000 && valid < 10; i++) {
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+    valid += v;
+    if (i % 100 == 99) { /* devices whose SM watchdog expired are brought back by the checker */
+      autd3_link_status_t s;
+      ASSERT_OK(autd3_link_check_state(l, &s));
+    }
+  }
+  ASSERT_EQ(valid, 10);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}
