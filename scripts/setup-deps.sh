@@ -37,7 +37,7 @@ make_venv() {
     local name="${spec%%==*}" want=""
     [ "$spec" != "$name" ] && want="${spec#*==}"
     local have
-    have=$("$venv/bin/python" -m pip show "$name" 2>/dev/null | awk '/^Version:/{print $2}')
+    have=$("$venv/bin/python" -m pip show "$name" 2>/dev/null | awk '/^Version:/{print $2}' || true)
     if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then need+=("$spec"); fi
   done
   if [ ${#need[@]} -gt 0 ]; then
