@@ -59,9 +59,14 @@ static autd3_err_t pc_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *l
       return AUTD3_E_TIMEOUT;
     uint64_t rem = deadline_ns - now;
     if (c->fd >= 0) {
-      struct timespec ts = {(time_t)(rem / 1000000000u), (long)(rem % 1000000000u)};
       struct pollfd p = {.fd = c->fd, .events = POLLIN};
-      if (ppoll(&p, 1, &ts, NULL) < 0 && errno != EINTR)
+#ifdef __linux__
+      struct timespec ts = {(time_t)(rem / 1000000000u), (long)(rem % 1000000000u)};
+      int pr = ppoll(&p, 1, &ts, NULL);
+#else /* macOS/BSD: no ppoll; millisecond poll, rounded up */
+      int pr = poll(&p, 1, (int)((rem + 999999u) / 1000000u));
+#endif
+      if (pr < 0 && errno != EINTR)
         return autd3_set_error(AUTD3_E_IO, "nic %s (pcap): poll failed: %s", nic->ifname, strerror(errno));
     } else {
       autd3__sleep_ns(rem < 50000 ? rem : 50000);

@@ -115,6 +115,7 @@ typedef struct echocat {
   uint64_t rtt_floor;     /* fastest recent round trip with a reference read */
   uint64_t lb_dc, lb_t;   /* DC lower bound: system time >= lb_dc + (now - lb_t) */
   bool silent;            /* the bus answered nothing to the last resolve wait */
+  bool first_call;        /* next cycle is the caller's first after open */
   uint64_t last_slot;     /* DC time of the SYNC0 edge the last outputs were aimed at */
   double out_rtt_ns;      /* EMA: outputs sent -> the reference reads its clock behind them */
   double rd_rtt_ns;       /* EMA: read frame round trip */
@@ -976,8 +977,9 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
   uint64_t prev = ec->last_slot;
   if (prev && slot <= prev)
     slot = prev + ec->period;
-  if (prev && slot > prev + ec->period)
+  if (prev && slot > prev + ec->period && !ec->first_call)
     atomic_fetch_add_explicit(&ec->late, (slot - prev) / ec->period - 1, memory_order_relaxed);
+  ec->first_call = false; /* the gap between open and the caller's first cycle is no late wake-up */
   slot_t *set[MAX_GROUPS + 2];
   int ns = 0;
   for (int g = 0; g < ec->ngroups; g++) {
@@ -1128,13 +1130,12 @@ static autd3_err_t ec_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t 
  * configure it again as at open, up to SAFE-OP, then ask for OP. */
 static autd3_err_t recover_slave(echocat_t *ec, uint16_t k) {
   uint16_t one[1] = {k};
-  uint8_t z[48] = {0}, v[2];
+  uint8_t v[2];
   autd3_err_t e;
   const dgspec_t rs[4] = {{ECAT_APWR, REG_FMMU0, 48}, {ECAT_APWR, REG_SM0, 32}, {ECAT_APWR, REG_DCACT, 1},
                           {ECAT_APWR, REG_EEPCFG, 1}};
   uint8_t in[AUTD3_MAX_DEVICES * 82];
   memset(in + (size_t)k * 82, 0, 82);
-  (void)z;
   if ((e = each(ec, one, 1, true, rs, 4, in, NULL, NULL)) != AUTD3_OK)
     return e;
   if ((e = assign_addresses(ec, one, 1)) != AUTD3_OK)
@@ -1487,6 +1488,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   atomic_store(&ec->jit_n, 0), atomic_store(&ec->jit_max, 0), atomic_store(&ec->late, 0);
   atomic_store(&ec->frames, 0), atomic_store(&ec->cyc, 0), atomic_store(&ec->guard_waits, 0);
   atomic_store(&ec->unproven, 0);
+  ec->first_call = true;
   atomic_store(&ec->running, true);
   ec->opt.ethercat.capture_path = NULL; /* the caller's string; the file is open */
   *out = &ec->base;
