@@ -8,9 +8,10 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Debian packages: compiler and build, raw-socket tests (iproute2 for veth,
-# util-linux for unshare), the libpcap back end, clang for the fuzz targets,
+# util-linux for unshare), the libpcap back end, clang + its runtime for the
+# libFuzzer targets,
 # tshark for the capture checks.
-APT_PKGS=(cmake make gcc clang libpcap-dev iproute2 util-linux tshark python3 python3-pip python3-venv pkg-config)
+APT_PKGS=(cmake make gcc clang libclang-rt-14-dev libpcap-dev iproute2 util-linux tshark python3 python3-pip python3-venv pkg-config)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
