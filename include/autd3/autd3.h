@@ -13,5 +13,6 @@
 #include "autd3/emulator.h"
 #include "autd3/link.h"
 #include "autd3/client.h"
+#include "autd3/remote_server.h"
 
 #endif
