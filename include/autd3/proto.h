@@ -62,7 +62,15 @@ extern "C" {
   XX(READ_FPGA_FW_VERSION_MINOR, 0xE5)       \
   XX(READ_FPGA_FW_VERSION_PATCH, 0xE6)       \
   XX(READ_FPGA_STATE, 0xE7)                  \
-  XX(XOR_HASH, 0xF0)
+  XX(XOR_HASH, 0xF0)                         \
+  /* Sent by the reference client autd3-rs 0.9.0 (PyPI autd3 0.9.0, crate \
+   * autd3-cpu-wire Cmd table; firmware fw/src/app.rs dispatch): a pattern \
+   * write + config + bank change in one frame (close() sends a zero raw    \
+   * pattern with it), its modulation twin, and the FPGA function bits read \
+   * (high byte of the FPGA major-version register) after the versions. */ \
+  XX(WRITE_PATTERN_FUSED, 0x14)              \
+  XX(WRITE_MODULATION_FUSED, 0x23)           \
+  XX(READ_FPGA_FUNCTIONS, 0xE9)
 
 /** Opcode values. */
 typedef enum autd3_cmd {

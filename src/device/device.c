@@ -20,6 +20,8 @@
 #include "device/device.h"
 
 #define NEVER UINT64_MAX
+#define PATTERN_FUSED_HEADER 32    /* autd3-cpu-wire WritePatternFusedPayload: 32-byte header before the data */
+#define PATTERN_FUSED_LEN_OFFSET 14 /* its u16 data_len */
 #define SYNC0_CYCLE_BASE_NS 500000u /* firmware/cpu/src/cmd/sync.c: SYNC0 must be a multiple of 500 µs */
 
 /* ---- timing models ------------------------------------------------------------ */
@@ -126,6 +128,7 @@ static uint8_t dispatch(autd3_dev_t *d, const uint8_t *f) {
     case AUTD3_CMD_READ_FPGA_FW_VERSION_MINOR: return d->version.fpga_minor;
     case AUTD3_CMD_READ_FPGA_FW_VERSION_PATCH: return d->version.fpga_patch;
     case AUTD3_CMD_READ_FPGA_STATE: return d->fpga_state;
+    case AUTD3_CMD_READ_FPGA_FUNCTIONS: return d->fpga_functions; /* a read: error_detail untouched */
     case AUTD3_CMD_NOP: return AUTD3_DEV_ERR_NONE;
     case AUTD3_CMD_XOR_HASH: { /* xor_hash.c; the sleep is modelled as main-loop/ISR busy time */
       uint16_t len = rd_u16le(pl + 2);
@@ -159,6 +162,17 @@ static uint8_t dispatch(autd3_dev_t *d, const uint8_t *f) {
     case AUTD3_CMD_CLEAR: /* re-initialises the FPGA and silencer guard; nothing to model without an FPGA */
       r = AUTD3_DEV_ERR_NONE;
       break;
+    case AUTD3_CMD_WRITE_PATTERN_FUSED: {
+      /* write_pattern_fused: a 32-byte header (bank, emission type, divider, size,
+       * num_foci, transition mode, sound speed, rep, u16 data_len at 14, transition
+       * value, margin) then data_len bytes of pattern words. The firmware rejects an
+       * odd length or one past the payload with InvalidPayload before it touches the
+       * FPGA; the rest (config and transition checks) needs FPGA state, not modelled. */
+      uint16_t len = rd_u16le(pl + PATTERN_FUSED_LEN_OFFSET);
+      r = (len % 2 != 0 || len > AUTD3_PAYLOAD_BYTES - PATTERN_FUSED_HEADER) ? AUTD3_DEV_ERR_INVALID_PAYLOAD
+                                                                            : AUTD3_DEV_ERR_NONE;
+      break;
+    }
     case AUTD3_CMD_WRITE_PATTERN_BUFFER:
     case AUTD3_CMD_CONFIG_PATTERN:
     case AUTD3_CMD_CHANGE_PATTERN_BANK:
@@ -173,6 +187,7 @@ static uint8_t dispatch(autd3_dev_t *d, const uint8_t *f) {
     case AUTD3_CMD_EMULATE_GPIO_IN:
     case AUTD3_CMD_SET_GPIO_OUT:
     case AUTD3_CMD_FORCE_FAN:
+    case AUTD3_CMD_WRITE_MODULATION_FUSED:
       /* FPGA-side commands: accepted, not modelled (no FPGA here; the link layer only needs the ack). */
       r = AUTD3_DEV_ERR_NONE;
       break;

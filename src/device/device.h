@@ -47,6 +47,7 @@ typedef struct autd3_dev {
   autd3_fw_version_t version;
   autd3_timing_model_t timing;
   uint8_t fpga_state;
+  uint8_t fpga_functions; /* ReadFpgaFunctions (0xE9) answer: FPGA function bits, default 0 */
 
   /* firmware state (§6.1 of autd3-link-layer.md) */
   uint8_t expected_seq; /* boot 0 */

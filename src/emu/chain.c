@@ -21,6 +21,7 @@ autd3_emu_config_t autd3_emu_config_default(void) {
   c.strict_op = true;
   c.dc_required = false;
   c.seed = 0xA0D3;
+  c.sm_watchdog_100us = 1000; /* the ESC's power-on 100 ms */
   c.override_index = -1;
   return c;
 }

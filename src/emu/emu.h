@@ -67,6 +67,8 @@ typedef struct autd3_emu_config {
   bool dc_required;             /* PRE-OP→SAFE-OP needs SYNC0 active, cycle multiple of 500 µs; default false */
   uint64_t seed;                /* power-on times, drift signs, fault PRNG */
   bool mailbox;                 /* declare and serve the ESI's mailbox (SM0/SM1, CoE SDO upload); default false */
+  uint16_t sm_watchdog_100us;   /* power-on value of the SM watchdog time 0x0420 (100 µs units with 0x0400's default
+                                   divider); default 1000 = 100 ms as a real ESC; 0 = disabled (0x0420 = 0) */
   /* A non-AUTD identity for one device (tests of "not an AUTD" handling). */
   int override_index;           /* -1 = none */
   uint32_t override_vendor;

@@ -130,7 +130,7 @@ static void registers_reset(autd3_esc_t *e, bool last) {
   wr16(m + 0x0982, rd16(e->sii + 4));
   wr16(m + REG_WD_DIV, 0x09C2);             /* 100 µs units at 25 MHz */
   wr16(m + 0x0410, 1000);
-  wr16(m + REG_WD_SM, 1000);                /* 100 ms */
+  wr16(m + REG_WD_SM, e->cfg->sm_watchdog_100us); /* ESC default 1000 = 100 ms; --sm-watchdog-ms */
   wr16(m + REG_EEP_CTRL, 0x0040);           /* idle, 8-byte reads supported */
   wr16(m + REG_DC_SPEED, 0x1000);
   m[REG_DC_FILTER] = 0x04;

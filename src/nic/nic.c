@@ -10,7 +10,8 @@
 #include "autd3/link_driver.h"
 #include "nic/nic_impl.h"
 
-autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, autd3_nic_t **out) {
+/* The checks every open starts with: the name is usable and the adapter exists. */
+static autd3_err_t check_ifname(const char *ifname, autd3_nic_t **out) {
   if (!ifname || !*ifname || !out)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "nic: interface name is empty");
   *out = NULL;
@@ -18,6 +19,13 @@ autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, aut
     return autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: interface name \"%s\" is too long", ifname);
   if (if_nametoindex(ifname) == 0)
     return autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: no network interface \"%s\"", ifname);
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, autd3_nic_t **out) {
+  autd3_err_t e = check_ifname(ifname, out);
+  if (e != AUTD3_OK)
+    return e;
   switch (backend) {
   case AUTD3_NIC_AUTO:
 #ifdef __linux__
@@ -32,6 +40,17 @@ autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, aut
     return autd3__nic_open_pcap(ifname, out);
   }
   return autd3_set_error(AUTD3_E_INVALID_OPTION, "nic: unknown back end %d", (int)backend);
+}
+
+autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out) {
+  autd3_err_t e = check_ifname(ifname, out);
+  if (e != AUTD3_OK)
+    return e;
+#ifdef __linux__
+  return autd3__nic_open_afpacket_tap(ifname, out);
+#else
+  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: a capture tap needs Linux AF_PACKET", ifname);
+#endif
 }
 
 autd3_err_t autd3__nic_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) {

@@ -32,6 +32,12 @@ typedef struct autd3_nic autd3_nic_t;
  * cap_net_raw,cap_net_admin+ep <binary>` or run as root), NOT_BUILT (pcap
  * back end missing), IO. */
 autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, autd3_nic_t **out);
+/* Open `ifname` as a passive tap (for capture files, src/nic/capture.h):
+ * recv returns the EtherCAT frames of BOTH directions, including the ones
+ * other sockets of this process send on the adapter (the tap itself never
+ * sends). Same errors as autd3__nic_open; NOT_BUILT where the OS seam has no
+ * tap (only Linux AF_PACKET has one so far). */
+autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out);
 /* Send one Ethernet frame (header included); frames shorter than 60 bytes are sent as is. */
 autd3_err_t autd3__nic_send(autd3_nic_t *nic, const uint8_t *frame, size_t len);
 /* Receive the next EtherCAT frame into buf; waits until the monotonic

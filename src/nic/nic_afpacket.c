@@ -17,6 +17,10 @@
  *  - SO_BUSY_POLL is NOT set: it spins inside recv, which would break the
  *    bus thread's CPU budget (<= 3 % of a core at 1 kHz) and veth has no
  *    NAPI to poll anyway. Callers that want spinning use echocat's spin_ns.
+ * Tap mode (autd3__nic_open_tap, for capture files): none of the send-side
+ * options, bound to all EtherTypes, outgoing frames kept. Frames sent with
+ * PACKET_QDISC_BYPASS (this back end's own sends) skip the kernel's taps, so
+ * a link on this layer writes its own frames to its capture (echocat does).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,6 +51,7 @@ typedef struct afp {
   autd3_nic_t base;
   int fd;
   int ifindex;
+  bool tap; /* passive tap: frames of both directions are returned */
 } afp_t;
 
 static autd3_err_t afp_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) {
@@ -84,7 +89,7 @@ static autd3_err_t afp_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *
     ssize_t n = recvfrom(a->fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from, &fl);
     if (n >= 0) {
       /* Our own frames, anything not EtherCAT, or truncated frames are dropped. */
-      if (from.sll_pkttype == PACKET_OUTGOING || (size_t)n > cap || n < 14 ||
+      if ((from.sll_pkttype == PACKET_OUTGOING && !a->tap) || (size_t)n > cap || n < 14 ||
           ((buf[12] << 8) | buf[13]) != AUTD3_ETHERTYPE_ECAT) {
         nic->ignored++;
         continue;
@@ -138,7 +143,7 @@ static void afp_close(autd3_nic_t *nic) {
 
 static const autd3_nic_ops_t afp_ops = {afp_send, afp_recv, afp_fd, afp_close};
 
-autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out) {
+static autd3_err_t afp_open(const char *ifname, bool tap, autd3_nic_t **out) {
   /* Protocol 0 at creation: nothing is queued until bind() picks the adapter
    * and EtherType, so no foreign frame slips in before the bind. */
   int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -158,7 +163,11 @@ autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out) {
   struct sockaddr_ll sll;
   memset(&sll, 0, sizeof sll);
   sll.sll_family = AF_PACKET;
-  sll.sll_protocol = htons(AUTD3_ETHERTYPE_ECAT);
+  /* A tap binds to every EtherType: the kernel copies outgoing frames only
+   * to ETH_P_ALL sockets (dev_queue_xmit_nit walks ptype_all), so a socket
+   * bound to 0x88A4 would miss every frame the master sends. recv drops the
+   * non-EtherCAT ones. */
+  sll.sll_protocol = htons(tap ? ETH_P_ALL : AUTD3_ETHERTYPE_ECAT);
   sll.sll_ifindex = ifindex;
   if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0) {
     int e = errno;
@@ -167,10 +176,17 @@ autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out) {
       return autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: no network interface \"%s\"", ifname);
     return autd3_set_error(AUTD3_E_IO, "nic %s: bind failed: %s", ifname, strerror(e));
   }
-  int one = 1, prio = 6;
-  (void)setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
-  (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
-  (void)setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof prio);
+  int one = 1, prio = 6, rcvbuf = 4 << 20;
+  if (tap) {
+    /* A tap sees every frame of the adapter, our sends included (outgoing
+     * ones arrive as PACKET_OUTGOING); a slow disk must not make it drop
+     * frames, hence the large receive buffer (capped by net.core.rmem_max). */
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  } else {
+    (void)setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+    (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+    (void)setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &prio, sizeof prio);
+  }
   struct packet_mreq mr;
   memset(&mr, 0, sizeof mr);
   mr.mr_ifindex = ifindex;
@@ -185,8 +201,12 @@ autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out) {
   a->base.ops = &afp_ops;
   a->fd = fd;
   a->ifindex = ifindex;
+  a->tap = tap;
   snprintf(a->base.ifname, sizeof a->base.ifname, "%s", ifname);
   autd3__nic_os_mac(ifname, a->base.mac);
   *out = &a->base;
   return AUTD3_OK;
 }
+
+autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out) { return afp_open(ifname, false, out); }
+autd3_err_t autd3__nic_open_afpacket_tap(const char *ifname, autd3_nic_t **out) { return afp_open(ifname, true, out); }

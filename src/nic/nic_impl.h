@@ -24,6 +24,8 @@ struct autd3_nic {
 /* Back-end open functions; `ifname` exists (checked by nic.c). */
 autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out);
 autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out);
+/* AF_PACKET in tap mode (see autd3__nic_open_tap); Linux only. */
+autd3_err_t autd3__nic_open_afpacket_tap(const char *ifname, autd3_nic_t **out);
 
 /* Adapter MAC via the OS (zeros if unknown). */
 void autd3__nic_os_mac(const char *ifname, uint8_t mac[6]);

@@ -251,6 +251,45 @@ TEST(version_reads) {
   ASSERT_RX(&d, 0, 0, 1);
 }
 
+/* Opcodes of the reference client autd3-rs 0.9.0 (PyPI autd3 0.9.0): open() reads
+ * the FPGA function bits (0xE9) after the versions, close() writes a zero raw
+ * pattern with WritePatternFused (0x14). Neither may answer UnknownCmd. */
+TEST(reference_0_9_opcodes) {
+  autd3_dev_t *d = core_dev();
+  d->fpga_functions = 0xA5;
+  autd3_dev_recv_frame(d, fr(0, AUTD3_CMD_READ_FPGA_FUNCTIONS), 0);
+  ASSERT_RX(d, 0, 0, 0xA5);
+  ASSERT_EQ(d->error_detail, 0); /* a read, not an error */
+  /* close()'s frame as captured from the 0.9.0 client: bank 0, raw (type 1),
+   * divider 0xFFFF, size 1, rep 0xFFFF, data_len 498 (249 words) at offset 14 */
+  uint8_t pl[AUTD3_PAYLOAD_BYTES] = {0x00, 0x01, 0xFF, 0xFF, 0x01, 0x00, 0x00, 0x00, 0x00, 0xFF, 0x00, 0x00, 0xFF, 0xFF, 0xF2, 0x01};
+  autd3_tx_encode(F, 1, AUTD3_CMD_WRITE_PATTERN_FUSED, pl, sizeof pl);
+  autd3_dev_recv_frame(d, F, 0);
+  ASSERT_RX(d, 0, 1, 0);
+  /* the firmware's payload checks: odd length, or longer than 624 - 32 bytes */
+  pl[14] = 0xF3; /* 499 */
+  autd3_tx_encode(F, 2, AUTD3_CMD_WRITE_PATTERN_FUSED, pl, sizeof pl);
+  autd3_dev_recv_frame(d, F, 0);
+  ASSERT_RX(d, 0, 2, AUTD3_DEV_ERR_INVALID_PAYLOAD);
+  pl[14] = 0x52; /* 594 */
+  pl[15] = 0x02;
+  autd3_tx_encode(F, 3, AUTD3_CMD_WRITE_PATTERN_FUSED, pl, sizeof pl);
+  autd3_dev_recv_frame(d, F, 0);
+  ASSERT_RX(d, 0, 3, AUTD3_DEV_ERR_INVALID_PAYLOAD);
+  pl[14] = 0x50; /* 592: the largest */
+  autd3_tx_encode(F, 4, AUTD3_CMD_WRITE_PATTERN_FUSED, pl, sizeof pl);
+  autd3_dev_recv_frame(d, F, 0);
+  ASSERT_RX(d, 0, 4, 0);
+  autd3_dev_recv_frame(d, fr(5, AUTD3_CMD_WRITE_MODULATION_FUSED), 0);
+  ASSERT_RX(d, 0, 5, 0);
+  ASSERT_EQ(d->counters.errors, 2);
+  ASSERT_STREQ(autd3_cmd_name(AUTD3_CMD_WRITE_PATTERN_FUSED), "WRITE_PATTERN_FUSED");
+  ASSERT_STREQ(autd3_cmd_name(0xE9), "READ_FPGA_FUNCTIONS");
+  /* still unknown: an opcode in no table */
+  autd3_dev_recv_frame(d, fr(6, 0xEF), 0);
+  ASSERT_RX(d, 0, 6, AUTD3_DEV_ERR_UNKNOWN_CMD);
+}
+
 TEST(clear_sync_nop) {
   autd3_dev_t *d = core_dev();
   autd3_dev_set_sync0(d, 0, 1000000);

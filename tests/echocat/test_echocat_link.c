@@ -145,3 +145,62 @@ TEST(silent_bus_recovers) {
   autd3_link_close(l);
   autd3_geometry_free(g);
 }
+
+/* wait_next_cycle + cycle as the client's bus thread calls them, mixed with
+ * cycles without a wait, a repeated wait, and callers that stall between the
+ * wait and the cycle (up to 1.5 cycles: late wake-ups). Every cycle carries a
+ * new frame (seq k, NOP); a device executes a frame only if its seq is the
+ * next one, so one lost or overwritten image (two in one SYNC0 interval)
+ * stops its acks for good. All must be executed, in order. */
+TEST(wait_next_cycle_keeps_every_image) {
+  in_netns("wait_next_cycle_keeps_every_image", 2, NULL, false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  uint8_t tx[2 * AUTD3_TX_FRAME_BYTES], rx[4] = {0};
+  bool v = false, reset = false;
+  for (int i = 0; i < 300 && !reset; i++) { /* Reset: ack 0xFF, the next seq expected is 0 */
+    for (int d = 0; d < 2; d++)
+      autd3_tx_encode(tx + d * AUTD3_TX_FRAME_BYTES, 0, AUTD3_CMD_RESET, NULL, 0);
+    ASSERT_OK(autd3_link_wait_next_cycle(l));
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+    reset = v && rx[0] == 0xFF && rx[2] == 0xFF;
+  }
+  ASSERT_TRUE(reset);
+  enum { K = 600 };
+  uint32_t lcg = 12345;
+  for (int k = 0; k < K; k++) {
+    for (int d = 0; d < 2; d++)
+      autd3_tx_encode(tx + d * AUTD3_TX_FRAME_BYTES, (uint8_t)k, AUTD3_CMD_NOP, NULL, 0);
+    lcg = lcg * 1103515245u + 12345u;
+    switch (k % 5) {
+    case 0:
+    case 1: ASSERT_OK(autd3_link_wait_next_cycle(l)); break;
+    case 2: break; /* a caller without the hook: cycle() alone, as before */
+    case 3:
+      ASSERT_OK(autd3_link_wait_next_cycle(l));
+      ASSERT_OK(autd3_link_wait_next_cycle(l));
+      break;
+    default:
+      ASSERT_OK(autd3_link_wait_next_cycle(l));
+      autd3__sleep_ns((lcg >> 8) % 1500000u);
+    }
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+  }
+  bool acked = false;
+  for (int i = 0; i < 200 && !acked; i++) { /* the last frame again until its ack is read */
+    ASSERT_OK(autd3_link_wait_next_cycle(l));
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
+    acked = v && rx[0] == (uint8_t)(K - 1) && rx[2] == (uint8_t)(K - 1);
+  }
+  char diag[1024];
+  autd3_link_diagnostics(l, diag, sizeof diag);
+  printf("%s", diag);
+  ASSERT_EQ(rx[0], (uint8_t)(K - 1));
+  ASSERT_EQ(rx[2], (uint8_t)(K - 1));
+  ASSERT_TRUE(acked);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}

@@ -538,6 +538,32 @@ TEST(sm_watchdog) {
   autd3_emu_destroy(e);
 }
 
+/* autd3-emu --sm-watchdog-ms: the power-on value of 0x0420; 0 disables the watchdog
+ * (tests whose subject is not the watchdog must not fail because the host stalled). */
+TEST(sm_watchdog_power_on_value) {
+  for (int off = 0; off < 2; off++) {
+    autd3_emu_config_t c = autd3_emu_config_default();
+    ASSERT_EQ(c.sm_watchdog_100us, 1000); /* an ESC's 100 ms */
+    c.devices = 1;
+    c.sm_watchdog_100us = off ? 0 : 20000; /* off, or 2 s */
+    autd3_emu_t *e;
+    ASSERT_OK(autd3_emu_create(&c, g_now, &e));
+    bring_to_op(e, 1);
+    uint16_t v;
+    ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0420, &v), 1);
+    ASSERT_EQ(v, off ? 0 : 20000);
+    g_now += 1500000000ull; /* 1.5 s without outputs: below 2 s */
+    autd3_emu_tick(e, g_now);
+    rd16(e, FPRD, addr(0), 0x0130, &v);
+    ASSERT_EQ(v, 0x08);
+    g_now += 1000000000ull; /* 2.5 s: expired unless off */
+    autd3_emu_tick(e, g_now);
+    rd16(e, FPRD, addr(0), 0x0130, &v);
+    ASSERT_EQ(v, off ? 0x08 : 0x14);
+    autd3_emu_destroy(e);
+  }
+}
+
 TEST(firmware_acks_in_op) {
   autd3_emu_config_t c = autd3_emu_config_default();
   c.devices = 2;

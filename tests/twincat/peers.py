@@ -209,16 +209,21 @@ def scenario_reference(emu):
             check(True, "reference client opened through the reference TwinCAT link (Reset, Clear, Synchronize acked)")
             versions = await client.read_firmware_version()
             check(len(versions) == 2 and all("0.1.0" in str(v) for v in versions), f"firmware versions read: {versions}")
+            # 0.9.0 reads the FPGA function bits (opcode 0xE9) after the FPGA version; an
+            # UnknownCmd there makes it report the FPGA version as unknown.
+            check(all("unknown" not in str(v).lower() for v in versions), "FPGA version and function bits read without UnknownCmd")
             for _ in range(20):
                 b = client.datagram_builder()
                 b.push(autd3.commands.Clear())
                 frames = b.build()
                 await client.send_checked(frames if isinstance(frames, autd3.Frame) else frames[0])
             check(True, "20 checked Clear frames acked")
-            try:
-                await client.close()
-            except Exception as e:  # noqa: BLE001 - reported, not part of the link check
-                print(f"note: close() reported: {e}")
+            details = await client.read_error_detail()
+            check(list(details) == [0, 0], f"no device latched an error during the session (error detail {list(details)})")
+            # close() silences the array with WritePatternFused (opcode 0x14) and checks the
+            # acks: it raises on any device error (it used to get 0x01 unknown command).
+            await client.close()
+            check(True, "close() succeeded without a device error")
 
         asyncio.run(asyncio.wait_for(run(), 60))
     finally:

@@ -25,6 +25,7 @@
 
 #include "autd3/error.h"
 #include "emu/emu.h"
+#include "nic/capture.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
 
@@ -44,15 +45,9 @@ typedef struct {
 static pending_t g_q[QLEN];
 static unsigned g_qhead, g_qlen;
 
-/* ---- pcap capture (--capture) ---- */
-static FILE *g_cap;
-static void cap_write(const uint8_t *f, size_t len) {
-  if (!g_cap) return;
-  uint64_t t = autd3__realtime_ns();
-  uint32_t h[4] = {(uint32_t)(t / 1000000000u), (uint32_t)(t % 1000000000u / 1000u), (uint32_t)len, (uint32_t)len};
-  fwrite(h, sizeof h, 1, g_cap);
-  fwrite(f, 1, len, g_cap);
-}
+/* ---- pcap capture (--capture): the shared writer of src/nic/capture.c ---- */
+static autd3_capture_t g_cap;
+static void cap_write(const uint8_t *f, size_t len) { autd3__capture_write(&g_cap, f, len, autd3__realtime_ns()); }
 
 static void usage(FILE *o) {
   fprintf(o,
@@ -67,6 +62,7 @@ static void usage(FILE *o) {
           "  --mailbox              declare the ESI's mailbox (SM0/SM1) and serve CoE SDO uploads\n"
           "  --no-strict-op         allow SAFE-OP -> OP before the first output image\n"
           "  --dc-required          refuse SAFE-OP unless SYNC0 is active with a 500 us multiple\n"
+          "  --sm-watchdog-ms N     power-on SM watchdog time, 0..6553 ms, 0 = off (default 100, as an ESC)\n"
           "  --drop P / --corrupt P fraction of frames not answered / answered with one bit flipped\n"
           "  --delay-us N           delay every reply by N us\n"
           "  --silence              answer nothing (until 'silence 0')\n"
@@ -83,7 +79,22 @@ typedef struct {
   autd3_emu_t *emu;
   uint32_t delay_us;
   bool wire;
+  int nic_fd;
 } ctx_t;
+
+/* Time-driven work (the SM watchdog above all) may run at time t only once every
+ * frame that arrived before t has been processed: read t first, then check that
+ * the NIC queue is empty. Otherwise a stall of this process (CI load) would let
+ * the watchdog expire although the master's frames were waiting in the socket;
+ * a real ESC sees each frame when it arrives. Returns false (try again after the
+ * queued frames) if frames are waiting. */
+static bool tick_if_drained(autd3_emu_t *emu, int nic_fd) {
+  uint64_t t = autd3__now_ns();
+  struct pollfd p = {.fd = nic_fd, .events = POLLIN};
+  if (poll(&p, 1, 0) != 0) return false;
+  autd3_emu_tick(emu, t);
+  return true;
+}
 
 /* A whole decimal number in [0, max], or -1. */
 static long index_arg(const char *s, long max) {
@@ -105,7 +116,7 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
     snprintf(reply, cap, "err empty command");
   } else if (!strcmp(cmd, "status")) {
     static char buf[32768];
-    autd3_emu_tick(emu, now);
+    tick_if_drained(emu, c->nic_fd); /* else: as of the last tick (frames are queued) */
     size_t len = autd3_emu_status(emu, buf, sizeof buf);
     while (len > 0 && buf[len - 1] == '\n') buf[--len] = 0;
     for (size_t i = 0; i < len; i++)
@@ -151,7 +162,7 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
     long k = index_arg(arg, emu->cfg.devices - 1);
     if (k < 0) snprintf(reply, cap, "err al %s: devices 0..%u", arg, (unsigned)emu->cfg.devices - 1);
     else {
-      autd3_emu_tick(emu, now); /* watchdog state as of now */
+      tick_if_drained(emu, c->nic_fd); /* watchdog state as of now (or the last tick, if frames are queued) */
       const uint8_t *m = emu->esc[k].mem;
       snprintf(reply, cap, "ok 0x%02x code 0x%04x", m[0x130], (unsigned)(m[0x134] | (m[0x135] << 8)));
     }
@@ -198,7 +209,7 @@ int main(int argc, char **argv) {
   bool silence = false;
   ctx_t c = {0};
   enum { O_FW = 256, O_TIMING, O_DRIFT, O_HOP, O_WIRE, O_NOSTRICT, O_DCREQ, O_DROP, O_CORRUPT, O_DELAY, O_SILENCE,
-         O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT, O_MAILBOX };
+         O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT, O_MAILBOX, O_WD };
   static const struct option opts[] = {
       {"interface", required_argument, 0, 'i'}, {"devices", required_argument, 0, 'n'},
       {"fw-version", required_argument, 0, O_FW}, {"timing", required_argument, 0, O_TIMING},
@@ -210,6 +221,7 @@ int main(int argc, char **argv) {
       {"vendor", required_argument, 0, O_VENDOR}, {"name", required_argument, 0, O_NAME},
       {"override-device", required_argument, 0, O_OVDEV}, {"control", required_argument, 0, O_CONTROL},
       {"capture", required_argument, 0, O_CAPTURE}, {"seed", required_argument, 0, O_SEED}, {"exit-with-parent", no_argument, 0, O_PARENT}, {"mailbox", no_argument, 0, O_MAILBOX},
+      {"sm-watchdog-ms", required_argument, 0, O_WD},
       {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "i:n:vh", opts, NULL)) != -1) {
@@ -252,6 +264,15 @@ int main(int argc, char **argv) {
       case O_WIRE: c.wire = true; break;
       case O_NOSTRICT: cfg.strict_op = false; break;
       case O_MAILBOX: cfg.mailbox = true; break;
+      case O_WD: { /* 0x0420 is a u16 in 100 µs units (0x0400's default divider) */
+        uint64_t ms = parse_ull(optarg, "--sm-watchdog-ms");
+        if (ms > 6553) {
+          fprintf(stderr, "autd3-emu: --sm-watchdog-ms %s: 0..6553 (0 = off)\n", optarg);
+          return 2;
+        }
+        cfg.sm_watchdog_100us = (uint16_t)(ms * 10);
+        break;
+      }
       case O_DCREQ: cfg.dc_required = true; break;
       case O_DROP: drop = parse_frac(optarg, "--drop"); break;
       case O_CORRUPT: corrupt = parse_frac(optarg, "--corrupt"); break;
@@ -305,15 +326,11 @@ int main(int argc, char **argv) {
     rc = 1;
     goto out;
   }
-  if (capture) {
-    g_cap = fopen(capture, "wb");
-    if (!g_cap) {
-      fprintf(stderr, "autd3-emu: --capture %s: %s\n", capture, strerror(errno));
-      rc = 1;
-      goto out;
-    }
-    uint32_t gh[6] = {0xA1B2C3D4u, 0x00040002u, 0, 0, 65535, 1}; /* pcap v2.4, Ethernet */
-    fwrite(gh, sizeof gh, 1, g_cap);
+  c.nic_fd = autd3__nic_fd(nic);
+  if (capture && autd3__capture_open(&g_cap, capture) != AUTD3_OK) {
+    fprintf(stderr, "autd3-emu: --capture: %s\n", autd3_last_error());
+    rc = 1;
+    goto out;
   }
 
   if (control_path) {
@@ -409,10 +426,7 @@ int main(int argc, char **argv) {
       g_qhead = (g_qhead + 1) % QLEN;
       g_qlen--;
     }
-    if (now - last_tick >= 1000000) {
-      autd3_emu_tick(emu, now);
-      last_tick = now;
-    }
+    if (now - last_tick >= 1000000 && tick_if_drained(emu, c.nic_fd)) last_tick = now;
     /* control socket */
     if (lfd >= 0 && r > 0) {
       if (p[1].revents & POLLIN) {
@@ -466,7 +480,7 @@ out:
     close(lfd);
     unlink(control_path);
   }
-  if (g_cap) fclose(g_cap);
+  autd3__capture_close(&g_cap);
   if (nic) autd3__nic_close(nic);
   autd3_emu_destroy(emu);
   return rc;

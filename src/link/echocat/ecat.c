@@ -1,9 +1,7 @@
-/* EtherCAT frame codec, DC arithmetic and pcap writer (see ecat.h). */
+/* EtherCAT frame codec and DC arithmetic (see ecat.h). */
 #include "link/echocat/ecat.h"
 
 #include <string.h>
-
-#include "autd3/link_driver.h"
 
 void ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx) {
   memset(f->buf, 0xff, 6); /* masters send to broadcast; slaves ignore the destination (§1.1) */
@@ -144,46 +142,4 @@ uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t) {
     return start;
   uint64_t k = (t - start + period - 1) / period;
   return start + k * period;
-}
-
-/* ---- pcap ---- */
-
-autd3_err_t ecat_capture_open(ecat_capture_t *c, const char *path) {
-  c->frames = 0;
-  c->f = fopen(path, "wb");
-  if (!c->f)
-    return autd3_set_error(AUTD3_E_IO, "echocat: cannot create capture file \"%s\"", path);
-  uint8_t h[24];
-  ecat_put32(h, 0xa1b23c4du); /* nanosecond-resolution pcap */
-  ecat_put16(h + 4, 2);
-  ecat_put16(h + 6, 4);
-  ecat_put32(h + 8, 0);
-  ecat_put32(h + 12, 0);
-  ecat_put32(h + 16, AUTD3_NIC_MAX_FRAME);
-  ecat_put32(h + 20, 1); /* LINKTYPE_ETHERNET */
-  if (fwrite(h, 1, sizeof h, c->f) != sizeof h) {
-    fclose(c->f);
-    c->f = NULL;
-    return autd3_set_error(AUTD3_E_IO, "echocat: cannot write capture file \"%s\"", path);
-  }
-  return AUTD3_OK;
-}
-
-void ecat_capture_write(ecat_capture_t *c, const uint8_t *frame, size_t len, uint64_t realtime_ns) {
-  if (!c->f)
-    return;
-  uint8_t h[16];
-  ecat_put32(h, (uint32_t)(realtime_ns / 1000000000ull));
-  ecat_put32(h + 4, (uint32_t)(realtime_ns % 1000000000ull));
-  ecat_put32(h + 8, (uint32_t)len);
-  ecat_put32(h + 12, (uint32_t)len);
-  fwrite(h, 1, sizeof h, c->f);
-  fwrite(frame, 1, len, c->f);
-  c->frames++;
-}
-
-void ecat_capture_close(ecat_capture_t *c) {
-  if (c->f)
-    fclose(c->f);
-  c->f = NULL;
 }

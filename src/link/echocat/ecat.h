@@ -1,7 +1,7 @@
 /*
  * echocat's portable EtherCAT pieces: the frame/datagram codec, ESC register
- * numbers, the distributed-clock arithmetic and the pcap capture writer.
- * Pure code (no I/O except the capture file), unit-tested in tests/echocat
+ * numbers and the distributed-clock arithmetic (the pcap capture writer is
+ * the shared one, src/nic/capture.h). Pure code, unit-tested in tests/echocat
  * and fuzzed in fuzz/fuzz_ecat_parse.c.
  *
  * Wire format: shared/reference/ethercat-for-autd3.md §1 (frame, datagram),
@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
+#include "nic/capture.h"
 #include "nic/nic.h"
 
 /* Command codes (§2.2). */
@@ -102,15 +102,12 @@ uint64_t ecat_dc_sync0_start(uint64_t systime, uint32_t cycle_ns, int32_t shift_
 /* Smallest start + k·period (k >= 0) that is >= t. */
 uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t);
 
-/* ---- pcap capture (classic pcap, nanosecond timestamps, LINKTYPE_ETHERNET) ---- */
-typedef struct ecat_capture {
-  FILE *f;
-  uint64_t frames;
-} ecat_capture_t;
-/* Create/truncate `path` and write the file header. IO error names the path. */
-autd3_err_t ecat_capture_open(ecat_capture_t *c, const char *path);
-/* Append one frame with wall-clock timestamp `realtime_ns`. No allocation (buffered stdio). */
-void ecat_capture_write(ecat_capture_t *c, const uint8_t *frame, size_t len, uint64_t realtime_ns);
-void ecat_capture_close(ecat_capture_t *c);
+/* ---- pcap capture: the shared writer of src/nic/capture.h ----
+ * Aliases only for tests/echocat/test_ecat.c (capture_file_format), which
+ * predates the shared writer; echocat itself calls autd3__capture_*. */
+typedef autd3_capture_t ecat_capture_t;
+#define ecat_capture_open autd3__capture_open
+#define ecat_capture_write autd3__capture_write
+#define ecat_capture_close autd3__capture_close
 
 #endif

@@ -15,10 +15,12 @@
  *   2. sleeps (absolute deadline) until `read_ahead` before the following
  *      edge and sends one small frame: FRMW of the reference clock's system
  *      time (DC drift + our phase lock), LRD of all inputs, BRD AL status;
- *   3. returns those fresh inputs; the caller's next cycle() sends its next
- *      outputs right away, still before that edge.
- * The inputs are read as late as possible and the outputs leave as early as
- * possible, so an ack comes back one cycle after its frame was taken
+ *   3. returns those fresh inputs. The wait_next_cycle hook (ec_wait_next_cycle)
+ *      then sleeps until shortly before that edge, so the caller's next
+ *      outputs carry what it submitted meanwhile and still reach the edge.
+ * The inputs are read as soon as the devices have answered and the outputs
+ * are staged as late as the edge allows, so an ack comes back one cycle
+ * after its frame was submitted
  * (reference links: outputs leave at SYNC0 and inputs are read with them).
  *
  * Threads: cycle() runs on the caller's bus thread and owns the NIC. Any
@@ -57,6 +59,10 @@
 #define STATIC_DRIFT_ITER 10000 /* FRMW compares before cyclic operation (EtherCrab's count, §7.6) */
 #define GUARD_NS 50000u          /* aim: outputs through the chain this long before SYNC0 */
 #define MIN_LEAD_NS 30000u       /* try an edge only if at least this far ahead */
+/* wait_next_cycle wakes this long (at most a fifth of the cycle) before the
+ * outputs' own need: room for the wake-up latency (p99 60-120 µs on a loaded
+ * VM), the caller's staging and the send. */
+#define WAKE_MARGIN_NS 200000u
 /* From the reference reading its clock to the last device holding the image:
  * ~1 µs per ESC hop plus a margin (ethercat-for-autd3.md §8.3: 200-600 ns hops). */
 #define CHAIN_PASS_NS(n) (5000u + 1000u * (uint64_t)(n))
@@ -104,7 +110,7 @@ typedef struct echocat {
   uint8_t mac[6];
   uint16_t n;
   slave_t sl[AUTD3_MAX_DEVICES];
-  ecat_capture_t cap;
+  autd3_capture_t cap;
   uint8_t rxbuf[AUTD3_NIC_MAX_FRAME];
 
   /* DC / timing (bus thread after open) */
@@ -160,7 +166,7 @@ static autd3_err_t slot_send(echocat_t *ec, slot_t *s) {
   s->sent_ns = autd3__now_ns();
   autd3_err_t e = autd3__nic_send(ec->nic, s->f.buf, s->wire);
   if (ec->cap.f)
-    ecat_capture_write(&ec->cap, s->f.buf, s->wire, autd3__realtime_ns());
+    autd3__capture_write(&ec->cap, s->f.buf, s->wire, autd3__realtime_ns());
   s->state = e == AUTD3_OK ? SLOT_SENT : SLOT_FAILED;
   return e;
 }
@@ -181,7 +187,7 @@ static autd3_err_t collect_until(echocat_t *ec, slot_t **set, int n, uint64_t de
       return e;
     uint64_t t = autd3__now_ns();
     if (ec->cap.f)
-      ecat_capture_write(&ec->cap, ec->rxbuf, len, autd3__realtime_ns());
+      autd3__capture_write(&ec->cap, ec->rxbuf, len, autd3__realtime_ns());
     if (len < ECAT_ETH_HDR + ECAT_HDR + ECAT_DG_OVERHEAD)
       continue;
     uint8_t idx = ec->rxbuf[ECAT_ETH_HDR + ECAT_HDR + 1];
@@ -949,6 +955,25 @@ static void resolve_previous(echocat_t *ec) {
     dc_bound(ec, ecat_get64(ec->rd.f.buf + ec->rd_frmw), ec->rd.rx_ns);
 }
 
+/* The devices' DC time at host time `now`: the phase estimate, or the proven
+ * lower bound if the estimate lags behind it. */
+static uint64_t dc_at(const echocat_t *ec, uint64_t now) {
+  uint64_t dc = (uint64_t)((int64_t)now + ec->off);
+  if (ec->lb_t && ec->lb_dc + (now - ec->lb_t) > dc)
+    dc = ec->lb_dc + (now - ec->lb_t);
+  return dc;
+}
+
+/* The SYNC0 edge outputs sent at host time `now` aim at: the next one at least
+ * MIN_LEAD ahead, and never one that may already hold an image of ours (one
+ * image per SYNC0: the devices keep only the newest SM2 buffer). */
+static uint64_t aim_edge(const echocat_t *ec, uint64_t now) {
+  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_at(ec, now) + MIN_LEAD_NS);
+  if (ec->last_slot && slot <= ec->last_slot)
+    slot = ec->last_slot + ec->period;
+  return slot;
+}
+
 static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
   const uint16_t n = ec->n;
   resolve_previous(ec);
@@ -966,17 +991,10 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
       atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
     }
   }
-  /* 1. The SYNC0 edge these outputs aim at: the next one at least MIN_LEAD
-   * ahead, and never one that may already hold an image of ours (one image
-   * per SYNC0: the devices keep only the newest SM2 buffer). Whether the
-   * outputs really made it is known from their replies (step 2). */
-  uint64_t dc_now = (uint64_t)((int64_t)now + ec->off);
-  if (ec->lb_t && ec->lb_dc + (now - ec->lb_t) > dc_now)
-    dc_now = ec->lb_dc + (now - ec->lb_t); /* the estimate lags behind a proven bound */
-  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_now + MIN_LEAD_NS);
+  /* 1. The SYNC0 edge these outputs aim at (aim_edge). Whether the outputs
+   * really made it is known from their replies (step 2). */
+  uint64_t slot = aim_edge(ec, now);
   uint64_t prev = ec->last_slot;
-  if (prev && slot <= prev)
-    slot = prev + ec->period;
   if (prev && slot > prev + ec->period && !ec->first_call)
     atomic_fetch_add_explicit(&ec->late, (slot - prev) / ec->period - 1, memory_order_relaxed);
   ec->first_call = false; /* the gap between open and the caller's first cycle is no late wake-up */
@@ -999,8 +1017,11 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
   uint64_t deadline = next_edge_host - ec->read_ahead;
   ec->last_slot = slot; /* until the replies say otherwise (after step 3) */
 
-  /* 2. The read frame, `read_ahead` before the following edge. */
+  /* 2. The read frame, `read_ahead` before the following edge. The output
+   * replies waited in the socket meanwhile: take them first without polling
+   * (one system call per frame instead of poll + receive). */
   autd3__sleep_until_ns(deadline, ec->opt.spin_ns);
+  collect(ec, set, ns, 0);
   slot_t *r = &ec->rd;
   slot_start(ec, r, true);
   ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
@@ -1018,7 +1039,7 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
     if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK) {
       ec->xs.state = SLOT_SENT;
       if (ec->cap.f)
-        ecat_capture_write(&ec->cap, ec->xs.f.buf, ec->xs.wire, autd3__realtime_ns());
+        autd3__capture_write(&ec->cap, ec->xs.f.buf, ec->xs.wire, autd3__realtime_ns());
     }
     set[ns++] = &ec->xs;
   }
@@ -1121,6 +1142,29 @@ static autd3_err_t ec_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t 
     return e;
   *rx_valid = !res.lost && res.wkc_ok && res.all_op;
   autd3_link_count_cycle(link, *rx_valid, res.lost);
+  return AUTD3_OK;
+}
+
+/* wait_next_cycle (bus thread, before the caller stages its tx): sleep until
+ * the latest moment from which outputs still reach the edge cycle() would aim
+ * at now: that edge - their forward time and guard (out_need) - a wake-up
+ * margin. A request submitted while we sleep then makes that edge; in
+ * stop-and-wait the caller's next request comes a few µs after cycle()
+ * returned, so its ack is read one cycle later instead of two. Only *when*
+ * cycle() runs moves: it decides the edge, the phase guard and the late
+ * wake-up accounting itself, as without this wait (a late wake-up aims at
+ * the next edge; cycle() without a wait sends at once, as before). No NIC
+ * access, no lock, no allocation. */
+static autd3_err_t ec_wait_next_cycle(struct autd3_link *link) {
+  echocat_t *ec = (echocat_t *)link;
+  if (!ec->off_valid)
+    return AUTD3_OK;
+  uint64_t margin = ec->period / 5 < WAKE_MARGIN_NS ? ec->period / 5 : WAKE_MARGIN_NS;
+  uint64_t now = autd3__now_ns();
+  uint64_t edge_host = (uint64_t)((int64_t)aim_edge(ec, now) - ec->off);
+  uint64_t wake = edge_host - out_need(ec) - margin;
+  if ((int64_t)(wake - now) > 0)
+    autd3__sleep_until_ns(wake, ec->opt.spin_ns);
   return AUTD3_OK;
 }
 
@@ -1278,7 +1322,7 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
 static void release(echocat_t *ec) {
   if (ec->nic)
     autd3__nic_close(ec->nic);
-  ecat_capture_close(&ec->cap);
+  autd3__capture_close(&ec->cap);
   pthread_mutex_destroy(&ec->check_lock);
   free(ec->zero_tx);
   free(ec);
@@ -1306,7 +1350,11 @@ static void ec_close(struct autd3_link *link) {
   release(ec);
 }
 
-static const autd3_link_vtable_t ec_vt = {ec_cycle, ec_check_state, ec_close, ec_diagnostics};
+static const autd3_link_vtable_t ec_vt = {.cycle = ec_cycle,
+                                          .check_state = ec_check_state,
+                                          .close = ec_close,
+                                          .diagnostics = ec_diagnostics,
+                                          .wait_next_cycle = ec_wait_next_cycle};
 
 /* Open `ifname`, count, address and identify its slaves. */
 static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
@@ -1320,7 +1368,7 @@ static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
   static const uint8_t src[6] = {0x0C, 0xEC, 0xA7, 0xAD, 0x00, 0x01};
   memcpy(ec->mac, src, 6);
   if (ec->opt.ethercat.capture_path && !ec->cap.f &&
-      (e = ecat_capture_open(&ec->cap, ec->opt.ethercat.capture_path)) != AUTD3_OK)
+      (e = autd3__capture_open(&ec->cap, ec->opt.ethercat.capture_path)) != AUTD3_OK)
     return e;
   if ((e = count_slaves(ec, count)) != AUTD3_OK)
     return e;

@@ -16,10 +16,11 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "nic/capture.h"
 #include "platform/platform.h"
 
 /* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
-#define CRAB_ABI_VERSION 2u
+#define CRAB_ABI_VERSION 3u
 
 enum {
   CRAB_OK = 0,
@@ -51,7 +52,10 @@ typedef struct crab_open_args {
   uint32_t pdu_timeout_ms;
   int32_t rt_priority;
   int32_t rt_cpu;
-  const char *capture_path;
+  /* Called on the shim's bring-up thread right before it opens an adapter
+   * (each candidate, for "auto"); non-zero = a CRAB_* code, `msg` says why. */
+  int32_t (*on_adapter)(void *user, const char *ifname, char *msg, size_t cap);
+  void *on_adapter_user;
 } crab_open_args_t;
 
 typedef struct crab_open_info {
@@ -85,6 +89,7 @@ void autd3crab_close(struct crab_link *link);
 typedef struct ethercrab_link {
   struct autd3_link base;
   struct crab_link *crab;
+  autd3_capture_tap_t *cap; /* capture_path: EtherCrab owns its socket, so the shared tap records the adapter */
   uint32_t period_ns;     /* SYNC0 period */
   uint64_t send_period_ns; /* send_cycle_ns (a multiple of the SYNC0 period) */
   uint64_t next_at_ns;     /* next send, host monotonic time; 0 = at once (right after open) */
@@ -240,8 +245,26 @@ static autd3_err_t crab_check_state(struct autd3_link *l, autd3_link_status_t *o
 
 static void crab_close(struct autd3_link *l) {
   ethercrab_link_t *L = (ethercrab_link_t *)l;
-  autd3crab_close(L->crab); /* SYNC0 off, INIT, tx/rx thread joined */
+  autd3crab_close(L->crab);         /* SYNC0 off, INIT, tx/rx thread joined */
+  autd3__capture_tap_stop(L->cap); /* writes the INIT frames still queued */
   free(L);
+}
+
+/* Open: the tap for capture_path, (re)started on each adapter the shim is
+ * about to open, so it runs before EtherCrab's first frame (discovery). */
+typedef struct crab_tap_ctx {
+  const char *path;
+  autd3_capture_tap_t *tap;
+} crab_tap_ctx_t;
+
+static int32_t crab_on_adapter(void *user, const char *ifname, char *msg, size_t cap) {
+  crab_tap_ctx_t *c = user;
+  autd3__capture_tap_stop(c->tap); /* "auto": the previous candidate was not it */
+  c->tap = NULL;
+  autd3_err_t e = autd3__capture_tap_start(ifname, c->path, &c->tap);
+  if (e == AUTD3_OK) return CRAB_OK;
+  snprintf(msg, cap, "ethercrab: capture on \"%s\": %s", ifname, autd3_last_error());
+  return e == AUTD3_E_PERMISSION ? CRAB_PERMISSION : e == AUTD3_E_NO_INTERFACE ? CRAB_NO_INTERFACE : CRAB_IO;
 }
 
 static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
@@ -303,17 +326,23 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
       .pdu_timeout_ms = o->pdu_timeout_ms,
       .rt_priority = e->rt_priority,
       .rt_cpu = e->rt_cpu,
-      .capture_path = e->capture_path,
   };
+  crab_tap_ctx_t tap = {e->capture_path, NULL};
+  if (e->capture_path != NULL) {
+    args.on_adapter = crab_on_adapter;
+    args.on_adapter_user = &tap;
+  }
   crab_open_info_t info;
   memset(&info, 0, sizeof info);
   char msg[MSG_CAP] = "";
   int32_t rc = autd3crab_open(&args, &L->crab, &info, msg, sizeof msg);
   if (rc != CRAB_OK) {
+    autd3__capture_tap_stop(tap.tap);
     free(L);
     return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: open failed");
   }
   autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
+  L->cap = tap.tap;
   L->period_ns = e->sync0_period_ns;
   L->send_period_ns = e->send_cycle_ns != 0 ? e->send_cycle_ns : e->sync0_period_ns;
   L->expected_wkc = info.expected_wkc;

@@ -23,17 +23,14 @@
  * inheriting), which check_state() on another thread holds for one frame at a
  * time: that is how SOEM lets a state checker share the socket with the cyclic
  * exchange (frames are matched by index). The link's only thread is the
- * optional capture writer.
+ * optional capture tap's (src/nic/capture.h).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <linux/if_packet.h>
-#include <net/ethernet.h>
 #include <net/if.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +42,7 @@
 #include <soem/soem.h>
 
 #include "autd3/link_driver.h"
+#include "nic/capture.h"
 #include "platform/platform.h"
 
 #define SOEM_DEVICE_NAME "AUTD" /* SII name of every AUTD3 (ESI Type/Name, reference §4.1) */
@@ -77,13 +75,9 @@ typedef struct soem_link {
   _Atomic uint64_t diag_max_late_ns;  /* worst lateness against the deadline */
   _Atomic uint64_t diag_max_txrx_ns;  /* worst send+receive duration */
   _Atomic int64_t diag_dc_phase_ns;   /* DC time mod cycle at the last good cycle */
-  /* capture (capture_path): a tap socket read by the link's one thread */
-  int cap_fd;
-  FILE *cap_file;
-  bool cap_running;
-  atomic_bool cap_stop;
-  _Atomic uint64_t cap_frames;
-  autd3__thread_t cap_thread;
+  /* capture (capture_path): SOEM owns its socket, so the shared passive tap
+   * (src/nic/capture.h) records the adapter's frames like tcpdump would */
+  autd3_capture_tap_t *cap;
   /* state checker (serialised by check_busy; never touched by cycle) */
   atomic_flag check_busy;
   uint64_t recoveries;
@@ -157,69 +151,6 @@ static void soem_close_ctx(ecx_contextt *ctx) {
     }
   }
   ecx_close(ctx);
-}
-
-/* ---- capture ------------------------------------------------------------------------------- */
-
-/* SOEM owns its socket, so capture_path is served like tcpdump: a second
- * AF_PACKET socket bound to the adapter with ETH_P_ALL sees every frame in
- * both directions (outgoing ones as PACKET_OUTGOING); a thread of the link
- * appends the EtherCAT ones to a classic pcap file (nanosecond timestamps,
- * LINKTYPE_ETHERNET). Not on the hot path: cycle() never touches it. */
-static void *capture_main(void *arg) {
-  soem_link_t *l = arg;
-  uint8_t buf[2048];
-  struct pollfd p = {.fd = l->cap_fd, .events = POLLIN};
-  while (!atomic_load_explicit(&l->cap_stop, memory_order_acquire)) {
-    if (poll(&p, 1, 20) <= 0) continue;
-    ssize_t n;
-    while ((n = recv(l->cap_fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC)) > 0) {
-      if (n < 14 || buf[12] != 0x88 || buf[13] != 0xA4) continue; /* EtherCAT only */
-      uint32_t len = (uint32_t)n, incl = len < sizeof buf ? len : (uint32_t)sizeof buf;
-      uint64_t t = autd3__realtime_ns();
-      uint32_t rec[4] = {(uint32_t)(t / 1000000000u), (uint32_t)(t % 1000000000u), incl, len};
-      fwrite(rec, sizeof rec, 1, l->cap_file);
-      fwrite(buf, 1, incl, l->cap_file);
-      atomic_fetch_add_explicit(&l->cap_frames, 1, memory_order_relaxed);
-    }
-  }
-  return NULL;
-}
-
-static autd3_err_t capture_start(soem_link_t *l, const char *path) {
-  l->cap_fd = socket(PF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
-  if (l->cap_fd < 0)
-    return autd3_set_error(errno == EPERM || errno == EACCES ? AUTD3_E_PERMISSION : AUTD3_E_IO,
-                           "soem: capture socket on \"%s\": %s", l->ifname, strerror(errno));
-  int rcvbuf = 4 << 20; /* a slow disk must not make the tap drop frames */
-  setsockopt(l->cap_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL), .sll_ifindex = (int)if_nametoindex(l->ifname)};
-  if (bind(l->cap_fd, (struct sockaddr *)&sll, sizeof sll) != 0)
-    return autd3_set_error(AUTD3_E_IO, "soem: capture socket bind on \"%s\": %s", l->ifname, strerror(errno));
-  l->cap_file = fopen(path, "wb");
-  if (l->cap_file == NULL) return autd3_set_error(AUTD3_E_IO, "soem: cannot create capture file \"%s\": %s", path, strerror(errno));
-  /* pcap global header: nanosecond magic, v2.4, snaplen 2048, LINKTYPE_ETHERNET (1) */
-  uint32_t hdr[6] = {0xa1b23c4du, 0x00040002u, 0, 0, 2048, 1};
-  if (fwrite(hdr, sizeof hdr, 1, l->cap_file) != 1)
-    return autd3_set_error(AUTD3_E_IO, "soem: cannot write capture file \"%s\"", path);
-  autd3_err_t err = autd3__thread_start(&l->cap_thread, capture_main, l, "autd3-soem-cap");
-  if (err != AUTD3_OK) return err;
-  l->cap_running = true;
-  return AUTD3_OK;
-}
-
-/* Stop after the last frames (close's INIT request) had time to reach the tap. */
-static void capture_stop(soem_link_t *l) {
-  if (l->cap_running) {
-    autd3__sleep_ns(30000000);
-    atomic_store_explicit(&l->cap_stop, true, memory_order_release);
-    autd3__thread_join(&l->cap_thread);
-    l->cap_running = false;
-  }
-  if (l->cap_file != NULL) fclose(l->cap_file);
-  if (l->cap_fd >= 0) close(l->cap_fd);
-  l->cap_file = NULL;
-  l->cap_fd = -1;
 }
 
 /* ---- interface selection ---------------------------------------------------------------- */
@@ -605,7 +536,7 @@ static size_t soem_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
                    l->ifname, l->expected_wkc, (long long)atomic_load(&l->diag_last_wkc),
                    (unsigned long long)atomic_load(&l->diag_late_cycles), (unsigned long long)atomic_load(&l->diag_max_late_ns),
                    (unsigned long long)atomic_load(&l->diag_max_txrx_ns), (long long)atomic_load(&l->diag_dc_phase_ns),
-                   (unsigned long long)atomic_load(&l->cap_frames));
+                   (unsigned long long)autd3__capture_tap_frames(l->cap));
   if (r < 0) return 0;
   return (size_t)r < cap ? (size_t)r : cap - 1;
 }
@@ -620,7 +551,7 @@ static void soem_teardown(soem_link_t *l) {
     if (l->ctx_open) soem_close_ctx(l->ctx);
     free(l->ctx);
   }
-  capture_stop(l);
+  autd3__capture_tap_stop(l->cap); /* after close's INIT request: the tap writes what it has queued */
   free(l->iomap);
   free(l);
 }
@@ -647,7 +578,8 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   }
   if (o->capture_path != NULL) {
     if ((err = probe_interface(l->ifname)) != AUTD3_OK) return err;
-    if ((err = capture_start(l, o->capture_path)) != AUTD3_OK) return err;
+    /* before SOEM's first frame, so the file shows the whole bring-up */
+    if ((err = autd3__capture_tap_start(l->ifname, o->capture_path, &l->cap)) != AUTD3_OK) return err;
   }
   ecx_contextt *ctx = l->ctx;
   int n = 0;
@@ -701,7 +633,6 @@ static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geom
     free(l);
     return autd3_set_error(AUTD3_E_NOMEM, "soem: out of memory for the SOEM context");
   }
-  l->cap_fd = -1;
   autd3_link_init(&l->hdr, &soem_vtable, AUTD3_LINK_SOEM, (uint16_t)n);
   atomic_flag_clear(&l->check_busy);
   l->sync0_period_ns = o->sync0_period_ns;

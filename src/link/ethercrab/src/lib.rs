@@ -17,13 +17,14 @@
 //! joins the tx/rx thread and frees the PDU storage. (async-io keeps one
 //! process-wide helper thread of its own once used; it idles.)
 //!
-//! Also here: the optional pcap capture (a passive tap on the adapter) and the
-//! state checker's re-configuration of power-cycled devices.
+//! Also here: the state checker's re-configuration of power-cycled devices.
+//! The optional pcap capture is C's (the shared tap of src/nic/capture.h):
+//! the shim only calls `OpenArgs::on_adapter` before it opens an adapter.
 //!
 //! No panic crosses the boundary: every `extern "C"` function runs its body
 //! under `catch_unwind` and reports a panic as `CODE_INTERNAL`.
 
-use std::ffi::{CStr, c_char};
+use std::ffi::{CStr, c_char, c_void};
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
@@ -42,7 +43,7 @@ use ethercrab::{
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -115,8 +116,21 @@ pub struct OpenArgs {
     pub pdu_timeout_ms: u32,
     pub rt_priority: i32,
     pub rt_cpu: i32,
-    /// NUL-terminated pcap file to write every bus frame to, or NULL.
-    pub capture_path: *const c_char,
+    /// Called (on the bring-up thread) with each adapter's NUL-terminated
+    /// name right before the shim opens it, so that C can start its capture
+    /// tap before the first bus frame; NULL = no call. A non-zero return is a
+    /// status code: the adapter is not used, and `msg` (NUL-terminated,
+    /// `cap` bytes) says why.
+    pub on_adapter: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            ifname: *const c_char,
+            msg: *mut c_char,
+            cap: usize,
+        ) -> i32,
+    >,
+    /// Passed back to `on_adapter`; owned by C, valid during the open call.
+    pub on_adapter_user: *mut c_void,
 }
 
 /// What open found.
@@ -194,7 +208,6 @@ struct Transport {
     /// Set by the tx/rx thread when EtherCrab's task ended on its own (e.g.
     /// the interface went away): every later PDU would only time out.
     txrx_ended: Arc<Mutex<Option<String>>>,
-    capture: Option<Capture>,
     ifname: String,
 }
 
@@ -239,13 +252,10 @@ impl Transport {
         timeouts: Timeouts,
         rt_priority: i32,
         rt_cpu: i32,
-        capture: Option<&str>,
+        args: &OpenArgs,
     ) -> Result<Self, Fail> {
-        // The capture taps the adapter before EtherCrab sends its first frame.
-        let capture = match capture {
-            Some(path) => Some(Capture::start(path, ifname)?),
-            None => None,
-        };
+        // C's capture tap must see EtherCrab's first frame.
+        notify_adapter(args, ifname)?;
         let storage = Box::into_raw(Box::new(Storage::new()));
         // SAFETY: the allocation lives until Drop, which frees it only after the
         // tx/rx thread has exited and the MainDevice has been released.
@@ -312,7 +322,6 @@ impl Transport {
             md: Some(md),
             txrx: Some((handle, done_rx)),
             txrx_ended,
-            capture,
             ifname: ifname.to_owned(),
         };
         match ready_rx.recv() {
@@ -351,147 +360,45 @@ impl Drop for Transport {
             drop(unsafe { Box::from_raw(self.storage) });
         }
         // else: leak the storage rather than free memory a stuck thread may touch.
-        drop(self.capture.take());
     }
 }
 
-// ---- pcap capture: a passive tap on the adapter --------------------------------
-//
-// EtherCrab owns its socket, so the capture is a second AF_PACKET socket bound
-// to EtherType 0x88A4 on the same adapter: packet sockets see both the frames
-// sent on the adapter and the replies, exactly as on the wire. Classic pcap,
-// nanosecond timestamps (magic 0xa1b23c4d), LINKTYPE_ETHERNET.
+// ---- the adapter hook (C's capture tap) ----------------------------------------
 
-struct Capture {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-const ETH_P_ECAT: u16 = 0x88A4;
-
-impl Capture {
-    fn start(path: &str, ifname: &str) -> Result<Self, Fail> {
-        use std::io::Write;
-        let file = std::fs::File::create(path).map_err(|e| {
-            fail(
-                CODE_IO,
-                format!("ethercrab: cannot create capture file \"{path}\": {e}"),
-            )
-        })?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
-        let mut hdr = Vec::with_capacity(24);
-        hdr.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
-        hdr.extend_from_slice(&2u16.to_le_bytes());
-        hdr.extend_from_slice(&4u16.to_le_bytes());
-        hdr.extend_from_slice(&0i32.to_le_bytes());
-        hdr.extend_from_slice(&0u32.to_le_bytes());
-        hdr.extend_from_slice(&65535u32.to_le_bytes());
-        hdr.extend_from_slice(&1u32.to_le_bytes());
-        out.write_all(&hdr).map_err(|e| {
-            fail(
-                CODE_IO,
-                format!("ethercrab: cannot write capture file \"{path}\": {e}"),
-            )
-        })?;
-        let cname = std::ffi::CString::new(ifname)
-            .map_err(|_| fail(CODE_NO_INTERFACE, "ethercrab: bad interface name"))?;
-        // SAFETY: plain socket calls; the fd is owned by the capture thread below.
-        let fd = unsafe {
-            let idx = libc::if_nametoindex(cname.as_ptr());
-            if idx == 0 {
-                return Err(io_fail(ifname, &std::io::Error::last_os_error()));
-            }
-            let fd = libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW,
-                i32::from(ETH_P_ECAT.to_be()),
-            );
-            if fd < 0 {
-                return Err(io_fail(ifname, &std::io::Error::last_os_error()));
-            }
-            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
-            sll.sll_family = libc::AF_PACKET as u16;
-            sll.sll_protocol = ETH_P_ECAT.to_be();
-            sll.sll_ifindex = idx as i32;
-            let tv = libc::timeval {
-                tv_sec: 0,
-                tv_usec: 50_000,
-            };
-            if libc::bind(
-                fd,
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            ) != 0
-                || libc::setsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVTIMEO,
-                    (&tv as *const libc::timeval).cast(),
-                    std::mem::size_of::<libc::timeval>() as u32,
-                ) != 0
-            {
-                let e = std::io::Error::last_os_error();
-                libc::close(fd);
-                return Err(io_fail(ifname, &e));
-            }
-            fd
-        };
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("autd3-crab-pcap".into())
-            .spawn(move || {
-                let mut buf = [0u8; 2048];
-                while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                    // SAFETY: fd is open until the end of this thread; buf is writable.
-                    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-                    if n <= 0 {
-                        continue; // timeout (stop check) or a transient error
-                    }
-                    let n = n as usize;
-                    let mut ts = libc::timespec {
-                        tv_sec: 0,
-                        tv_nsec: 0,
-                    };
-                    // SAFETY: valid out pointer.
-                    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-                    let mut rec = [0u8; 16];
-                    rec[0..4].copy_from_slice(&(ts.tv_sec as u32).to_le_bytes());
-                    rec[4..8].copy_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
-                    rec[8..12].copy_from_slice(&(n as u32).to_le_bytes());
-                    rec[12..16].copy_from_slice(&(n as u32).to_le_bytes());
-                    if out
-                        .write_all(&rec)
-                        .and_then(|_| out.write_all(&buf[..n]))
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-                let _ = out.flush();
-                // SAFETY: closes the fd this thread owns.
-                unsafe { libc::close(fd) };
-            })
-            .map_err(|e| {
-                fail(
-                    CODE_IO,
-                    format!("ethercrab: cannot start the capture thread: {e}"),
-                )
-            })?;
-        Ok(Capture {
-            stop,
-            thread: Some(thread),
-        })
+/// Tell C which adapter is about to be opened (`OpenArgs::on_adapter`).
+fn notify_adapter(args: &OpenArgs, ifname: &str) -> Result<(), Fail> {
+    let Some(hook) = args.on_adapter else {
+        return Ok(());
+    };
+    let cname = std::ffi::CString::new(ifname)
+        .map_err(|_| fail(CODE_NO_INTERFACE, "ethercrab: bad interface name"))?;
+    let mut msg = [0 as c_char; 512];
+    // SAFETY: C passed the hook and its user pointer for the duration of the
+    // open call; the name and the message buffer are valid for the call.
+    let rc = unsafe {
+        hook(
+            args.on_adapter_user,
+            cname.as_ptr(),
+            msg.as_mut_ptr(),
+            msg.len(),
+        )
+    };
+    if rc == CODE_OK {
+        return Ok(());
     }
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    msg[msg.len() - 1] = 0;
+    // SAFETY: NUL-terminated just above.
+    let text = unsafe { CStr::from_ptr(msg.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    Err(fail(
+        rc,
+        if text.is_empty() {
+            format!("ethercrab: adapter \"{ifname}\" refused by the C glue")
+        } else {
+            text
+        },
+    ))
 }
 
 // ---- concurrent DC exchange over all groups (no heap allocation here) ---------
@@ -807,11 +714,7 @@ async fn describe_states(md: &MainDevice<'_>, addresses: &[u16]) -> String {
     s
 }
 
-async fn bring_up(
-    args: &OpenArgs,
-    iface: Option<String>,
-    capture: Option<String>,
-) -> Result<Link, Fail> {
+async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> {
     let timeouts = Timeouts {
         state_transition: ms(args.state_timeout_ms),
         pdu: ms(args.pdu_timeout_ms),
@@ -822,13 +725,7 @@ async fn bring_up(
     };
     let (transport, groups) = match iface {
         Some(name) => {
-            let t = Transport::open(
-                &name,
-                timeouts,
-                args.rt_priority,
-                args.rt_cpu,
-                capture.as_deref(),
-            )?;
+            let t = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)?;
             let g = discover(&t).await?;
             (t, g)
         }
@@ -837,13 +734,8 @@ async fn bring_up(
             let mut tried = Vec::new();
             let mut found = None;
             for name in candidate_interfaces() {
-                let Ok(t) = Transport::open(
-                    &name,
-                    timeouts,
-                    args.rt_priority,
-                    args.rt_cpu,
-                    capture.as_deref(),
-                ) else {
+                let Ok(t) = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)
+                else {
                     tried.push(format!("{name}: cannot open"));
                     continue;
                 };
@@ -1400,19 +1292,10 @@ pub unsafe extern "C" fn autd3crab_open(
         };
         // Bring-up runs on its own thread: EtherCrab's discovery tables are
         // large fixed-capacity values, too big for an arbitrary caller's stack.
-        let capture = if args.capture_path.is_null() {
-            None
-        } else {
-            // SAFETY: NUL-terminated string from C.
-            Some(
-                unsafe { CStr::from_ptr(args.capture_path) }
-                    .to_string_lossy()
-                    .into_owned(),
-            )
-        };
+        // on_adapter/on_adapter_user go along: C keeps them valid until this
+        // call returns, and the bring-up thread is joined before that.
         let args_copy = OpenArgs {
             interface: std::ptr::null(),
-            capture_path: std::ptr::null(),
             ..*args
         };
         let link = std::thread::Builder::new()
@@ -1420,7 +1303,7 @@ pub unsafe extern "C" fn autd3crab_open(
             .stack_size(BRINGUP_STACK)
             .spawn(move || {
                 catch_unwind(AssertUnwindSafe(|| {
-                    futures_lite::future::block_on(bring_up(&args_copy, iface, capture))
+                    futures_lite::future::block_on(bring_up(&args_copy, iface))
                 }))
                 .unwrap_or_else(|p| Err(fail(CODE_INTERNAL, panic_msg(&*p))))
             })
@@ -1652,7 +1535,8 @@ mod tests {
             pdu_timeout_ms: 10,
             rt_priority: 0,
             rt_cpu: -1,
-            capture_path: std::ptr::null(),
+            on_adapter: None,
+            on_adapter_user: std::ptr::null_mut(),
         };
         let mut link: *mut Link = std::ptr::null_mut();
         let mut info = OpenInfo {

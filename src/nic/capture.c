@@ -1,0 +1,129 @@
+/* pcap capture writer and passive tap (see capture.h). */
+#include "nic/capture.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autd3/link_driver.h"
+#include "nic/nic.h"
+#include "platform/platform.h"
+
+#define TAP_POLL_NS 20000000ull /* how soon the tap thread notices stop */
+#define TAP_DRAIN_MAX 65536u    /* frames written after stop, at most (others may keep sending) */
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v), put16(p + 2, (uint16_t)(v >> 16)); }
+
+autd3_err_t autd3__capture_open(autd3_capture_t *c, const char *path) {
+  c->f = NULL;
+  atomic_store_explicit(&c->frames, 0, memory_order_relaxed);
+  if (path == NULL)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "capture: file path is NULL");
+  FILE *f = fopen(path, "wb");
+  if (f == NULL)
+    return autd3_set_error(AUTD3_E_IO, "capture: cannot create capture file \"%s\": %s", path, strerror(errno));
+  uint8_t h[24];
+  put32(h, 0xa1b23c4du); /* nanosecond-resolution timestamps */
+  put16(h + 4, 2);       /* version 2.4 */
+  put16(h + 6, 4);
+  put32(h + 8, 0);       /* thiszone, sigfigs: 0 by convention */
+  put32(h + 12, 0);
+  put32(h + 16, AUTD3_CAPTURE_SNAPLEN);
+  put32(h + 20, 1); /* LINKTYPE_ETHERNET */
+  if (fwrite(h, 1, sizeof h, f) != sizeof h || fflush(f) != 0) {
+    int e = errno;
+    fclose(f);
+    return autd3_set_error(AUTD3_E_IO, "capture: cannot write capture file \"%s\": %s", path, strerror(e));
+  }
+  c->f = f;
+  return AUTD3_OK;
+}
+
+void autd3__capture_write(autd3_capture_t *c, const uint8_t *frame, size_t len, uint64_t realtime_ns) {
+  if (c->f == NULL)
+    return;
+  uint32_t incl = len < AUTD3_CAPTURE_SNAPLEN ? (uint32_t)len : AUTD3_CAPTURE_SNAPLEN;
+  uint8_t h[16];
+  put32(h, (uint32_t)(realtime_ns / 1000000000ull));
+  put32(h + 4, (uint32_t)(realtime_ns % 1000000000ull));
+  put32(h + 8, incl);
+  put32(h + 12, (uint32_t)len);
+  /* Header and data both or neither, so one short write cannot shift every later record. */
+  if (fwrite(h, 1, sizeof h, c->f) == sizeof h && fwrite(frame, 1, incl, c->f) == incl)
+    atomic_fetch_add_explicit(&c->frames, 1, memory_order_relaxed);
+}
+
+void autd3__capture_close(autd3_capture_t *c) {
+  if (c->f != NULL)
+    fclose(c->f);
+  c->f = NULL;
+}
+
+/* ---- tap ---- */
+
+struct autd3_capture_tap {
+  autd3_nic_t *nic;
+  autd3_capture_t w;
+  atomic_bool stop;
+  autd3__thread_t thread;
+  uint8_t buf[AUTD3_CAPTURE_SNAPLEN];
+};
+
+/* Tap thread: every EtherCAT frame of the adapter into the file, until stop;
+ * then what is still queued. */
+static void *tap_main(void *arg) {
+  autd3_capture_tap_t *t = arg;
+  for (uint32_t after_stop = 0; after_stop < TAP_DRAIN_MAX;) {
+    bool stopping = atomic_load_explicit(&t->stop, memory_order_acquire);
+    after_stop += stopping;
+    size_t len = 0;
+    autd3_err_t e = autd3__nic_recv(t->nic, t->buf, sizeof t->buf, &len, stopping ? 0 : autd3__now_ns() + TAP_POLL_NS);
+    if (e == AUTD3_OK) {
+      autd3__capture_write(&t->w, t->buf, len, autd3__realtime_ns());
+      continue;
+    }
+    if (stopping)
+      break; /* queue drained (or the socket failed) */
+    if (e != AUTD3_E_TIMEOUT)
+      autd3__sleep_ns(TAP_POLL_NS); /* e.g. the adapter is down: keep tapping, the link reports it */
+  }
+  return NULL;
+}
+
+autd3_err_t autd3__capture_tap_start(const char *ifname, const char *path, autd3_capture_tap_t **out) {
+  *out = NULL;
+  autd3_capture_tap_t *t = calloc(1, sizeof *t);
+  if (t == NULL)
+    return autd3_set_error(AUTD3_E_NOMEM, "capture: out of memory for the tap on \"%s\"", ifname ? ifname : "");
+  autd3_err_t e = autd3__nic_open_tap(ifname, &t->nic);
+  if (e == AUTD3_OK)
+    e = autd3__capture_open(&t->w, path);
+  if (e == AUTD3_OK) {
+    atomic_init(&t->stop, false);
+    e = autd3__thread_start(&t->thread, tap_main, t, "autd3-capture");
+  }
+  if (e != AUTD3_OK) {
+    autd3__capture_close(&t->w);
+    autd3__nic_close(t->nic);
+    free(t);
+    return e;
+  }
+  *out = t;
+  return AUTD3_OK;
+}
+
+uint64_t autd3__capture_tap_frames(const autd3_capture_tap_t *tap) {
+  return tap ? atomic_load_explicit(&tap->w.frames, memory_order_relaxed) : 0;
+}
+
+void autd3__capture_tap_stop(autd3_capture_tap_t *tap) {
+  if (tap == NULL)
+    return;
+  atomic_store_explicit(&tap->stop, true, memory_order_release);
+  autd3__thread_join(&tap->thread);
+  autd3__capture_close(&tap->w);
+  autd3__nic_close(tap->nic);
+  free(tap);
+}
