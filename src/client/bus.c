@@ -295,7 +295,6 @@ void *autd3__client_bus_main(void *arg) {
       err = autd3_link_cycle(c->link, b->tx, b->rx, &valid);
     }
     STAT_INC(c, st_cycles);
-    atomic_store_explicit(&c->st_cpu_ns, autd3__thread_cpu_ns(), memory_order_relaxed);
     if (err != AUTD3_OK) {
       /* Fatal for the link (link.h): everything pending fails with LINK and
        * the thread stops. The message is copied before any completion so the
@@ -314,6 +313,10 @@ void *autd3__client_bus_main(void *arg) {
       on_stale(c);
     }
   }
+  /* The final CPU figure, for stats read after the thread has stopped (while
+   * it runs, autd3_client_stats() reads the thread's CPU clock itself, so the
+   * cycle pays no clock_gettime for it). */
+  atomic_store_explicit(&c->st_cpu_ns, autd3__thread_cpu_ns(), memory_order_relaxed);
   teardown(c, why);
   return NULL;
 }

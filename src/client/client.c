@@ -235,7 +235,9 @@ void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out) {
   out->resyncs = atomic_load_explicit(&m->st_resyncs, memory_order_relaxed);
   out->resets = atomic_load_explicit(&m->st_resets, memory_order_relaxed);
   out->retransmits = atomic_load_explicit(&m->st_retransmits, memory_order_relaxed);
-  out->bus_cpu_ns = atomic_load_explicit(&m->st_cpu_ns, memory_order_relaxed);
+  out->bus_cpu_ns = 0;
+  if (m->thread_started && !atomic_load(&m->dead)) out->bus_cpu_ns = autd3__thread_cpu_ns_of(&m->thread);
+  if (out->bus_cpu_ns == 0) out->bus_cpu_ns = atomic_load_explicit(&m->st_cpu_ns, memory_order_relaxed);
   out->bus_cycles = atomic_load_explicit(&m->st_cycles, memory_order_relaxed);
 }
 

@@ -36,5 +36,9 @@ autd3_err_t autd3__thread_set_rt(int priority, int cpu);
 
 /* CPU time consumed by the calling thread, ns (CLOCK_THREAD_CPUTIME_ID). */
 uint64_t autd3__thread_cpu_ns(void);
+/* CPU time consumed so far by another, still running (not yet joined)
+ * thread, read from the caller's side so the measured thread pays nothing;
+ * 0 if the OS cannot tell. */
+uint64_t autd3__thread_cpu_ns_of(const autd3__thread_t *t);
 
 #endif

@@ -7,6 +7,7 @@
 #include "autd3/autd3.h"
 #include "harness/test.h"
 #include "link/echocat/ecat.h"
+#include "nic/capture.h"
 
 static const uint8_t MAC[6] = {0x02, 0x10, 0x20, 0x30, 0x40, 0x50};
 
@@ -152,14 +153,14 @@ TEST(capture_file_format) {
   int fd = mkstemp(path);
   ASSERT_TRUE(fd >= 0);
   close(fd);
-  ecat_capture_t c;
-  ASSERT_OK(ecat_capture_open(&c, path));
+  autd3_capture_t c;
+  ASSERT_OK(autd3__capture_open(&c, path));
   ecat_frame_t f;
   ecat_frame_init(&f, MAC, 1);
   ecat_dg_add(&f, ECAT_BRD, 0, 0, NULL, 2);
   size_t wire = ecat_frame_finish(&f);
-  ecat_capture_write(&c, f.buf, wire, 1700000000123456789ull);
-  ecat_capture_close(&c);
+  autd3__capture_write(&c, f.buf, wire, 1700000000123456789ull);
+  autd3__capture_close(&c);
   uint8_t b[256];
   FILE *fp = fopen(path, "rb");
   ASSERT_TRUE(fp != NULL);
@@ -173,7 +174,7 @@ TEST(capture_file_format) {
   ASSERT_EQ(ecat_get32(b + 28), 123456789u);
   ASSERT_EQ(ecat_get32(b + 32), wire);
   ASSERT_MEMEQ(b + 40, f.buf, wire);
-  ASSERT_ERR(ecat_capture_open(&c, "/nonexistent-dir/x.pcap"), AUTD3_E_IO);
+  ASSERT_ERR(autd3__capture_open(&c, "/nonexistent-dir/x.pcap"), AUTD3_E_IO);
   ASSERT_CONTAINS(autd3_last_error(), "/nonexistent-dir/x.pcap");
 }
 

@@ -102,12 +102,5 @@ uint64_t ecat_dc_sync0_start(uint64_t systime, uint32_t cycle_ns, int32_t shift_
 /* Smallest start + k·period (k >= 0) that is >= t. */
 uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t);
 
-/* ---- pcap capture: the shared writer of src/nic/capture.h ----
- * Aliases only for tests/echocat/test_ecat.c (capture_file_format), which
- * predates the shared writer; echocat itself calls autd3__capture_*. */
-typedef autd3_capture_t ecat_capture_t;
-#define ecat_capture_open autd3__capture_open
-#define ecat_capture_write autd3__capture_write
-#define ecat_capture_close autd3__capture_close
 
 #endif

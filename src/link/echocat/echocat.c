@@ -1163,6 +1163,8 @@ static autd3_err_t ec_wait_next_cycle(struct autd3_link *link) {
   uint64_t now = autd3__now_ns();
   uint64_t edge_host = (uint64_t)((int64_t)aim_edge(ec, now) - ec->off);
   uint64_t wake = edge_host - out_need(ec) - margin;
+  if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
+    wake = now + 2 * ec->period; /* bounded, whatever the estimate says; cycle() decides anyway */
   if ((int64_t)(wake - now) > 0)
     autd3__sleep_until_ns(wake, ec->opt.spin_ns);
   return AUTD3_OK;

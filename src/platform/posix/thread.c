@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "autd3/link_driver.h"
 #include "platform/platform.h"
@@ -47,4 +48,11 @@ autd3_err_t autd3__thread_set_rt(int priority, int cpu) {
   (void)cpu;
 #endif
   return AUTD3_OK;
+}
+
+uint64_t autd3__thread_cpu_ns_of(const autd3__thread_t *t) {
+  clockid_t cid;
+  struct timespec ts;
+  if (pthread_getcpuclockid((pthread_t)t->handle, &cid) != 0 || clock_gettime(cid, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
