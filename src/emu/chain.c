@@ -80,7 +80,23 @@ static unsigned walk(const uint8_t *f, size_t len, uint16_t elen) {
 
 bool autd3_emu_process(autd3_emu_t *emu, uint8_t *f, size_t len, uint64_t now_ns) {
   emu->frames++;
+  emu->reply_ns = now_ns;
   if (len < 14 || ((f[12] << 8) | f[13]) != 0x88A4) return false; /* not EtherCAT: not ours */
+  if (emu->cfg.wire) {
+    /* 100 Mbit/s is serial: a frame sent back to back behind others starts when
+     * the line is free. The ESC processes on the fly, but the model takes the
+     * whole frame's tail as "complete" (pessimistic by at most the bytes after
+     * a device's data). The return line needs no state of its own: replies are
+     * the forward frames shifted by the constant ring time, so they never overlap. */
+    uint64_t start = emu->wire_busy_ns > now_ns ? emu->wire_busy_ns : now_ns;
+    if (start - now_ns > AUTD3_EMU_WIRE_BACKLOG_NS) {
+      emu->dropped++;
+      return false;
+    }
+    emu->wire_busy_ns = start + AUTD3_EMU_WIRE_NS(len);
+    now_ns = emu->wire_busy_ns; /* complete at device 0 */
+    emu->reply_ns = now_ns + 2u * (uint64_t)emu->faults.present * emu->cfg.hop_ns;
+  }
   if (emu->faults.silence || emu->faults.present == 0) return false;
   if (emu->faults.drop > 0 && rnd(emu) < emu->faults.drop) {
     emu->dropped++;

@@ -67,6 +67,7 @@ typedef struct autd3_emu_config {
   bool dc_required;             /* PRE-OP→SAFE-OP needs SYNC0 active, cycle multiple of 500 µs; default false */
   uint64_t seed;                /* power-on times, drift signs, fault PRNG */
   bool mailbox;                 /* declare and serve the ESI's mailbox (SM0/SM1, CoE SDO upload); default false */
+  bool wire;                    /* 100 Mbit/s wire model (docs/emulator.md "Wire model"); default false */
   uint16_t sm_watchdog_100us;   /* power-on value of the SM watchdog time 0x0420 (100 µs units with 0x0400's default
                                    divider); default 1000 = 100 ms as a real ESC; 0 = disabled (0x0420 = 0) */
   /* A non-AUTD identity for one device (tests of "not an AUTD" handling). */
@@ -121,6 +122,10 @@ typedef struct autd3_emu {
   autd3_emu_faults_t faults;
   uint64_t rng;
   uint64_t frames, replied, dropped, corrupted, malformed;
+  /* Wire model (cfg.wire): the master's transmit line is busy until wire_busy_ns;
+   * after autd3_emu_process, reply_ns is when the reply's last bit is back at
+   * the master (without the wire model: the now_ns of the call). */
+  uint64_t wire_busy_ns, reply_ns;
   autd3_esc_t *esc; /* cfg.devices entries */
 } autd3_emu_t;
 
@@ -131,7 +136,20 @@ autd3_emu_config_t autd3_emu_config_default(void);
 autd3_err_t autd3_emu_create(const autd3_emu_config_t *cfg, uint64_t now_ns, autd3_emu_t **out);
 void autd3_emu_destroy(autd3_emu_t *emu);
 
+/* Serialisation time of an Ethernet frame of len bytes (without FCS) at 100 Mbit/s:
+ * padding to 60, FCS 4, preamble+SFD 8 and inter-frame gap 12 bytes, 80 ns a byte. */
+#define AUTD3_EMU_WIRE_NS(len) ((uint64_t)(((len) < 60 ? 60 : (len)) + 24) * 80u)
+/* Wire model: a frame that would wait longer than this behind the frames
+ * already queued is dropped (a master NIC's transmit ring is finite:
+ * 256 descriptors of full-size frames are ~31 ms). */
+#define AUTD3_EMU_WIRE_BACKLOG_NS 32000000ull
+
 /* Process one received Ethernet frame in place (the ring walk of §13.1).
+ * now_ns is when the master put the frame on the wire (the emulator read it).
+ * With cfg.wire, an EtherCAT frame first waits for the frames before it
+ * (wire_busy_ns), then reaches device k complete after its own serialisation
+ * and k hops: that is the time each ESC (SM2-complete event, DC latches) and
+ * firmware sees; reply_ns = that start + serialisation + 2 x present hops.
  * Returns true when a reply of the same length must be sent (source MAC with
  * the locally-administered bit set); false = no reply (dropped, silenced,
  * not an Ethernet/EtherCAT frame we answer). Never reads or writes outside

@@ -846,3 +846,90 @@ TEST(mailbox_coe) {
   ASSERT_EQ(get16(r + 8), 0x0002);
   autd3_emu_destroy(e);
 }
+
+/* --wire (cfg.wire): the 100 Mbit/s line is serial, device k gets a frame after
+ * its serialisation and k hops, and the firmware sees that time in its DC time
+ * base. Simulated time: asserts computed model times, not wall-clock. */
+static autd3_emu_t *wire_chain_in_op(bool wire) {
+  autd3_emu_config_t c = autd3_emu_config_default();
+  c.devices = 3;
+  c.wire = wire;
+  autd3_emu_t *e;
+  ASSERT_OK(autd3_emu_create(&c, g_now, &e));
+  bring_to_op(e, 3);
+  for (int k = 0; k < 3; k++) ASSERT_EQ(e->esc[k].ppb, 0); /* drift 0: local = host - power_on */
+  return e;
+}
+
+TEST(wire_back_to_back_and_hops) {
+  autd3_emu_t *e = wire_chain_in_op(true);
+  const uint64_t hop = e->cfg.hop_ns;
+  static uint8_t out[626 * 2];
+  memset(out, 0, sizeof out);
+  fr_t a, b;
+  fr_init(&a);
+  fr_add(&a, LWR, 0, 0, out, 626 * 2); /* devices 0 and 1 */
+  fr_init(&b);
+  fr_add(&b, LWR, 626 * 2, 0, out, 626); /* device 2 */
+  uint64_t t = (g_now += 1000000);      /* the line is idle: both are read from the socket at t */
+  uint64_t wa = AUTD3_EMU_WIRE_NS(a.len), wb = AUTD3_EMU_WIRE_NS(b.len);
+  ASSERT_EQ(wa, (uint64_t)(a.len + 24) * 80);
+  ASSERT_TRUE(autd3_emu_process(e, a.b, a.len, t));
+  ASSERT_EQ(e->wire_busy_ns, t + wa);
+  ASSERT_EQ(e->reply_ns, t + wa + 2 * 3 * hop); /* round the ring */
+  for (int k = 0; k < 3; k++) ASSERT_EQ(e->esc[k].t_frame, t + wa + (uint64_t)k * hop);
+  ASSERT_EQ(e->esc[1].last_sm2_ns, t + wa + hop); /* SM2-complete at device 1's arrival */
+  ASSERT_EQ(e->esc[1].dev.image_arrival_ns, autd3_esc_local(&e->esc[1], t + wa + hop));
+  ASSERT_TRUE(autd3_emu_process(e, b.b, b.len, t));
+  /* the second frame queues behind the first: at device 0 after both serialisations */
+  ASSERT_EQ(e->esc[0].t_frame, t + wa + wb);
+  ASSERT_EQ(e->esc[2].t_frame, t + wa + wb + 2 * hop);
+  ASSERT_EQ(e->esc[2].dev.image_arrival_ns, autd3_esc_local(&e->esc[2], t + wa + wb + 2 * hop));
+  ASSERT_EQ(e->reply_ns, t + wa + wb + 2 * 3 * hop);
+  ASSERT_GE(e->reply_ns, t + wa + 2 * 3 * hop + wb); /* replies do not overlap on the way back */
+  /* a frame read once the line is idle again starts at once */
+  uint64_t t2 = t + 10000000;
+  ASSERT_TRUE(autd3_emu_process(e, a.b, a.len, t2));
+  ASSERT_EQ(e->esc[0].t_frame, t2 + wa);
+  ASSERT_EQ(e->esc[2].dev.time_reversals, 0);
+  /* the transmit ring is finite: a frame that would wait > AUTD3_EMU_WIRE_BACKLOG_NS is lost */
+  fr_t big;
+  fr_init(&big);
+  fr_add(&big, NOP, 0, 0, NULL, 1500 - 28);
+  ASSERT_EQ(big.len, 1500);
+  uint64_t t3 = t2 + 10000000, w = AUTD3_EMU_WIRE_NS(big.len), dropped = e->dropped;
+  unsigned sent = 0;
+  while (autd3_emu_process(e, big.b, big.len, t3) && sent < 1000) sent++;
+  ASSERT_EQ(sent, (unsigned)(AUTD3_EMU_WIRE_BACKLOG_NS / w) + 1);
+  ASSERT_EQ(e->dropped, dropped + 1);
+  autd3_emu_destroy(e);
+}
+
+/* An image whose frame is read before a SYNC0 edge but, through the wire,
+ * arrives just after it is taken one edge later; without the wire model the
+ * same frame is taken at that edge. */
+TEST(wire_arrival_after_edge_taken_next_edge) {
+  for (int wire = 0; wire < 2; wire++) {
+    autd3_emu_t *e = wire_chain_in_op(wire);
+    autd3_esc_t *d1 = &e->esc[1];
+    static uint8_t out[626 * 2];
+    memset(out, 0, sizeof out);
+    fr_t a;
+    fr_init(&a);
+    fr_add(&a, LWR, 0, 0, out, 626 * 2);
+    uint64_t t = (g_now += 1000000);
+    uint64_t arrive = t + AUTD3_EMU_WIRE_NS(a.len) + e->cfg.hop_ns; /* device 1 with the wire */
+    uint64_t edge = autd3_esc_local(d1, arrive) - 1;               /* SYNC0 1 ns before that arrival */
+    const uint32_t period = 1000000;
+    autd3_dev_set_sync0(&d1->dev, edge, period);
+    ASSERT_TRUE(autd3_emu_process(e, a.b, a.len, t));
+    ASSERT_TRUE(d1->dev.image_pending);
+    uint64_t taken_at = wire ? edge + period : edge;
+    autd3_emu_tick(e, d1->power_on_ns + taken_at - 1);
+    ASSERT_TRUE(d1->dev.image_pending);
+    autd3_emu_tick(e, d1->power_on_ns + taken_at);
+    ASSERT_FALSE(d1->dev.image_pending);
+    ASSERT_EQ(d1->dev.time_reversals, 0);
+    autd3_emu_destroy(e);
+  }
+}

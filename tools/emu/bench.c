@@ -34,7 +34,7 @@ static void emit(void *ctx, uint8_t *f, size_t len) { autd3_emu_process(ctx, f, 
 static uint8_t g_fr[MAXF][AUTD3_EMU_SCRIPT_FRAME];
 static size_t g_len[MAXF];
 
-static double wire_ns(size_t len) { return (double)((len < 60 ? 60 : len) + 24) * 80.0; } /* preamble, FCS, IFG */
+static double wire_ns(size_t len) { return (double)AUTD3_EMU_WIRE_NS(len); } /* preamble, FCS, IFG */
 
 static int inprocess(uint16_t n, int cycles) {
   autd3_emu_config_t cfg = autd3_emu_config_default();

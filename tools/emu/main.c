@@ -58,7 +58,8 @@ static void usage(FILE *o) {
           "  --timing SPEC          default|pessimistic|ideal|take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now\n"
           "  --drift-ppm X          oscillator error of each device, up to +-X ppm (default 0)\n"
           "  --hop-ns N             forwarding delay per device (default 600)\n"
-          "  --wire                 wire-speed model: reply after 100 Mbit/s serialisation + 2 x N hops\n"
+          "  --wire                 100 Mbit/s wire model: frames queue on the wire, device k gets a frame after\n"
+          "                         its serialisation + k hops, the reply after 2 x N hops (docs/emulator.md)\n"
           "  --mailbox              declare the ESI's mailbox (SM0/SM1) and serve CoE SDO uploads\n"
           "  --no-strict-op         allow SAFE-OP -> OP before the first output image\n"
           "  --dc-required          refuse SAFE-OP unless SYNC0 is active with a 500 us multiple\n"
@@ -78,7 +79,6 @@ static void usage(FILE *o) {
 typedef struct {
   autd3_emu_t *emu;
   uint32_t delay_us;
-  bool wire;
   int nic_fd;
 } ctx_t;
 
@@ -261,7 +261,7 @@ int main(int argc, char **argv) {
         break;
       }
       case O_HOP: cfg.hop_ns = (uint32_t)parse_ull(optarg, "--hop-ns"); break;
-      case O_WIRE: c.wire = true; break;
+      case O_WIRE: cfg.wire = true; break;
       case O_NOSTRICT: cfg.strict_op = false; break;
       case O_MAILBOX: cfg.mailbox = true; break;
       case O_WD: { /* 0x0420 is a u16 in 100 µs units (0x0400's default divider) */
@@ -310,6 +310,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   c.emu = emu;
+  /* replies are due at sub-microsecond model times: a 50 us default timer slack would add up to 50 us to each */
+  if (cfg.wire) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
   emu->faults.drop = drop;
   emu->faults.corrupt = corrupt;
   emu->faults.silence = silence;
@@ -390,21 +392,22 @@ int main(int argc, char **argv) {
         if (autd3__nic_recv(nic, buf, AUTD3_NIC_MAX_FRAME, &len, 0) != AUTD3_OK) break;
         uint64_t t = autd3__now_ns();
         cap_write(buf, len);
+        if (g_qlen == QLEN) { /* no room for the reply: lost before it reaches the devices */
+          emu->dropped++;
+          continue;
+        }
         if (!autd3_emu_process(emu, buf, len, t)) continue;
-        uint64_t due = t + (uint64_t)c.delay_us * 1000u;
-        if (c.wire) /* preamble+SFD 8, FCS 4, IFG 12 bytes at 80 ns/byte, then 2 x N forwarding hops */
-          due += (uint64_t)((len < 60 ? 60 : len) + 24) * 80u + 2u * (uint64_t)emu->faults.present * cfg.hop_ns;
+        /* the wire model's ring time (emu->reply_ns; t without it), then "delay US" */
+        uint64_t due = emu->reply_ns + (uint64_t)c.delay_us * 1000u;
         if (due <= t && g_qlen == 0) {
           cap_write(buf, len);
           if (autd3__nic_send(nic, buf, len) != AUTD3_OK && verbose) fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
-        } else if (g_qlen < QLEN) {
+        } else {
           pending_t *q = &g_q[(g_qhead + g_qlen) % QLEN];
           q->due = due;
           q->len = len;
           memcpy(q->buf, buf, len);
           g_qlen++;
-        } else {
-          emu->dropped++; /* queue full: as a lost frame */
         }
       }
       if (verbose) {
