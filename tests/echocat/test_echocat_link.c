@@ -207,3 +207,22 @@ TEST(wait_next_cycle_keeps_every_image) {
   autd3_link_close(l);
   autd3_geometry_free(g);
 }
+
+/* A chain whose outputs cannot cross a 100 Mbit/s line within one send cycle
+ * is refused with a message that says how long the cycle must be; the same
+ * chain opens with that longer cycle. */
+TEST(chain_too_long_for_cycle) {
+  in_netns("chain_too_long_for_cycle", 20, NULL, false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(20, NULL, &g));
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "20 devices need");
+  ASSERT_CONTAINS(autd3_last_error(), "raise sync0_period_ns");
+  ASSERT_TRUE(l == NULL);
+  o.u.echocat.ethercat.sync0_period_ns = 1500000;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}

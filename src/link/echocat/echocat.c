@@ -1459,6 +1459,25 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
                         ec->ifname, count, want);
     goto fail;
   }
+  {
+    /* An EtherCAT line runs at 100 Mbit/s: each output frame (two devices'
+     * 626 B + headers, ~1.3 kB with preamble and gap) takes ~106 µs on the
+     * wire, and the outputs of one cycle must pass the chain before its SYNC0
+     * edge. A chain whose outputs cannot fit in one send cycle would lose
+     * frames every cycle (measured with the emulator's wire model: 14 devices
+     * is the limit at 1 ms, docs/emulator.md), so refuse it here, clearly. */
+    uint64_t frame_ns = (uint64_t)(14 + 2 + 2 * (10 + OUT_BYTES + 2) + 4 + 8 + 12) * 80u;
+    uint64_t wire_ns = (uint64_t)((count + 1) / 2) * frame_ns;
+    if (wire_ns >= ec->period) {
+      uint64_t need = (wire_ns / 500000u + 1) * 500000u;
+      e = autd3_set_error(AUTD3_E_INVALID_OPTION,
+                          "echocat %s: %u devices need %llu us of 100 Mbit/s wire per cycle for their outputs, more than "
+                          "the send cycle of %u us: raise sync0_period_ns (and send_cycle_ns) to at least %llu us",
+                          ec->ifname, count, (unsigned long long)(wire_ns / 1000), (unsigned)(ec->period / 1000),
+                          (unsigned long long)(need / 1000));
+      goto fail;
+    }
+  }
   autd3_link_init(&ec->base, &ec_vt, AUTD3_LINK_ECHOCAT, ec->n);
 
   uint16_t all[AUTD3_MAX_DEVICES];
