@@ -25,7 +25,8 @@ extern "C" {
  * latency. Any ARMT v3 server accepts both (replies come in order).
  */
 typedef enum autd3_remote_pipeline {
-  AUTD3_REMOTE_PIPELINE_AUTO = 0, /**< default: time both for ~70 cycles after open, keep pipelining only if it is >25 % faster */
+  AUTD3_REMOTE_PIPELINE_AUTO = 0, /**< default: time both for ~70 cycles after open, keep pipelining only if it is >25 % faster;
+                                       otherwise strict, but pipelined while consecutive calls bring new tx (streaming) */
   AUTD3_REMOTE_PIPELINE_OFF = 1,  /**< always strict request/response */
   AUTD3_REMOTE_PIPELINE_ON = 2    /**< always one request ahead */
 } autd3_remote_pipeline_t;

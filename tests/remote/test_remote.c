@@ -674,6 +674,60 @@ TEST(auto_pipeline_keeps_replies_in_order) {
   srv_stop(&v);
 }
 
+/* AUTO, once decided, follows the caller: runs of new frames (streaming) are pipelined, a repeated tx ends the run
+ * (the request in flight is collected, nothing sent). Whichever mode AUTO picked, every valid reply must echo this
+ * call's frame or the previous distinct one, a call that repeats its tx must get the echo of that tx, stale cycles
+ * are at most one per run (+2 for AUTO's own switches), and the server never answers more requests than calls. */
+TEST(auto_follows_streaming_runs) {
+  srv_t v;
+  start(&v, 0);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.address = v.addr;
+  o.u.remote.timeout_ms = 2000;
+  autd3_geometry_t *g = geom(1);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  uint8_t tx[626] = {0}, rx[2];
+  uint8_t cur = 0, prev = 0;
+  int stale = 0, runs = 0, calls = 0;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int k = 0; k < 200; k++) { /* AUTO times both modes first */
+    cur = (uint8_t)(cur + 1);
+    autd3_tx_encode(tx, cur, AUTD3_CMD_NOP, NULL, 0);
+    bool valid = false;
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+    calls++;
+    if (!valid) stale++;
+  }
+  prev = (uint8_t)(cur - 1);
+  for (int block = 0; block < 60; block++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    int fresh = 1 + (int)(x % 6), repeats = block % 3 == 2 ? 0 : 1 + (int)((x >> 8) % 3);
+    runs++;
+    for (int i = 0; i < fresh + repeats; i++) {
+      if (i < fresh) {
+        prev = cur;
+        cur = (uint8_t)(cur + 1);
+        autd3_tx_encode(tx, cur, AUTD3_CMD_NOP, NULL, 0);
+      }
+      bool valid = false;
+      ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+      calls++;
+      if (!valid) {
+        stale++;
+        continue;
+      }
+      if (i >= fresh && rx[0] != cur) TEST_FAIL_("block %d call %d (repeat of %u) got the echo of %u", block, i, cur, rx[0]);
+      if (rx[0] != cur && rx[0] != prev) TEST_FAIL_("block %d call %d (frame %u) got the echo of %u", block, i, cur, rx[0]);
+    }
+  }
+  ASSERT_LE(stale, runs + 2);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+  ASSERT_LE(srv_stats(&v).requests, (uint64_t)calls);
+  srv_stop(&v);
+}
+
 TEST(error_bad_pipeline_option) {
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
   o.u.remote.pipeline = (autd3_remote_pipeline_t)7;

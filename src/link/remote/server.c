@@ -67,6 +67,10 @@ struct autd3_remote_server {
   uint8_t *slot[2], *bus_rx, *reply_rx[2];
   bool reply_valid[2];
   atomic_bool take_wake; /* the session waits for the bus to take the published request */
+  /* Bus cycles that repeated the last tx because no new request had arrived, this session: before its first
+   * request (lead), between requests (mid), and the current run since the last one (trailing at session end). */
+  atomic_bool idle_reset;
+  _Atomic uint64_t idle_lead, idle_mid, idle_run;
 
   /* session (event-loop thread only) */
   int cfd;
@@ -125,6 +129,8 @@ static void *bus_main(void *arg) {
   unsigned win_n = 0;
   /* A link with wait_next_cycle (emulator, EtherCrab) says itself when the last moment to stage is. */
   const bool link_waits = s->link->vt->wait_next_cycle != NULL;
+  bool seen = false;
+  uint64_t run = 0;
   while (!atomic_load_explicit(&s->bus_stop, memory_order_relaxed)) {
     uint64_t pub = atomic_load_explicit(&s->published, memory_order_acquire);
     uint64_t at = last_start + min_period;
@@ -142,12 +148,22 @@ static void *bus_main(void *arg) {
         break;
       }
     }
+    if (atomic_exchange_explicit(&s->idle_reset, false, memory_order_relaxed)) { /* a new session */
+      seen = false;
+      run = 0;
+    }
     pub = atomic_load_explicit(&s->published, memory_order_acquire);
     if (pub != taken) {
       taken = pub;
       atomic_store(&s->taken, taken);
       if (atomic_exchange(&s->take_wake, false)) poke(s->wake_w);
+      atomic_fetch_add_explicit(seen ? &s->idle_mid : &s->idle_lead, run, memory_order_relaxed);
+      seen = true;
+      run = 0;
+    } else {
+      run++;
     }
+    atomic_store_explicit(&s->idle_run, run, memory_order_relaxed);
     bool valid = false;
     last_start = autd3__now_ns();
     autd3_err_t err = autd3_link_cycle(s->link, s->slot[taken & 1], s->bus_rx, &valid);
@@ -250,6 +266,10 @@ static void session_reset(autd3_remote_server_t *s) {
 static void session_end(autd3_remote_server_t *s, bool dropped, const char *why) {
   if (s->cfd < 0) return;
   logf_(s, "client %s %s (%llu frame(s) served)", s->peer, why, (unsigned long long)s->session_requests);
+  if (s->in_session && s->link)
+    logf_(s, "  bus cycles without a new request: %llu before the first, %llu between requests, %llu after the last",
+          (unsigned long long)atomic_load(&s->idle_lead), (unsigned long long)atomic_load(&s->idle_mid),
+          (unsigned long long)atomic_load(&s->idle_run));
   if (dropped) atomic_fetch_add(&s->st_dropped, 1); /* before close(): a peer that sees the EOF sees the count */
   close(s->cfd);
   session_reset(s);
@@ -341,6 +361,10 @@ static void on_geometry(autd3_remote_server_t *s) {
     /* Replies of the previous client's requests are not owed to this one. */
     s->replied = atomic_load(&s->published);
   }
+  atomic_store(&s->idle_lead, 0);
+  atomic_store(&s->idle_mid, 0);
+  atomic_store(&s->idle_run, 0);
+  atomic_store(&s->idle_reset, true);
   r[0] = (uint8_t)n;
   r[1] = (uint8_t)(n >> 8);
   queue(s, r, 2);
