@@ -20,7 +20,7 @@
 #include "platform/platform.h"
 
 /* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
-#define CRAB_ABI_VERSION 3u
+#define CRAB_ABI_VERSION 4u
 
 enum {
   CRAB_OK = 0,
@@ -80,6 +80,7 @@ int32_t autd3crab_open(const crab_open_args_t *args, struct crab_link **out, cra
 int32_t autd3crab_cycle(const struct crab_link *link, const uint8_t *tx, uint8_t *rx, crab_cycle_out_t *out, char *msg, size_t cap);
 int32_t autd3crab_check(const struct crab_link *link, uint8_t *state, uint8_t *al_state, size_t n, uint64_t *recoveries, char *msg,
                         size_t cap);
+uint64_t autd3crab_ignored_replies(const struct crab_link *link);
 void autd3crab_close(struct crab_link *link);
 
 /* ---- the link object --------------------------------------------------------- */
@@ -277,11 +278,14 @@ static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
                    "exchange last : %.3f us\n"
                    "exchange max : %.3f us\n"
                    "dc phase last : %.3f us after SYNC0+shift\n"
-                   "dc phase early : %llu of %llu frames reached the devices before SYNC0+shift\n",
+                   "dc phase early : %llu of %llu frames reached the devices before SYNC0+shift\n"
+                   "ignored replies : %llu\n",
                    L->ifname, (unsigned)L->expected_wkc, (unsigned)atomic_load(&L->last_wkc),
                    (unsigned long long)atomic_load(&L->late_wakeups), (double)atomic_load(&L->exchange_last_ns) / 1e3,
                    (double)atomic_load(&L->exchange_max_ns) / 1e3, (double)atomic_load(&L->phase_last_ns) / 1e3,
-                   (unsigned long long)atomic_load(&L->phase_early), (unsigned long long)atomic_load(&L->phase_samples));
+                   (unsigned long long)atomic_load(&L->phase_early), (unsigned long long)atomic_load(&L->phase_samples),
+                   /* late replies to timed-out PDUs etc., dropped by the shim's tx/rx driver */
+                   (unsigned long long)autd3crab_ignored_replies(L->crab));
   if (n < 0) return 0;
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }

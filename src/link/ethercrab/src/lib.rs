@@ -11,8 +11,9 @@
 //! OP with a working counter that is stable for 5 cycles.
 //!
 //! Runtime: EtherCrab's std build uses async-io for its socket and timers, so
-//! the shim needs no tokio. It owns one thread, the tx/rx thread, running
-//! EtherCrab's `tx_rx_task` under `async_io::block_on`; callers block on
+//! the shim needs no tokio. It owns one thread, the tx/rx thread, running the
+//! shim's own tx/rx driver (`TxRx`, below) under `async_io::block_on`; callers
+//! block on
 //! EtherCrab futures with `futures_lite::future::block_on`. Close stops and
 //! joins the tx/rx thread and frees the PDU storage. (async-io keeps one
 //! process-wide helper thread of its own once used; it idles.)
@@ -26,24 +27,26 @@
 
 use std::ffi::{CStr, c_char, c_void};
 use std::future::Future;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ethercrab::error::{Error as CrabError, TimeoutError};
-use ethercrab::std::{ethercat_now, tx_rx_task};
+use ethercrab::std::ethercat_now;
 use ethercrab::subdevice_group::{CycleInfo, DcConfiguration, HasDc, HasPdi, NoDc, PreOp};
 use ethercrab::{
-    Command, DcSync, DefaultLock, MainDevice, MainDeviceConfig, PduStorage, RegisterAddress,
-    RetryBehaviour, SubDeviceGroup, SubDeviceGroupHandle, Timeouts, TxRxResponse,
+    Command, DcSync, DefaultLock, MainDevice, MainDeviceConfig, PduRx, PduStorage, PduTx,
+    RegisterAddress, RetryBehaviour, SubDeviceGroup, SubDeviceGroupHandle, Timeouts, TxRxResponse,
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -208,6 +211,8 @@ struct Transport {
     /// Set by the tx/rx thread when EtherCrab's task ended on its own (e.g.
     /// the interface went away): every later PDU would only time out.
     txrx_ended: Arc<Mutex<Option<String>>>,
+    /// Received frames EtherCrab rejected (`TxRx::ignored`).
+    ignored: Arc<AtomicU64>,
     ifname: String,
 }
 
@@ -246,6 +251,174 @@ fn apply_rt(priority: i32, cpu: i32) -> Result<(), String> {
     Ok(())
 }
 
+/// EtherCAT's EtherType (ETG.1000.4 §5.1): the raw socket only sees these.
+const ETHERCAT_ETHERTYPE: u16 = 0x88A4;
+/// One receive buffer, reused for every frame: a full Ethernet frame (1514
+/// bytes) fits; anything longer is truncated, then rejected and counted.
+const RX_BUF: usize = 2048;
+/// Frames handled per poll before the driver yields (bounded loops).
+const RX_BURST: usize = 64;
+
+/// An AF_PACKET raw socket bound to `ifname` for EtherCAT frames only,
+/// non-blocking (the same kind of socket EtherCrab's own std task uses, so it
+/// works in a user namespace with CAP_NET_RAW there).
+fn open_socket(ifname: &str) -> std::io::Result<OwnedFd> {
+    let proto = ETHERCAT_ETHERTYPE.to_be();
+    // SAFETY: plain socket(2); the fd is owned right below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            i32::from(proto),
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let cname = std::ffi::CString::new(ifname)
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::ENODEV))?;
+    // SAFETY: NUL-terminated name.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: all-zero is a valid sockaddr_ll.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto;
+    sll.sll_ifindex = index as i32;
+    // SAFETY: bind(2) with a properly sized sockaddr_ll.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// The shim's tx/rx driver, in place of EtherCrab 0.7.1's `tx_rx_task`: that
+/// task *ends* with `ReceiveFrame` as soon as `PduRx::receive_frame` rejects a
+/// frame, e.g. a reply that arrives after its PDU timed out and its frame
+/// slot was freed (`Decode` / `InvalidIndex`), so one late reply on a loaded
+/// machine killed the link for good. Here a rejected frame is counted and
+/// ignored (as SOEM and echocat drop replies nobody waits for); only socket
+/// errors (e.g. the interface was removed) end the task.
+struct TxRx<'a> {
+    sock: async_io::Async<OwnedFd>,
+    tx: PduTx<'a>,
+    rx: PduRx<'a>,
+    buf: Box<[u8]>,
+    ignored: Arc<AtomicU64>,
+}
+
+impl TxRx<'_> {
+    fn new<'a>(
+        ifname: &str,
+        tx: PduTx<'a>,
+        rx: PduRx<'a>,
+        ignored: Arc<AtomicU64>,
+    ) -> std::io::Result<TxRx<'a>> {
+        Ok(TxRx {
+            sock: async_io::Async::new(open_socket(ifname)?)?,
+            tx,
+            rx,
+            buf: vec![0u8; RX_BUF].into_boxed_slice(),
+            ignored,
+        })
+    }
+
+    /// Send every frame EtherCrab has queued. Err = the socket failed.
+    fn send_all(&mut self, cx: &mut Context<'_>) -> Result<(), String> {
+        let fd = self.sock.as_raw_fd();
+        while let Some(frame) = self.tx.next_sendable_frame() {
+            let mut err = None;
+            let res = frame.send_blocking(|data| {
+                // SAFETY: send(2) of a valid slice on our socket.
+                let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), 0) };
+                if n >= 0 {
+                    return Ok(n as usize);
+                }
+                err = Some(std::io::Error::last_os_error());
+                Err(CrabError::SendFrame)
+            });
+            match (res, err) {
+                (Ok(_), _) => {}
+                (Err(_), Some(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    // The frame stays queued (send_blocking released its
+                    // claim); retry once the socket can take it.
+                    if self.sock.poll_writable(cx).is_ready() {
+                        cx.waker().wake_by_ref();
+                    }
+                    return Ok(());
+                }
+                (Err(_), Some(e)) => return Err(format!("failed to send an EtherCAT frame: {e}")),
+                (Err(e), None) => return Err(format!("failed to send an EtherCAT frame: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Hand every received frame to EtherCrab. Err = the socket failed.
+    fn receive_all(&mut self, cx: &mut Context<'_>) -> Result<(), String> {
+        let fd = self.sock.as_raw_fd();
+        for _ in 0..RX_BURST {
+            // SAFETY: recv(2) into our own buffer.
+            let n = unsafe { libc::recv(fd, self.buf.as_mut_ptr().cast(), self.buf.len(), 0) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                match e.kind() {
+                    std::io::ErrorKind::Interrupted => continue,
+                    std::io::ErrorKind::WouldBlock => match self.sock.poll_readable(cx) {
+                        Poll::Pending => return Ok(()),
+                        Poll::Ready(Ok(())) => continue,
+                        Poll::Ready(Err(e)) => {
+                            return Err(format!("failed to wait for an EtherCAT frame: {e}"));
+                        }
+                    },
+                    _ => return Err(format!("failed to receive an EtherCAT frame: {e}")),
+                }
+            }
+            let len = (n as usize).min(self.buf.len());
+            if self.rx.receive_frame(&self.buf[..len]).is_err() {
+                self.ignored.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        // More may be waiting: come back after the other work of this poll.
+        cx.waker().wake_by_ref();
+        Ok(())
+    }
+}
+
+impl Future for TxRx<'_> {
+    /// Ok when `MainDevice::release_all` asked the driver to exit.
+    type Output = Result<(), String>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        // EtherCrab wakes this waker when it queues a frame to send.
+        this.tx.replace_waker(cx.waker());
+        if this.tx.should_exit() {
+            return Poll::Ready(Ok(()));
+        }
+        if let Err(e) = this.send_all(cx).and_then(|()| this.receive_all(cx)) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Pending
+    }
+}
+
 impl Transport {
     fn open(
         ifname: &str,
@@ -265,7 +438,8 @@ impl Transport {
             free();
             return Err(fail(CODE_INTERNAL, "ethercrab: PDU storage already split"));
         };
-        let task = match tx_rx_task(ifname, pdu_tx, pdu_rx) {
+        let ignored = Arc::new(AtomicU64::new(0));
+        let task = match TxRx::new(ifname, pdu_tx, pdu_rx, Arc::clone(&ignored)) {
             Ok(t) => t,
             Err(e) => {
                 let _ = pdu_loop;
@@ -322,6 +496,7 @@ impl Transport {
             md: Some(md),
             txrx: Some((handle, done_rx)),
             txrx_ended,
+            ignored,
             ifname: ifname.to_owned(),
         };
         match ready_rx.recv() {
@@ -1461,6 +1636,22 @@ pub unsafe extern "C" fn autd3crab_check(
         write_msg(msg, cap, &panic_msg(&*p));
         CODE_INTERNAL
     })
+}
+
+/// Received frames the tx/rx driver ignored because EtherCrab rejected them
+/// (late replies to timed-out PDUs, unknown indices, malformed frames).
+/// Any thread, any time between open and close; 0 on a panic.
+///
+/// # Safety
+/// `link` from autd3crab_open.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn autd3crab_ignored_replies(link: *const Link) -> u64 {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: see the function's contract.
+        let link = unsafe { &*link };
+        link.transport.ignored.load(Ordering::Relaxed)
+    }))
+    .unwrap_or(0)
 }
 
 /// SYNC0 off, devices to INIT, stop the tx/rx thread, free everything.
