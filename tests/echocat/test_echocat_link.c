@@ -83,7 +83,7 @@ TEST(cycle_500us_and_2ms_send_cycle) {
 
 /* check_state with nobody cycling: the checker drives the bus itself. */
 TEST(check_state_without_cycles) {
-  in_netns("check_state_without_cycles", 3, NULL, false);
+  in_netns("check_state_without_cycles", 3, "--sm-watchdog-ms 100", false);
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(3, NULL, &g));
   autd3_link_option_t o = option();
@@ -114,7 +114,7 @@ TEST(check_state_without_cycles) {
 /* The bus goes silent (nothing answers) and comes back: every silent cycle is
  * counted lost, cycling does not stall, and valid cycles resume. */
 TEST(silent_bus_recovers) {
-  in_netns("silent_bus_recovers", 2, NULL, false);
+  in_netns("silent_bus_recovers", 2, "--sm-watchdog-ms 100", false);
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(2, NULL, &g));
   autd3_link_option_t o = option();

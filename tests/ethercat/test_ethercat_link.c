@@ -345,12 +345,12 @@ static void unplug_replug(bool power_cycle) {
 }
 
 TEST(unplug_replug) {
-  in_netns("unplug_replug", 3, NULL, false);
+  in_netns("unplug_replug", 3, "--sm-watchdog-ms 100", false);
   unplug_replug(false);
 }
 
 TEST(unplug_power_cycle_replug) {
-  in_netns("unplug_power_cycle_replug", 3, NULL, false);
+  in_netns("unplug_power_cycle_replug", 3, "--sm-watchdog-ms 100", false);
   unplug_replug(true);
 }
 

@@ -164,9 +164,13 @@ static uint8_t emu_al_state(emu_thread_t *t, uint16_t k) {
   return s;
 }
 
+/* SM watchdog off: a CI stall of 100 ms would otherwise drop devices to
+ * SAFE-OP+ERROR in tests that are not about recovery (unplug_replug turns it
+ * back on). */
 static autd3_emu_config_t emu_config(uint16_t n) {
   autd3_emu_config_t c = autd3_emu_config_default();
   c.devices = n;
+  c.sm_watchdog_100us = 0;
   return c;
 }
 
@@ -314,6 +318,7 @@ static void unplug_replug(const char *name, bool power_cycle, uint16_t first) {
   netns(name);
   emu_thread_t t;
   autd3_emu_config_t cfg = emu_config(2);
+  cfg.sm_watchdog_100us = autd3_emu_config_default().sm_watchdog_100us; /* recovery paths included */
   emu_start(&t, &cfg);
   autd3_geometry_t *g = geometry(2);
   autd3_link_t *l = NULL;
