@@ -15,6 +15,7 @@
 
 #include "autd3/link.h"
 #include "autd3/link_driver.h"
+#include "harness/netns.h"
 #include "harness/test.h"
 #include "platform/platform.h"
 #ifdef CRAB_HAVE_EMU
@@ -22,20 +23,8 @@
 #include "nic/nic.h"
 #endif
 
-/* Re-run this test case inside `unshare -rn` with a veth pair crab0 <-> emu0. */
-static void netns(const char *name) {
-  if (getenv("AUTD3_CRAB_TEST_INNER") == NULL) {
-    setenv("AUTD3_CRAB_TEST_INNER", "1", 1);
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) SKIP("cannot read /proc/self/exe");
-    self[n] = 0;
-    execlp("unshare", "unshare", "-rn", self, name, (char *)NULL);
-    SKIP("unshare not available: %s", strerror(errno));
-  }
-  if (system("ip link add crab0 type veth peer name emu0 && ip link set crab0 up && ip link set emu0 up") != 0)
-    SKIP("cannot create a veth pair in the private namespace (ip/veth missing)");
-}
+/* This test case in a private namespace with a veth pair crab0 <-> emu0. */
+static void netns(const char *name) { autd3_test_netns_veth(name, "crab0", "emu0"); }
 
 static autd3_geometry_t *geometry(size_t n) {
   autd3_geometry_t *g = NULL;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "autd3/error.h"
+#include "harness/netns.h"
 #include "harness/test.h"
 #include "nic/capture.h"
 #include "nic/nic.h"
@@ -102,21 +103,8 @@ TEST(writer_errors) {
   autd3__capture_tap_stop(NULL);
 }
 
-/* Re-run this test case inside `unshare -rn` with a veth pair c4a<->c4b. */
-static void veth(const char *name) {
-  if (!getenv("AUTD3_CAPTURE_TEST_INNER")) {
-    setenv("AUTD3_CAPTURE_TEST_INNER", "1", 1);
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-      SKIP("cannot read /proc/self/exe");
-    self[n] = 0;
-    execlp("unshare", "unshare", "-rn", self, name, (char *)NULL);
-    SKIP("unshare not available: %s", strerror(errno));
-  }
-  if (system("ip link add c4a type veth peer name c4b && ip link set c4a up && ip link set c4b up") != 0)
-    SKIP("cannot create a veth pair in the private namespace (ip/veth missing)");
-}
+/* This test case in a private namespace with a veth pair c4a<->c4b. */
+static void veth(const char *name) { autd3_test_netns_veth(name, "c4a", "c4b"); }
 
 /* A plain packet socket on `ifname`, as SOEM and EtherCrab send with. (The
  * NIC layer's own sockets bypass the qdisc, and so the kernel's taps: echocat

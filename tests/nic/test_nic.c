@@ -7,28 +7,13 @@
 
 #include "autd3/error.h"
 #include "harness/test.h"
+#include "harness/netns.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
 
-/* Re-run this test case inside `unshare <flags>`; inside, optionally create a veth pair h4a<->h4b. */
-static void reexec(const char *flags, const char *name) {
-  if (getenv("AUTD3_NIC_TEST_INNER"))
-    return;
-  setenv("AUTD3_NIC_TEST_INNER", "1", 1);
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0)
-    SKIP("cannot read /proc/self/exe");
-  self[n] = 0;
-  execlp("unshare", "unshare", flags, self, name, (char *)NULL);
-  SKIP("unshare not available: %s", strerror(errno));
-}
+static void reexec(const char *flags, const char *name) { autd3_test_reexec_unshare(flags, name); }
 
-static void veth(const char *name) {
-  reexec("-rn", name);
-  if (system("ip link add h4a type veth peer name h4b && ip link set h4a up && ip link set h4b up") != 0)
-    SKIP("cannot create a veth pair in the private namespace (ip/veth missing)");
-}
+static void veth(const char *name) { autd3_test_netns_veth(name, "h4a", "h4b"); }
 
 static size_t ecat_frame(uint8_t *f, size_t len, uint8_t tag) {
   memset(f, 0, len);

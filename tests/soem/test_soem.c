@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "autd3/link.h"
+#include "harness/netns.h"
 #include "harness/test.h"
 #include "platform/platform.h"
 
@@ -24,23 +25,11 @@ static void need_soem(void) {
     SKIP("SOEM link not built (configure with -DAUTD3_LINK_SOEM=ON and -DSOEM_ROOT=<SOEM v2 prefix>)");
 }
 
-/* Re-run this test case inside `unshare <flags>` (a user + network namespace
- * of its own: raw sockets without real root, and no interference). */
-static void reexec(const char *flags, const char *name) {
-  if (getenv("AUTD3_SOEM_TEST_INNER")) return;
-  setenv("AUTD3_SOEM_TEST_INNER", "1", 1);
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) SKIP("cannot read /proc/self/exe");
-  self[n] = 0;
-  execlp("unshare", "unshare", flags, self, name, (char *)NULL);
-  SKIP("unshare not available: %s", strerror(errno));
-}
+static void reexec(const char *flags, const char *name) { autd3_test_reexec_unshare(flags, name); }
 
 static void veth(const char *name, bool up) {
   reexec("-rn", name);
-  if (system("ip link add soem0 type veth peer name soem1") != 0) SKIP("cannot create a veth pair in the private namespace");
-  if (up && system("ip link set soem0 up && ip link set soem1 up") != 0) SKIP("cannot bring the veth pair up");
+  autd3_test_veth("soem0", "soem1", up);
 }
 
 static autd3_geometry_t *geometry(size_t n) {

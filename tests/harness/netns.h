@@ -1,0 +1,47 @@
+/*
+ * Run a test case in a network namespace of its own: the case re-executes
+ * itself under `unshare <flags>` (-rn: a user + network namespace, so raw
+ * sockets work without real root and nothing touches the host's network),
+ * then, inside, optionally creates a veth pair. One helper for every test
+ * that needs it (NIC, capture, SOEM, EtherCrab); the EtherCAT scenarios that
+ * also need the emulator use tests/ethercat/ethercat_netns.h (autd3-netns).
+ */
+#ifndef AUTD3_TEST_HARNESS_NETNS_H
+#define AUTD3_TEST_HARNESS_NETNS_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/test.h"
+
+/* Re-run test case `name` under `unshare flags`; returns in the child only. */
+static inline void autd3_test_reexec_unshare(const char *flags, const char *name) {
+  if (getenv("AUTD3_TEST_NETNS_INNER")) return;
+  setenv("AUTD3_TEST_NETNS_INNER", "1", 1);
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) SKIP("cannot read /proc/self/exe");
+  self[n] = 0;
+  execlp("unshare", "unshare", flags, self, name, (char *)NULL);
+  SKIP("unshare not available: %s", strerror(errno));
+}
+
+/* Create the veth pair a <-> b (and bring both ends up if `up`). */
+static inline void autd3_test_veth(const char *a, const char *b, int up) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ip link add %s type veth peer name %s", a, b);
+  if (system(cmd) != 0) SKIP("cannot create a veth pair in the private namespace (ip/veth missing)");
+  snprintf(cmd, sizeof cmd, "ip link set %s up && ip link set %s up", a, b);
+  if (up && system(cmd) != 0) SKIP("cannot bring the veth pair up");
+}
+
+/* Both: a private namespace with the veth pair a <-> b up. */
+static inline void autd3_test_netns_veth(const char *name, const char *a, const char *b) {
+  autd3_test_reexec_unshare("-rn", name);
+  autd3_test_veth(a, b, 1);
+}
+
+#endif
