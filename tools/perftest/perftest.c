@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "autd3/autd3.h"
+#include "link_flags.h"
 #include "perftest.h"
 
 static uint64_t now_ns(void) {
@@ -219,44 +220,20 @@ static void load_link_library(autd3_link_kind_t kind) {
   if (dlopen(lib, RTLD_NOW | RTLD_GLOBAL) == NULL) fprintf(stderr, "note: cannot load %s: %s\n", lib, dlerror());
 }
 
-/* Build the link option from the command line; link-specific flags given for
- * another link are refused rather than silently ignored. */
+/* Build the link option from the command line (tools/common/link_flags.c,
+ * shared with autd3-remote-server): flags of another link are refused. */
 static autd3_link_option_t build_link_option(const cli_t *c, autd3_timing_model_t *timing) {
   autd3_link_kind_t kind;
   if (autd3_link_kind_parse(c->link, &kind) != AUTD3_OK) die("--link: %s", autd3_last_error());
   load_link_library(kind);
-  autd3_link_option_t o = autd3_link_option_default(kind);
-  autd3_ethercat_option_t *ec = autd3_link_option_ethercat(&o);
-  if (!ec && (c->interface || c->shift_set)) die("--interface / --shift-us are only valid with an EtherCAT link (echocat, soem, ethercrab), not %s", c->link);
-  if (kind != AUTD3_LINK_EMULATOR && c->timing) die("--timing is only valid with --link emulator, not %s", c->link);
-  if (kind != AUTD3_LINK_REMOTE && c->address) die("--address is only valid with --link remote, not %s", c->link);
-  if (kind != AUTD3_LINK_TWINCAT && (c->twincat_server || c->twincat_port >= 0 || c->ams_net_id || c->client_ams_net_id))
-    die("--twincat-server / --twincat-port / --ams-net-id / --client-ams-net-id are only valid with --link twincat, not %s", c->link);
-  if (ec) {
-    ec->interface = c->interface;
-    ec->sync0_period_ns = c->cycle_us * 1000u;
-    ec->send_cycle_ns = 0; /* = sync0 period */
-    ec->sync0_shift_ns = c->shift_us * 1000;
-  }
-  switch (kind) {
-    case AUTD3_LINK_EMULATOR:
-      o.u.emulator.cycle_ns = c->cycle_us * 1000u;
-      if (c->timing && autd3_timing_model_parse(c->timing, &o.u.emulator.timing) != AUTD3_OK)
-        die("--timing: %s", autd3_last_error());
-      *timing = o.u.emulator.timing;
-      break;
-    case AUTD3_LINK_REMOTE:
-      if (c->address) o.u.remote.address = c->address;
-      break;
-    case AUTD3_LINK_TWINCAT:
-      o.u.twincat.server_ip = c->twincat_server;
-      if (c->twincat_port >= 0) o.u.twincat.server_port = (uint16_t)c->twincat_port;
-      o.u.twincat.server_ams_net_id = c->ams_net_id;
-      o.u.twincat.client_ams_net_id = c->client_ams_net_id;
-      o.u.twincat.task_cycle_us = c->cycle_us;
-      break;
-    default: break;
-  }
+  const autd3_tool_link_flags_t f = {
+      .link = c->link, .cycle_us = c->cycle_us, .shift_us = c->shift_us, .shift_set = c->shift_set,
+      .interface = c->interface, .timing = c->timing, .address = c->address, .twincat_server = c->twincat_server,
+      .ams_net_id = c->ams_net_id, .client_ams_net_id = c->client_ams_net_id, .twincat_port = c->twincat_port};
+  autd3_link_option_t o;
+  char err[256];
+  if (!autd3_tool_link_option(&f, &o, err, sizeof err)) die("%s", err);
+  if (kind == AUTD3_LINK_EMULATOR) *timing = o.u.emulator.timing;
   return o;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "autd3/remote_server.h"
+#include "link_flags.h"
 
 static autd3_remote_server_t *g_server;
 
@@ -112,37 +113,14 @@ int main(int argc, char **argv) {
 
   autd3_link_kind_t kind;
   if (autd3_link_kind_parse(link, &kind) != AUTD3_OK) die("--link: %s", autd3_last_error());
-  autd3_link_option_t lo = autd3_link_option_default(kind);
-  autd3_ethercat_option_t *ec = autd3_link_option_ethercat(&lo);
-  /* Flags of another link are refused rather than silently ignored (as autd3-perftest). */
-  if (!ec && (iface || shift_set)) die("--interface / --shift-us are only valid with an EtherCAT link, not %s", link);
-  if (kind != AUTD3_LINK_EMULATOR && timing) die("--timing is only valid with --link emulator, not %s", link);
-  if (kind != AUTD3_LINK_REMOTE && addr) die("--address is only valid with --link remote, not %s", link);
-  if (kind != AUTD3_LINK_TWINCAT && (tcs || tcp >= 0 || ams || cams))
-    die("--twincat-server / --twincat-port / --ams-net-id / --client-ams-net-id are only valid with --link twincat, not %s", link);
-  if (ec) {
-    ec->interface = iface;
-    ec->sync0_period_ns = (uint32_t)(cycle_us * 1000);
-    ec->send_cycle_ns = 0;
-    ec->sync0_shift_ns = (int32_t)(shift_us * 1000);
-  }
-  switch (kind) {
-    case AUTD3_LINK_EMULATOR:
-      lo.u.emulator.cycle_ns = (uint32_t)(cycle_us * 1000);
-      if (timing && autd3_timing_model_parse(timing, &lo.u.emulator.timing) != AUTD3_OK) die("--timing: %s", autd3_last_error());
-      break;
-    case AUTD3_LINK_REMOTE:
-      if (addr) lo.u.remote.address = addr;
-      break;
-    case AUTD3_LINK_TWINCAT:
-      lo.u.twincat.server_ip = tcs;
-      if (tcp >= 0) lo.u.twincat.server_port = (uint16_t)tcp;
-      lo.u.twincat.server_ams_net_id = ams;
-      lo.u.twincat.client_ams_net_id = cams;
-      lo.u.twincat.task_cycle_us = (uint32_t)cycle_us;
-      break;
-    default: break;
-  }
+  /* The same per-link flags as autd3-perftest, built by the same code (tools/common/link_flags.c). */
+  const autd3_tool_link_flags_t f = {
+      .link = link, .cycle_us = (uint32_t)cycle_us, .shift_us = (int32_t)shift_us, .shift_set = shift_set != 0,
+      .interface = iface, .timing = timing, .address = addr, .twincat_server = tcs, .ams_net_id = ams,
+      .client_ams_net_id = cams, .twincat_port = (int)tcp};
+  autd3_link_option_t lo;
+  char lerr[256];
+  if (!autd3_tool_link_option(&f, &lo, lerr, sizeof lerr)) die("%s", lerr);
   so.link = lo;
   /* echocat sends the outputs as soon as cycle() is called, aimed at the next SYNC0 edge it can reach, and
    * returns just before that edge: waiting before the call would skip an edge. The other links sleep to their
