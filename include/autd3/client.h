@@ -51,10 +51,26 @@ typedef struct autd3_client autd3_client_t;
 /** Opaque handle of one streaming send. */
 typedef struct autd3_request autd3_request_t;
 
-/** Response of one frame: the data byte each device returned with its ack. */
+/**
+ * What one device did with one frame (autd3_response_t.outcome[]).
+ * EXECUTED: the device acked it (its data byte is in data[]). NOT_EXECUTED:
+ * the client knows the device did not execute it (it never accepted it, or it
+ * lost its state before it could). UNKNOWN: the protocol cannot tell (e.g.
+ * the device was reset while the frame may have been in its queue); the
+ * client never guesses. NONE: no outcome recorded (request not finished).
+ */
+typedef enum autd3_outcome {
+  AUTD3_OUTCOME_NONE = 0,
+  AUTD3_OUTCOME_EXECUTED = 1,
+  AUTD3_OUTCOME_NOT_EXECUTED = 2,
+  AUTD3_OUTCOME_UNKNOWN = 3
+} autd3_outcome_t;
+
+/** Response of one frame: per device, the data byte returned with its ack and what the device did with the frame. */
 typedef struct autd3_response {
   uint16_t num_devices;
   uint8_t data[AUTD3_MAX_DEVICES];
+  uint8_t outcome[AUTD3_MAX_DEVICES]; /**< autd3_outcome_t per device */
 } autd3_response_t;
 
 /**

@@ -49,12 +49,16 @@ extern "C" {
   XX(ADS, -32, "ADS error")                                                            \
   XX(PEER_CLOSED, -33, "the peer closed the connection")                               \
   XX(LINK, -34, "link failure")                                                        \
+  XX(SECOND_MASTER, -35, "another master is driving the same devices")                \
   /* protocol-level results */                                                         \
   XX(TIMEOUT, -40, "timed out")                                                        \
   XX(DEVICE, -41, "a device reported an error")                                        \
   XX(CLOSED, -42, "closed")                                                            \
   XX(PENDING, -43, "not finished yet")                                                 \
   XX(BUSY, -44, "busy")                                                                \
+  XX(DEVICE_RESET, -45, "a device lost its state (rebooted or reset) and did not execute the frame") \
+  XX(OUTCOME_UNKNOWN, -46, "whether a device executed the frame cannot be known")    \
+  XX(INVALID_HANDLE, -47, "invalid, stale or already released handle")              \
   XX(INTERNAL, -99, "internal error")
 
 /** Status code returned by every fallible libautd3 function. */

@@ -126,6 +126,11 @@ AUTD3_EXTERN autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx,
  * Same thread and rules as autd3_link_cycle().
  */
 AUTD3_EXTERN autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link);
+/**
+ * Times the link has seen device `dev` lose its firmware state (power cycle,
+ * re-initialisation); 0 for an out-of-range `dev`. Thread-safe, lock-free.
+ */
+AUTD3_EXTERN uint32_t autd3_link_device_resets(const autd3_link_t *link, uint16_t dev);
 /** Statistics (thread-safe, lock-free). */
 AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out);
 /**

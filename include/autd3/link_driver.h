@@ -58,12 +58,25 @@ struct autd3_link {
   _Atomic uint64_t cycles;
   _Atomic uint64_t stale_cycles;
   _Atomic uint64_t lost_cycles;
+  /* Evidence of device resets (autd3_link_report_device_reset()): a count per
+   * device and their sum, bumped after the per-device count. */
+  _Atomic uint32_t device_resets[AUTD3_MAX_DEVICES];
+  _Atomic uint32_t device_resets_any;
 };
 
 /** Initialise a link header (counters zero). */
 AUTD3_EXTERN void autd3_link_init(struct autd3_link *link, const autd3_link_vtable_t *vt, autd3_link_kind_t kind, uint16_t num_devices);
 /** Count one cycle: stale if !rx_valid, lost (and stale) if `lost`. Lock-free. */
 AUTD3_EXTERN void autd3_link_count_cycle(struct autd3_link *link, bool rx_valid, bool lost);
+
+/**
+ * Report evidence that device `dev` lost its firmware state (power-cycled and
+ * re-configured from INIT, an emulated power-cycle, a runtime that re-inited
+ * the slave). Call it before the first cycle whose valid inputs carry that
+ * device's post-reset answer, so the client never reads a rebooted device's
+ * ack 0xFF as an acknowledgement. Lock-free; any thread.
+ */
+AUTD3_EXTERN void autd3_link_report_device_reset(struct autd3_link *link, uint16_t dev);
 
 /** Open function of a link kind. `option->kind` is the registered kind. */
 typedef autd3_err_t (*autd3_link_open_fn)(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out);

@@ -165,6 +165,19 @@ void autd3_link_init(struct autd3_link *link, const autd3_link_vtable_t *vt, aut
   atomic_init(&link->cycles, 0);
   atomic_init(&link->stale_cycles, 0);
   atomic_init(&link->lost_cycles, 0);
+  for (size_t d = 0; d < AUTD3_MAX_DEVICES; d++) atomic_init(&link->device_resets[d], 0);
+  atomic_init(&link->device_resets_any, 0);
+}
+
+void autd3_link_report_device_reset(struct autd3_link *link, uint16_t dev) {
+  if (link == NULL || dev >= link->num_devices) return;
+  atomic_fetch_add_explicit(&link->device_resets[dev], 1, memory_order_release);
+  atomic_fetch_add_explicit(&link->device_resets_any, 1, memory_order_release);
+}
+
+uint32_t autd3_link_device_resets(const autd3_link_t *link, uint16_t dev) {
+  if (link == NULL || dev >= link->num_devices) return 0;
+  return atomic_load_explicit(&((struct autd3_link *)link)->device_resets[dev], memory_order_acquire);
 }
 
 void autd3_link_count_cycle(struct autd3_link *link, bool rx_valid, bool lost) {
