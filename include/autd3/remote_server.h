@@ -14,6 +14,13 @@
  * leaves. With `devices` = N the link is opened by autd3_remote_server_create()
  * and keeps cycling between clients (like RemoteServer::with_link); a client
  * whose geometry has another count is answered with N and disconnected.
+ *
+ * Limits (docs/remote.md "Limits"): at most `max_connections` connections
+ * (the session plus clients still in their handshake; beyond it a connection
+ * is refused at once with BUSY); each handshake has its own deadline, so a
+ * slow client delays nobody; a session that has sent nothing for
+ * `idle_timeout_ms` yields to the next client that completes a handshake
+ * (a busy session refuses it with BUSY); log lines are rate limited.
  * @since 0.1.0
  */
 #ifndef AUTD3_REMOTE_SERVER_H
@@ -27,13 +34,24 @@
 extern "C" {
 #endif
 
+/** Largest accepted `max_connections`. */
+#define AUTD3_REMOTE_SERVER_MAX_CONNECTIONS 256
+
 /** Server options. Strings (and those inside `link`) must outlive the server. */
 typedef struct autd3_remote_server_option {
   const char *listen;            /**< "host:port" or "[v6]:port"; default "127.0.0.1:8080" (loopback only); port 0 = any */
   autd3_link_option_t link;      /**< the wrapped link; default emulator */
   uint16_t devices;              /**< 0 = open the link per client from its geometry (default); N = open at start */
-  uint32_t handshake_timeout_ms; /**< hello + geometry must arrive within this; default 10 000 */
-  uint32_t stall_timeout_ms;     /**< a started request must complete, and a reply be taken, within this; default 5 000 */
+  uint32_t handshake_timeout_ms; /**< hello + geometry must arrive within this after connecting; 1..3 600 000, default 10 000 */
+  uint32_t stall_timeout_ms;     /**< a started request must complete, and a reply be taken, within this; 1..3 600 000, default 5 000 */
+  /** A session that has sent nothing for this long yields to the next client that completes a handshake (it is not
+   * dropped while nobody else wants the bus); 1..3 600 000, default 10 000. @since 0.2.0 */
+  uint32_t idle_timeout_ms;
+  /** Connections at once: the session plus handshakes; more are refused at once (BUSY); 1..256, default 8. @since 0.2.0 */
+  uint32_t max_connections;
+  /** Log lines per second on average (bursts of 10 s worth); lines beyond are counted and the count is logged with the
+   * next line; 0 = no limit; 0..100 000, default 10. @since 0.2.0 */
+  uint32_t log_lines_per_s;
   uint32_t min_period_us;        /**< shortest bus cycle for links that do not pace themselves; default 250 (as the reference) */
   /** For links without wait_next_cycle: with no request pending, wait this % of the measured cycle for one before
    * the next cycle; default 50, 0 = never wait (use 0 for echocat, which sends at call time). Links with

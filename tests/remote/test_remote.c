@@ -452,24 +452,232 @@ static void still_serves(srv_t *v) {
   autd3_link_close(l);
 }
 
+/* Wait (bounded) until the server's counters satisfy cond; the server thread updates them after its own I/O. */
+#define WAIT_STATS(v, st, cond)                                     \
+  do {                                                              \
+    for (int w_ = 0; w_ < 1000; w_++) {                             \
+      st = srv_stats(v);                                            \
+      if (cond) break;                                              \
+      usleep(10000);                                                \
+    }                                                               \
+    if (!(cond)) TEST_FAIL_("server counters never met %s", #cond); \
+  } while (0)
+
 TEST(hostile_empty_and_truncated) {
   srv_t v;
-  start(&v, 0);
+  use_echo();
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.max_connections = 64; /* the counts below must not depend on how fast the server reads EOFs */
+  srv_start_opt(&v, o);
   for (int i = 0; i < 3; i++) close(raw_connect(v.port)); /* connect, say nothing, leave */
   static uint8_t b[16384];
   size_t n = hello(b, sizeof b, 2);
   size_t cuts[] = {1, 4, 5, 8, 9, 12, 100, n - 1};
-  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+  const size_t ncuts = sizeof cuts / sizeof cuts[0];
+  for (size_t i = 0; i < ncuts; i++) {
     int fd = raw_connect(v.port);
     raw_send(fd, b, cuts[i]);
     close(fd);
   }
+  autd3_remote_server_stats_t st;
+  /* Every truncated hello counts as dropped, none became a session and none was refused. */
+  WAIT_STATS(&v, st, st.dropped == ncuts);
+  ASSERT_EQ(st.clients, 0);
+  ASSERT_EQ(st.refused, 0);
   int fd = raw_session(v.port, 2); /* truncated frame */
   static uint8_t req[1 + 2 * 626];
   raw_send(fd, req, frame_req(req, 2, 1, 4) - 100);
   close(fd);
+  WAIT_STATS(&v, st, st.dropped == ncuts + 1);
+  ASSERT_EQ(st.clients, 1);
+  ASSERT_EQ(st.requests, 0);
+  still_serves(&v);
+  st = srv_stats(&v);
+  ASSERT_EQ(st.clients, 2);
+  ASSERT_EQ(st.requests, 1);
+  srv_stop(&v);
+}
+
+/* ---- servers hold up: timeouts, connection limit, rate-limited log ---- */
+
+typedef struct {
+  atomic_int lines, held;
+} log_count_t;
+
+static void count_log(void *ctx, const char *line) {
+  log_count_t *c = ctx;
+  atomic_fetch_add(&c->lines, 1);
+  if (strstr(line, "not logged: rate limit")) atomic_fetch_add(&c->held, 1);
+  quiet_log(NULL, line);
+}
+
+/* Keep opening a Remote link until it gets in (the server answers BUSY meanwhile); bounded by `bound_ms`.
+ * Returns the time it took in ms (reported, never asserted beyond the bound). */
+static double get_in(srv_t *v, uint32_t bound_ms, autd3_link_t **l) {
+  uint64_t t0 = autd3__now_ns();
+  for (;;) {
+    autd3_err_t e = open_remote(v->addr, 1, 2000, l);
+    double ms = (double)(autd3__now_ns() - t0) / 1e6;
+    if (e == AUTD3_OK) return ms;
+    if (e != AUTD3_E_BUSY) TEST_FAIL_("open: %s: %s", autd3_err_name(e), autd3_last_error());
+    if (ms > bound_ms) TEST_FAIL_("still refused after %.0f ms (bound %u ms)", ms, bound_ms);
+    usleep(20000);
+  }
+}
+
+TEST(hold_up_silent_session_yields) {
+  use_echo();
+  srv_t v;
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.idle_timeout_ms = 300;
+  srv_start_opt(&v, o);
+  int hostile = raw_session(v.port, 1); /* completes the handshake, then says nothing */
+  autd3_link_t *l = NULL;
+  double ms = get_in(&v, 3 * o.idle_timeout_ms + 10000, &l);
+  fprintf(stderr, "legitimate client got in %.0f ms after a silent session started (idle_timeout_ms %u)\n", ms, o.idle_timeout_ms);
+  cycle_echo(l, 1, 7, AUTD3_CMD_NOP, true);
+  ASSERT_TRUE(raw_closed(hostile)); /* the idle session was ended */
+  close(hostile);
+  autd3_link_close(l);
+  ASSERT_EQ(srv_stats(&v).dropped, 1);
+  srv_stop(&v);
+}
+
+TEST(hold_up_busy_session_is_not_preempted) {
+  use_echo();
+  srv_t v;
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.idle_timeout_ms = 3600000; /* never idle within the test */
+  srv_start_opt(&v, o);
+  autd3_link_t *a = NULL, *b = NULL;
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &a));
+  ASSERT_ERR(open_remote(v.addr, 1, 2000, &b), AUTD3_E_BUSY);
+  cycle_echo(a, 1, 8, AUTD3_CMD_NOP, true);
+  autd3_link_close(a);
+  srv_stop(&v);
+}
+
+TEST(hold_up_slow_hello_delays_nobody) {
+  use_echo();
+  srv_t v;
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.handshake_timeout_ms = 3600000; /* the slow client is never timed out during the test */
+  srv_start_opt(&v, o);
+  static uint8_t b[16384];
+  size_t n = hello(b, sizeof b, 1);
+  int slow[3];
+  for (int i = 0; i < 3; i++) {
+    slow[i] = raw_connect(v.port);
+    raw_send(slow[i], b, 1 + (size_t)i * 3); /* a few bytes of the hello, then one byte now and then */
+  }
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(v.addr, 1, 5000, &l)); /* at once: a handshake in progress holds no session */
+  raw_send(slow[0], b + 1, 1);
+  cycle_echo(l, 1, 9, AUTD3_CMD_NOP, true);
+  /* A slow client that completes its hello while the session is busy is refused with BUSY. */
+  raw_send(slow[1], b + 4, n - 4);
+  uint8_t r[8];
+  ASSERT_EQ(raw_recv(slow[1], r, 5), 5);
+  ASSERT_EQ(r[2], ARMT_REFUSE_BUSY);
+  ASSERT_TRUE(raw_closed(slow[1]));
+  autd3_link_close(l);
+  for (int i = 0; i < 3; i++) close(slow[i]);
+  srv_stop(&v);
+}
+
+TEST(hold_up_idle_connections_limit) {
+  use_echo();
+  srv_t v;
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.max_connections = 4;
+  o.handshake_timeout_ms = 300;
+  srv_start_opt(&v, o);
+  int idle[4];
+  for (int i = 0; i < 4; i++) idle[i] = raw_connect(v.port); /* connect, say nothing */
+  /* Beyond the limit: refused at once (BUSY), not left in the backlog. A tiny race: the server may not have
+   * accepted all four yet, so wait until it has (bounded). */
+  autd3_remote_server_stats_t st;
+  bool refused = false;
+  for (int k = 0; k < 500 && !refused; k++) {
+    int fd = raw_connect(v.port);
+    uint8_t r[8];
+    size_t got = raw_recv(fd, r, 5);
+    refused = got == 5 && r[2] == ARMT_REFUSE_BUSY;
+    close(fd);
+  }
+  ASSERT_TRUE(refused);
+  st = srv_stats(&v);
+  ASSERT_GE(st.refused, 1);
+  autd3_link_t *l = NULL;
+  double ms = get_in(&v, 3 * o.handshake_timeout_ms + 10000, &l);
+  fprintf(stderr, "legitimate client got in %.0f ms after %d idle connections filled the table (handshake_timeout_ms %u)\n", ms,
+          4, o.handshake_timeout_ms);
+  cycle_echo(l, 1, 10, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
+  for (int i = 0; i < 4; i++) {
+    ASSERT_TRUE(raw_closed(idle[i]));
+    close(idle[i]);
+  }
+  srv_stop(&v);
+}
+
+TEST(hold_up_connect_storm_log_bounded) {
+  use_echo();
+  srv_t v;
+  log_count_t lc;
+  atomic_init(&lc.lines, 0);
+  atomic_init(&lc.held, 0);
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.listen = "127.0.0.1:0";
+  o.log = count_log;
+  o.log_ctx = &lc;
+  o.log_lines_per_s = 2; /* bursts of 20 */
+  uint64_t t0 = autd3__now_ns();
+  ASSERT_OK(autd3_remote_server_create(&o, &v.s));
+  v.port = autd3_remote_server_port(v.s);
+  snprintf(v.addr, sizeof v.addr, "127.0.0.1:%u", v.port);
+  pthread_create(&v.th, NULL, srv_main, &v);
+  const int storm = 400; /* each would log "connected" and "left": 800 lines unlimited */
+  for (int i = 0; i < storm; i++) close(raw_connect(v.port));
   still_serves(&v);
   srv_stop(&v);
+  double s_elapsed = (double)(autd3__now_ns() - t0) / 1e9;
+  int lines = atomic_load(&lc.lines);
+  fprintf(stderr, "%d connections in %.2f s: %d log lines\n", storm, s_elapsed, lines);
+  /* The bucket's bound (burst + rate x elapsed), which is far below one line per connection. */
+  ASSERT_LE(lines, 20 + (int)(2 * s_elapsed) + 2);
+  ASSERT_LT(lines, storm);
+  ASSERT_GE(atomic_load(&lc.held), 1); /* the count of held-back lines is reported */
+}
+
+TEST(hold_up_options_range_checked) {
+  use_echo();
+  autd3_remote_server_t *s = NULL;
+  struct {
+    const char *field;
+    autd3_remote_server_option_t o;
+  } bad[6];
+  for (int i = 0; i < 6; i++) {
+    bad[i].o = autd3_remote_server_option_default();
+    bad[i].o.listen = "127.0.0.1:0";
+  }
+  bad[0].field = "idle_timeout_ms", bad[0].o.idle_timeout_ms = 0;
+  bad[1].field = "max_connections", bad[1].o.max_connections = 0;
+  bad[2].field = "max_connections", bad[2].o.max_connections = AUTD3_REMOTE_SERVER_MAX_CONNECTIONS + 1;
+  bad[3].field = "log_lines_per_s", bad[3].o.log_lines_per_s = 100001;
+  bad[4].field = "handshake_timeout_ms", bad[4].o.handshake_timeout_ms = 3600001;
+  bad[5].field = "stall_timeout_ms", bad[5].o.stall_timeout_ms = 0;
+  for (int i = 0; i < 6; i++) {
+    ASSERT_ERR(autd3_remote_server_create(&bad[i].o, &s), AUTD3_E_INVALID_OPTION);
+    ASSERT_CONTAINS(autd3_last_error(), bad[i].field);
+    ASSERT_TRUE(s == NULL);
+  }
+  autd3_remote_server_option_t ok = autd3_remote_server_option_default();
+  ok.listen = "127.0.0.1:0";
+  ok.max_connections = AUTD3_REMOTE_SERVER_MAX_CONNECTIONS;
+  ok.log_lines_per_s = 0;
+  ASSERT_OK(autd3_remote_server_create(&ok, &s));
+  autd3_remote_server_destroy(s);
 }
 
 TEST(hostile_oversized_counts) {

@@ -37,6 +37,11 @@ static void usage(FILE *f) {
           "                         when a client connects, with its geometry's device count\n"
           "  --handshake-timeout-ms MS  hello + geometry must arrive within MS (default 10000)\n"
           "  --stall-timeout-ms MS  a started request must complete within MS (default 5000)\n"
+          "  --idle-timeout-ms MS   a session that sent nothing for MS yields to the next client that\n"
+          "                         completes a handshake (default 10000)\n"
+          "  --max-connections N    connections at once, the session plus handshakes; more are refused\n"
+          "                         at once (default 8, 1..256)\n"
+          "  --log-lines-per-s N    log rate limit, bursts of 10 s worth (default 10; 0 = no limit)\n"
           "  --pickup-percent P     links without wait_next_cycle (SOEM, TwinCAT): with no request\n"
           "                         pending, wait P%% of a cycle for one before the next cycle\n"
           "                         (default 50; 0 for echocat, which sends at call time)\n"
@@ -72,7 +77,7 @@ static long long num(const char *opt, const char *s, long long lo, long long hi)
   return v;
 }
 
-enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_HELP };
+enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_HELP };
 
 int main(int argc, char **argv) {
   autd3_remote_server_option_t so = autd3_remote_server_option_default();
@@ -81,7 +86,8 @@ int main(int argc, char **argv) {
   int shift_set = 0, pickup_set = 0;
   static const struct option opts[] = {
       {"listen", 1, 0, O_LISTEN}, {"devices", 1, 0, O_DEVICES}, {"handshake-timeout-ms", 1, 0, O_HS},
-      {"stall-timeout-ms", 1, 0, O_STALL}, {"pickup-percent", 1, 0, O_PICKUP}, {"min-period-us", 1, 0, O_MINP},
+      {"stall-timeout-ms", 1, 0, O_STALL}, {"idle-timeout-ms", 1, 0, O_IDLE}, {"max-connections", 1, 0, O_MAXC},
+      {"log-lines-per-s", 1, 0, O_LOGR}, {"pickup-percent", 1, 0, O_PICKUP}, {"min-period-us", 1, 0, O_MINP},
       {"link", 1, 0, O_LINK}, {"cycle-us", 1, 0, O_CYCLE}, {"shift-us", 1, 0, O_SHIFT}, {"interface", 1, 0, O_IFACE},
       {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR}, {"twincat-server", 1, 0, O_TCS}, {"twincat-port", 1, 0, O_TCP},
       {"ams-net-id", 1, 0, O_AMS}, {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
@@ -92,6 +98,9 @@ int main(int argc, char **argv) {
       case O_DEVICES: so.devices = (uint16_t)num("--devices", optarg, 1, AUTD3_MAX_DEVICES); break;
       case O_HS: so.handshake_timeout_ms = (uint32_t)num("--handshake-timeout-ms", optarg, 1, 3600000); break;
       case O_STALL: so.stall_timeout_ms = (uint32_t)num("--stall-timeout-ms", optarg, 1, 3600000); break;
+      case O_IDLE: so.idle_timeout_ms = (uint32_t)num("--idle-timeout-ms", optarg, 1, 3600000); break;
+      case O_MAXC: so.max_connections = (uint32_t)num("--max-connections", optarg, 1, AUTD3_REMOTE_SERVER_MAX_CONNECTIONS); break;
+      case O_LOGR: so.log_lines_per_s = (uint32_t)num("--log-lines-per-s", optarg, 0, 100000); break;
       case O_PICKUP: so.pickup_percent = (uint32_t)num("--pickup-percent", optarg, 0, 90); pickup_set = 1; break;
       case O_MINP: so.min_period_us = (uint32_t)num("--min-period-us", optarg, 0, 1000000); break;
       case O_LINK: link = optarg; break;

@@ -25,6 +25,15 @@
  * measured cycle before calling cycle() (with the request if one came, else
  * the last tx again), so a client that answers within that window gets one
  * exchange per bus cycle. 0 = call at once (the reference's behaviour).
+ *
+ * Holding up against hostile clients (docs/remote.md, "Limits"): a new
+ * connection first sits in a table of handshakes (bounded by
+ * max_connections together with the session, refused at once beyond it), each
+ * with its own handshake deadline, so a slow hello delays nobody else. The
+ * first one to complete hello + geometry becomes the session. A session that
+ * has sent nothing for idle_timeout_ms yields to the next client that
+ * completes a handshake; a busy one refuses it (BUSY) as before. Log lines go
+ * through a token bucket (net/log_limit.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,12 +51,26 @@
 #include "autd3/remote_server.h"
 #include "link/remote/armt.h"
 #include "link/remote/sock.h"
+#include "net/log_limit.h"
 #include "platform/platform.h"
 
 #define IN_CAP (64 * 1024)
 #define OUT_CAP 1024
 #define MAX_DRAIN 4
 #define DRAIN_NS 1000000000ull
+#define HS_BUF 4096      /* per handshake: read chunk; what follows the geometry moves to the session */
+#define MAX_ACCEPTS 64   /* per loop turn, so a connect storm cannot starve the session */
+
+/* A connection that has not completed hello + geometry yet. */
+typedef struct handshake {
+  int fd; /* -1 = free */
+  char peer[80];
+  armt_parser_t parser;
+  uint64_t deadline;
+  bool said; /* it sent something: leaving now is a dropped handshake, not a port probe */
+  size_t off, len;
+  uint8_t buf[HS_BUF];
+} handshake_t;
 
 struct autd3_remote_server {
   autd3_remote_server_option_t o;
@@ -82,10 +105,15 @@ struct autd3_remote_server {
   size_t in_off, in_len;
   uint8_t out[OUT_CAP];
   size_t out_off, out_len;
+  uint64_t last_rx; /* when the session last received bytes (idle measure) */
   struct {
     int fd;
     uint64_t deadline;
   } drain[MAX_DRAIN];
+  handshake_t *hs; /* max_connections entries */
+  struct pollfd *pfd;
+  int *pfd_hs;      /* pfd index -> handshake index */
+  autd3_log_limit_t log_limit;
 
   _Atomic uint64_t st_clients, st_refused, st_requests, st_dropped;
 };
@@ -97,6 +125,12 @@ static void logf_(autd3_remote_server_t *s, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
+  uint64_t held = 0;
+  if (!autd3__log_limit_take(&s->log_limit, autd3__now_ns(), &held)) return;
+  if (held) {
+    size_t k = strlen(line);
+    snprintf(line + k, sizeof line - k, " [%llu earlier line(s) not logged: rate limit]", (unsigned long long)held);
+  }
   if (s->o.log) s->o.log(s->o.log_ctx, line);
   else fprintf(stderr, "autd3-remote-server: %s\n", line);
 }
@@ -113,6 +147,9 @@ autd3_remote_server_option_t autd3_remote_server_option_default(void) {
   o.link = autd3_link_option_default(AUTD3_LINK_EMULATOR);
   o.handshake_timeout_ms = 10000;
   o.stall_timeout_ms = 5000;
+  o.idle_timeout_ms = 10000;
+  o.max_connections = 8;
+  o.log_lines_per_s = 10;
   o.min_period_us = 250;
   o.pickup_percent = 50;
   return o;
@@ -207,7 +244,14 @@ static void link_close(autd3_remote_server_t *s) {
     autd3_link_stats(s->link, &st);
     char diag[1024];
     if (autd3_link_diagnostics(s->link, diag, sizeof diag) > 0) { /* e.g. late / skipped cycles of the wrapped link */
-      for (char *line = strtok(diag, "\n"); line; line = strtok(NULL, "\n")) logf_(s, "  %s", line);
+      /* one log line per diagnostics line (strtok is not reentrant: split by hand) */
+      for (char *line = diag; *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        if (*line) logf_(s, "  %s", line);
+        if (!nl) break;
+        line = nl + 1;
+      }
     }
     autd3_link_close(s->link);
     s->link = NULL;
@@ -305,31 +349,59 @@ static bool next_slot(autd3_remote_server_t *s) {
   return true;
 }
 
-static void bad_hello(autd3_remote_server_t *s) {
-  armt_parser_t *p = &s->parser;
+/* ---------------- handshakes ---------------- */
+
+/* Refuse a connection that is not the session: send the few bytes at once (a fresh socket has room for them),
+ * then keep reading until the peer closes, so close() does not turn into a RST that loses them. */
+static void refuse_now(autd3_remote_server_t *s, int fd, const void *b, size_t len) {
+  atomic_fetch_add(&s->st_refused, 1); /* before the answer: a client that sees it sees the count */
+  if (send(fd, b, len, MSG_NOSIGNAL) < 0) { /* the client is gone already */
+  }
+  drain_add(s, fd);
+}
+
+static void refuse_busy(autd3_remote_server_t *s, int fd, const char *peer, const char *text) {
+  uint8_t b[ARMT_REFUSAL_MAX_BYTES];
+  refuse_now(s, fd, b, armt__encode_refusal(b, sizeof b, ARMT_REFUSE_BUSY, text));
+  logf_(s, "refused client %s: %s", peer, text);
+}
+
+static void hs_close(handshake_t *h) {
+  if (h->fd >= 0) close(h->fd);
+  h->fd = -1;
+}
+
+/* A hello the server cannot take: answer so that the client can tell why, then drop it. */
+static void bad_hello(autd3_remote_server_t *s, handshake_t *h) {
+  armt_parser_t *p = &h->parser;
+  uint8_t b[ARMT_REFUSAL_MAX_BYTES + 128];
+  size_t n = 0;
   if (p->err_kind == ARMT_ERR_MAGIC && p->head[0] == 0x10) {
     /* AUTD3REMOTE v1 (autd3 v38) HELLO: answer in its error format (0xFF, u32 length, text) so it reports why. */
     static const char t[] = "this server speaks ARMT v3 (libautd3); AUTD3REMOTE v1 clients are not supported";
-    uint8_t h[5] = {0xFF, (uint8_t)(sizeof t - 1), 0, 0, 0};
-    queue(s, h, 5);
-    queue(s, t, sizeof t - 1);
-    s->closing = true;
-    atomic_fetch_add(&s->st_refused, 1);
-    logf_(s, "refused client %s: AUTD3REMOTE v1 hello", s->peer);
+    const uint8_t hd[5] = {0xFF, (uint8_t)(sizeof t - 1), 0, 0, 0};
+    memcpy(b, hd, 5);
+    memcpy(b + 5, t, sizeof t - 1);
+    n = 5 + sizeof t - 1;
+    logf_(s, "refused client %s: AUTD3REMOTE v1 hello", h->peer);
   } else if (p->err_kind == ARMT_ERR_VERSION && p->peer_version >= 5) {
     /* ARMT v5+ clients wait for the server's hello ("ARMT" ver len sdk) and report the mismatch themselves. */
     char sdk[32];
     int len = snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
-    uint8_t h[6] = {'A', 'R', 'M', 'T', (uint8_t)ARMT_VERSION, (uint8_t)len};
-    queue(s, h, 6);
-    queue(s, sdk, (size_t)len);
-    s->closing = true;
-    atomic_fetch_add(&s->st_refused, 1);
-    logf_(s, "refused client %s: it speaks ARMT v%u", s->peer, p->peer_version);
+    if (len < 0) len = 0;
+    if ((size_t)len >= sizeof sdk) len = (int)sizeof sdk - 1;
+    const uint8_t hd[6] = {'A', 'R', 'M', 'T', (uint8_t)ARMT_VERSION, (uint8_t)len};
+    memcpy(b, hd, 6);
+    memcpy(b + 6, sdk, (size_t)len);
+    n = 6 + (size_t)len;
+    logf_(s, "refused client %s: it speaks ARMT v%u", h->peer, p->peer_version);
   } else {
-    refuse(s, (p->err_kind == ARMT_ERR_MAGIC || p->err_kind == ARMT_ERR_VERSION) ? ARMT_REFUSE_VERSION : ARMT_REFUSE_GEOMETRY,
-           p->error);
+    uint8_t reason = (p->err_kind == ARMT_ERR_MAGIC || p->err_kind == ARMT_ERR_VERSION) ? ARMT_REFUSE_VERSION : ARMT_REFUSE_GEOMETRY;
+    n = armt__encode_refusal(b, sizeof b, reason, p->error);
+    logf_(s, "refused client %s: %s", h->peer, p->error);
   }
+  refuse_now(s, h->fd, b, n);
+  h->fd = -1;
 }
 
 static void on_geometry(autd3_remote_server_t *s) {
@@ -391,6 +463,7 @@ static void pump_input(autd3_remote_server_t *s) {
       }
       s->in_off = 0;
       s->in_len = (size_t)r;
+      s->last_rx = autd3__now_ns();
     }
     armt_event_t ev;
     s->in_off += armt__parser_feed(&s->parser, s->in + s->in_off, s->in_len - s->in_off, &ev);
@@ -403,16 +476,12 @@ static void pump_input(autd3_remote_server_t *s) {
         break;
       }
       case ARMT_EV_CLOSE: session_end(s, false, "closed the session"); return;
-      case ARMT_EV_ERROR:
-        if (!s->in_session) {
-          bad_hello(s);
-        } else {
-          char why[200];
-          snprintf(why, sizeof why, "dropped: %s", s->parser.error);
-          session_end(s, true, why);
-          return;
-        }
-        break;
+      case ARMT_EV_ERROR: {
+        char why[200];
+        snprintf(why, sizeof why, "dropped: %s", s->parser.error);
+        session_end(s, true, why);
+        return;
+      }
     }
   }
 }
@@ -482,8 +551,96 @@ static void on_bus(autd3_remote_server_t *s) {
   }
 }
 
-static void on_accept(autd3_remote_server_t *s) {
+/* Has the session been quiet long enough to yield to a newcomer? Nothing owed either way, nothing half-sent. */
+static bool session_idle(const autd3_remote_server_t *s, uint64_t now) {
+  return s->cfd >= 0 && s->in_session && !s->closing && s->out_len == 0 && s->in_off == s->in_len &&
+         !armt__parser_mid_message(&s->parser) && atomic_load(&s->published) == s->replied &&
+         now - s->last_rx >= (uint64_t)s->o.idle_timeout_ms * 1000000u;
+}
+
+/* Hello + geometry complete: the connection becomes the session, unless a session is busy. */
+static void hs_geometry(autd3_remote_server_t *s, handshake_t *h, uint64_t now) {
+  if (s->cfd >= 0 && session_idle(s, now)) {
+    char why[200];
+    snprintf(why, sizeof why, "dropped: idle for %u ms or more while client %s waited", s->o.idle_timeout_ms, h->peer);
+    session_end(s, true, why);
+  }
+  if (s->cfd >= 0) {
+    char t[200];
+    snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
+    refuse_busy(s, h->fd, h->peer, t);
+    h->fd = -1;
+    return;
+  }
+  s->cfd = h->fd;
+  snprintf(s->peer, sizeof s->peer, "%s", h->peer);
+  s->parser = h->parser;
+  s->in_off = 0;
+  s->in_len = h->len - h->off; /* a request sent right behind the geometry */
+  memcpy(s->in, h->buf + h->off, s->in_len);
+  s->session_requests = 0;
+  s->last_rx = now;
+  s->deadline = now + (uint64_t)s->o.stall_timeout_ms * 1000000u; /* until on_geometry's answer is out */
+  h->fd = -1;
+  atomic_fetch_add(&s->st_clients, 1);
+  on_geometry(s);
+  pump(s);
+}
+
+/* Read and parse what a handshaking connection sent. */
+static void hs_read(autd3_remote_server_t *s, handshake_t *h, uint64_t now) {
   for (;;) {
+    if (h->off == h->len) {
+      ssize_t r = recv(h->fd, h->buf, HS_BUF, 0);
+      if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        if (r < 0 || h->said) atomic_fetch_add(&s->st_dropped, 1);
+        logf_(s, "client %s %s", h->peer, r == 0 ? "left during the handshake" : "connection failed during the handshake");
+        hs_close(h);
+        return;
+      }
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      h->off = 0;
+      h->len = (size_t)r;
+      h->said = true;
+    }
+    armt_event_t ev;
+    h->off += armt__parser_feed(&h->parser, h->buf + h->off, h->len - h->off, &ev);
+    if (ev == ARMT_EV_GEOMETRY) return hs_geometry(s, h, now);
+    if (ev == ARMT_EV_ERROR) return bad_hello(s, h);
+    if (ev == ARMT_EV_CLOSE) { /* a close before any session: nothing to serve */
+      logf_(s, "client %s closed during the handshake", h->peer);
+      hs_close(h);
+      return;
+    }
+  }
+}
+
+/* A free handshake place (-1 if none); *open = connections open (the session included). */
+static int hs_free_slot(const autd3_remote_server_t *s, uint32_t *open) {
+  int slot = -1;
+  *open = s->cfd >= 0 ? 1u : 0u;
+  for (uint32_t i = 0; i < s->o.max_connections; i++) {
+    if (s->hs[i].fd >= 0) (*open)++;
+    else if (slot < 0) slot = (int)i;
+  }
+  return *open >= s->o.max_connections ? -1 : slot;
+}
+
+/* Read every handshake that has input (or EOF) waiting, without blocking. */
+static void hs_settle(autd3_remote_server_t *s, uint64_t now) {
+  for (uint32_t i = 0; i < s->o.max_connections; i++) {
+    handshake_t *h = &s->hs[i];
+    if (h->fd < 0) continue;
+    struct pollfd q = {.fd = h->fd, .events = POLLIN};
+    if (poll(&q, 1, 0) > 0) hs_read(s, h, now);
+  }
+}
+
+static void on_accept(autd3_remote_server_t *s) {
+  for (int k = 0; k < MAX_ACCEPTS; k++) {
     /* The current client may have left already (its EOF not read yet): settle that before calling anyone busy. */
     if (s->cfd >= 0) pump(s);
     int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -491,34 +648,41 @@ static void on_accept(autd3_remote_server_t *s) {
     autd3__sock_tune(fd);
     char peer[80];
     autd3__sock_peer_name(fd, peer, sizeof peer);
-    if (s->cfd >= 0) {
-      /* One client at a time: a clear refusal (our trailer) instead of leaving it in the backlog. */
-      char t[200];
-      uint8_t b[ARMT_REFUSAL_MAX_BYTES];
-      snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
-      size_t len = armt__encode_refusal(b, sizeof b, ARMT_REFUSE_BUSY, t);
-      if (send(fd, b, len, MSG_NOSIGNAL) < 0) { /* the client is gone already */
-      }
-      drain_add(s, fd);
-      atomic_fetch_add(&s->st_refused, 1);
-      logf_(s, "refused client %s: busy with %s", peer, s->peer);
+    uint64_t now = autd3__now_ns();
+    uint32_t open = 0;
+    int slot = hs_free_slot(s, &open);
+    if (slot < 0) { /* full: handshakes that left already (EOF not read yet) must not hold their places */
+      hs_settle(s, now);
+      slot = hs_free_slot(s, &open);
+    }
+    char t[200];
+    if (slot < 0) {
+      /* Bounded: refused at once rather than left in the backlog. */
+      snprintf(t, sizeof t, "server busy: %u connection(s) open, the limit (max_connections)", open);
+      refuse_busy(s, fd, peer, t);
       continue;
     }
-    s->cfd = fd;
-    snprintf(s->peer, sizeof s->peer, "%s", peer);
-    armt__parser_init(&s->parser, AUTD3_MAX_DEVICES);
-    s->session_requests = 0;
-    s->deadline = autd3__now_ns() + (uint64_t)s->o.handshake_timeout_ms * 1000000u;
-    atomic_fetch_add(&s->st_clients, 1);
+    if (s->cfd >= 0 && !session_idle(s, now)) {
+      /* One client at a time: a clear refusal (our trailer) instead of a wait. */
+      snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
+      refuse_busy(s, fd, peer, t);
+      continue;
+    }
+    handshake_t *h = &s->hs[slot];
+    h->fd = fd;
+    snprintf(h->peer, sizeof h->peer, "%s", peer);
+    armt__parser_init(&h->parser, AUTD3_MAX_DEVICES);
+    h->deadline = now + (uint64_t)s->o.handshake_timeout_ms * 1000000u;
+    h->off = h->len = 0;
+    h->said = false;
     logf_(s, "client %s connected", peer);
-    return; /* further connections wait for the next poll, after this one's first bytes (or EOF) are read */
   }
 }
 
 autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
   if (s == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_run: NULL server");
+  struct pollfd *p = s->pfd;
   for (;;) {
-    struct pollfd p[4 + MAX_DRAIN];
     int np = 0, id[MAX_DRAIN];
     p[np++] = (struct pollfd){.fd = s->stop_r, .events = POLLIN};
     p[np++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
@@ -537,6 +701,13 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       p[np++] = (struct pollfd){.fd = s->drain[i].fd, .events = POLLIN};
       if (next == 0 || s->drain[i].deadline < next) next = s->drain[i].deadline;
     }
+    const int hs_first = np;
+    for (uint32_t i = 0; i < s->o.max_connections; i++) {
+      if (s->hs[i].fd < 0) continue;
+      s->pfd_hs[np - hs_first] = (int)i;
+      p[np++] = (struct pollfd){.fd = s->hs[i].fd, .events = POLLIN};
+      if (next == 0 || s->hs[i].deadline < next) next = s->hs[i].deadline;
+    }
     int ms = -1;
     if (next) {
       uint64_t now = autd3__now_ns();
@@ -547,12 +718,16 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
     if (r > 0 && (p[0].revents & POLLIN)) break;
     if (r > 0 && (p[2].revents & POLLIN)) on_bus(s);
     if (s->cfd >= 0) pump(s); /* client I/O, or a reply just queued by on_bus */
+    for (int k = hs_first; r > 0 && k < np; k++) {
+      handshake_t *h = &s->hs[s->pfd_hs[k - hs_first]];
+      if (p[k].revents && h->fd == p[k].fd) hs_read(s, h, autd3__now_ns());
+    }
     if (r > 0 && (p[1].revents & POLLIN)) on_accept(s);
     uint64_t now = autd3__now_ns();
     for (int i = 0; i < MAX_DRAIN; i++) {
       if (s->drain[i].fd < 0) continue;
       bool done = now >= s->drain[i].deadline;
-      if (!done && id[i] >= 0 && p[id[i]].revents) {
+      if (!done && id[i] >= 0 && p[id[i]].revents && p[id[i]].fd == s->drain[i].fd) {
         uint8_t junk[4096];
         ssize_t n = recv(s->drain[i].fd, junk, sizeof junk, 0);
         done = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
@@ -562,8 +737,15 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
         s->drain[i].fd = -1;
       }
     }
+    for (uint32_t i = 0; i < s->o.max_connections; i++) {
+      handshake_t *h = &s->hs[i];
+      if (h->fd < 0 || now < h->deadline) continue;
+      atomic_fetch_add(&s->st_dropped, 1);
+      logf_(s, "client %s dropped: no complete hello and geometry within %u ms", h->peer, s->o.handshake_timeout_ms);
+      hs_close(h);
+    }
     if (s->cfd >= 0 && s->deadline && now >= s->deadline) {
-      if (!s->in_session) session_end(s, true, "dropped: no complete hello and geometry in time");
+      if (!s->in_session) session_end(s, true, "dropped: it does not read the answer to its handshake");
       else if (s->out_len) session_end(s, true, "dropped: it does not read its replies");
       else session_end(s, true, "dropped: a request stalled");
     }
@@ -572,6 +754,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
   while (read(s->stop_r, b, sizeof b) > 0) {
   }
   session_end(s, false, "disconnected: the server is stopping");
+  for (uint32_t i = 0; i < s->o.max_connections; i++) hs_close(&s->hs[i]);
   return AUTD3_OK;
 }
 
@@ -603,6 +786,11 @@ void autd3_remote_server_destroy(autd3_remote_server_t *s) {
   link_close(s);
   for (int i = 0; i < MAX_DRAIN; i++)
     if (s->drain[i].fd >= 0) close(s->drain[i].fd);
+  if (s->hs)
+    for (uint32_t i = 0; i < s->o.max_connections; i++) hs_close(&s->hs[i]);
+  free(s->hs);
+  free(s->pfd);
+  free(s->pfd_hs);
   int fds[] = {s->lfd, s->stop_r, s->stop_w, s->wake_r, s->wake_w};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
     if (fds[i] >= 0) close(fds[i]);
@@ -621,8 +809,18 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   if (o->devices > AUTD3_MAX_DEVICES)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "remote server: devices = %u; must be 0 (from the client) or 1..%d",
                            o->devices, AUTD3_MAX_DEVICES);
-  if (o->handshake_timeout_ms == 0 || o->stall_timeout_ms == 0)
-    return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: handshake_timeout_ms and stall_timeout_ms must be > 0");
+  const struct {
+    const char *name;
+    uint32_t v, lo, hi;
+  } range[] = {{"handshake_timeout_ms", o->handshake_timeout_ms, 1, 3600000},
+               {"stall_timeout_ms", o->stall_timeout_ms, 1, 3600000},
+               {"idle_timeout_ms", o->idle_timeout_ms, 1, 3600000},
+               {"max_connections", o->max_connections, 1, AUTD3_REMOTE_SERVER_MAX_CONNECTIONS},
+               {"log_lines_per_s", o->log_lines_per_s, 0, 100000}};
+  for (size_t i = 0; i < sizeof range / sizeof range[0]; i++)
+    if (range[i].v < range[i].lo || range[i].v > range[i].hi)
+      return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: %s = %u; must be %u..%u", range[i].name, range[i].v,
+                             range[i].lo, range[i].hi);
   if (o->pickup_percent > 90) return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: pickup_percent must be 0..90");
   autd3_remote_server_t *s = calloc(1, sizeof *s);
   if (s == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
@@ -637,8 +835,14 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   s->reply_rx[0] = calloc(1, rx_cap);
   s->reply_rx[1] = calloc(1, rx_cap);
   s->in = malloc(IN_CAP);
+  s->hs = calloc(o->max_connections, sizeof *s->hs);
+  s->pfd = calloc(4u + MAX_DRAIN + o->max_connections, sizeof *s->pfd);
+  s->pfd_hs = calloc(o->max_connections, sizeof *s->pfd_hs);
+  if (s->hs)
+    for (uint32_t i = 0; i < o->max_connections; i++) s->hs[i].fd = -1;
+  autd3__log_limit_init(&s->log_limit, o->log_lines_per_s, 0, autd3__now_ns());
   autd3_err_t err = AUTD3_OK;
-  if (!s->slot[0] || !s->slot[1] || !s->bus_rx || !s->reply_rx[0] || !s->reply_rx[1] || !s->in) {
+  if (!s->slot[0] || !s->slot[1] || !s->bus_rx || !s->reply_rx[0] || !s->reply_rx[1] || !s->in || !s->hs || !s->pfd || !s->pfd_hs) {
     err = autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
     goto fail;
   }
