@@ -6,6 +6,9 @@
  * runtime running in a thread of this process. No test asserts timing.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -522,4 +525,205 @@ TEST(emu_oversized_frame_answered_and_skipped) {
   ASSERT_EQ(ads_get_u16(buf), 1);
   ads_client_free(&c);
   emu_stop(&f);
+}
+
+/* ---------------- holding up: idle / slow / many connections ---------------- */
+
+static void emu_start_cfg(emu_fixture_t *f, tcemu_config_t cfg) {
+  cfg.listen_port = 0;
+  ASSERT_OK(tcemu_create(&cfg, &f->emu));
+  ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
+}
+
+static int raw_tcp(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_TRUE(fd >= 0);
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) TEST_FAIL_("connect: %s", strerror(errno));
+  return fd;
+}
+
+/* True if the peer closed the connection (EOF or reset) within the 10 s receive bound. */
+static bool raw_closed(int fd) {
+  uint8_t b[512];
+  for (;;) {
+    ssize_t r = recv(fd, b, sizeof b, 0);
+    if (r == 0) return true;
+    if (r < 0) return errno == ECONNRESET;
+  }
+}
+
+/* Open the TwinCAT link until it gets in (the emulator closes a connection it has no place for); bounded.
+ * Returns how long it took in ms (reported, not asserted beyond the bound). */
+static double link_gets_in(uint16_t port, uint16_t devices, uint32_t bound_ms, autd3_link_t **out) {
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(devices, NULL, &g));
+  autd3_link_option_t o = remote_opt(port);
+  o.u.twincat.timeout_ms = 2000;
+  uint64_t t0 = autd3__now_ns();
+  for (;;) {
+    autd3_err_t e = autd3_link_open(&o, g, out);
+    double ms = (double)(autd3__now_ns() - t0) / 1e6;
+    if (e == AUTD3_OK) break;
+    if (e != AUTD3_E_PEER_CLOSED && e != AUTD3_E_CONNECT)
+      TEST_FAIL_("open: %s: %s", autd3_err_name(e), autd3_last_error());
+    if (ms > bound_ms) TEST_FAIL_("still locked out after %.0f ms (bound %u ms): %s", ms, bound_ms, autd3_last_error());
+    usleep(20000);
+  }
+  autd3_geometry_free(g);
+  return (double)(autd3__now_ns() - t0) / 1e6;
+}
+
+TEST(hold_up_idle_connections_do_not_lock_out) {
+  /* As many silent (or slow, never completing a frame) connections as the emulator has places: they are closed
+   * after the handshake timeout and the link gets in. */
+  emu_fixture_t f;
+  tcemu_config_t cfg = tcemu_config_default();
+  cfg.devices = 1;
+  cfg.handshake_timeout_ms = 300;
+  cfg.verbose = getenv("AUTD3_TEST_VERBOSE") != NULL;
+  emu_start_cfg(&f, cfg);
+  int fds[TCEMU_MAX_CONNS];
+  for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
+    fds[i] = raw_tcp(tcemu_port(f.emu));
+    if (i % 2) ASSERT_EQ(send(fds[i], "\0\0\x40", 3, MSG_NOSIGNAL), 3); /* the start of a frame, then nothing */
+  }
+  autd3_link_t *link;
+  double ms = link_gets_in(tcemu_port(f.emu), 1, 3 * cfg.handshake_timeout_ms + 10000, &link);
+  fprintf(stderr, "the link got in %.0f ms after %d silent/slow connections (handshake_timeout_ms %u)\n", ms, TCEMU_MAX_CONNS,
+          cfg.handshake_timeout_ms);
+  drive_until_ack(link, 1);
+  for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
+    ASSERT_TRUE(raw_closed(fds[i]));
+    close(fds[i]);
+  }
+  tcemu_conn_stats_t st;
+  tcemu_conn_stats(f.emu, &st);
+  ASSERT_EQ(st.timed_out, TCEMU_MAX_CONNS);
+  autd3_link_close(link);
+  emu_stop(&f);
+}
+
+TEST(hold_up_quiet_clients_give_way) {
+  /* Every place taken by clients that made one request and then went quiet: when they have been quiet for the
+   * idle timeout, a new connection takes the place of the quietest one; until then, it is refused at once. */
+  emu_fixture_t f;
+  tcemu_config_t cfg = tcemu_config_default();
+  cfg.devices = 1;
+  cfg.max_conns = 4;
+  cfg.idle_timeout_ms = 300;
+  emu_start_cfg(&f, cfg);
+  ads_client_t c[4];
+  ams_addr_t t = task_addr();
+  for (int i = 0; i < 4; i++) {
+    ASSERT_OK(ads_client_init(&c[i], 64, 2000));
+    ASSERT_OK(ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
+    uint16_t as, ds;
+    ASSERT_OK(ads_read_state(&c[i], &t, &as, &ds));
+  }
+  autd3_link_t *link;
+  double ms = link_gets_in(tcemu_port(f.emu), 1, 3 * cfg.idle_timeout_ms + 10000, &link);
+  fprintf(stderr, "the link got in %.0f ms after 4 quiet clients took every place (idle_timeout_ms %u)\n", ms, cfg.idle_timeout_ms);
+  drive_until_ack(link, 1);
+  tcemu_conn_stats_t st;
+  tcemu_conn_stats(f.emu, &st);
+  ASSERT_GE(st.evicted, 1);
+  /* the link, which cycles, keeps its place while the others come back */
+  int evicted = 0;
+  for (int i = 0; i < 4; i++) {
+    uint16_t as, ds;
+    if (ads_read_state(&c[i], &t, &as, &ds) != AUTD3_OK) evicted++;
+    ads_client_free(&c[i]);
+  }
+  ASSERT_GE(evicted, 1);
+  drive_until_ack(link, 1);
+  autd3_link_close(link);
+  emu_stop(&f);
+}
+
+TEST(hold_up_several_clients_are_served) {
+  /* A real runtime serves several ADS clients at once; so does the emulator (no invented refusal). */
+  emu_fixture_t f;
+  emu_start(&f, 1);
+  ads_client_t c[3];
+  ams_addr_t t = task_addr();
+  for (int i = 0; i < 3; i++) {
+    ASSERT_OK(ads_client_init(&c[i], 64, 2000));
+    ASSERT_OK(ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
+  }
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < 3; i++) {
+      uint8_t buf[2];
+      uint32_t n;
+      ASSERT_OK(ads_read(&c[i], &t, 0x03040030, 0x80000000, buf, 2, &n));
+      ASSERT_EQ(ads_get_u16(buf), 1);
+    }
+  for (int i = 0; i < 3; i++) ads_client_free(&c[i]);
+  emu_stop(&f);
+}
+
+typedef struct {
+  atomic_int lines, held;
+} log_count_t;
+
+static void count_log(void *ctx, const char *line) {
+  log_count_t *c = ctx;
+  atomic_fetch_add(&c->lines, 1);
+  if (strstr(line, "not logged: rate limit")) atomic_fetch_add(&c->held, 1);
+}
+
+TEST(hold_up_connect_storm_log_bounded) {
+  emu_fixture_t f;
+  log_count_t lc;
+  atomic_init(&lc.lines, 0);
+  atomic_init(&lc.held, 0);
+  tcemu_config_t cfg = tcemu_config_default();
+  cfg.devices = 1;
+  cfg.verbose = true;
+  cfg.log = count_log;
+  cfg.log_ctx = &lc;
+  cfg.log_lines_per_s = 2; /* bursts of 20 */
+  uint64_t t0 = autd3__now_ns();
+  emu_start_cfg(&f, cfg);
+  const int storm = 400; /* each would log "accepted" and "closed": 800 lines unlimited */
+  for (int i = 0; i < storm; i++) close(raw_tcp(tcemu_port(f.emu)));
+  autd3_link_t *link;
+  link_gets_in(tcemu_port(f.emu), 1, 20000, &link);
+  autd3_link_close(link);
+  emu_stop(&f);
+  double s = (double)(autd3__now_ns() - t0) / 1e9;
+  int lines = atomic_load(&lc.lines);
+  fprintf(stderr, "%d connections in %.2f s: %d log lines\n", storm, s, lines);
+  ASSERT_LE(lines, 20 + (int)(2 * s) + 2);
+  ASSERT_LT(lines, storm);
+  ASSERT_GE(atomic_load(&lc.held), 1);
+}
+
+TEST(hold_up_options_range_checked) {
+  tcemu_t *e = NULL;
+  tcemu_config_t c = tcemu_config_default();
+  c.listen_port = 0;
+  c.max_conns = 0;
+  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "--max-conns 0");
+  c.max_conns = TCEMU_MAX_CONNS_LIMIT + 1;
+  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  c = tcemu_config_default();
+  c.listen_port = 0;
+  c.handshake_timeout_ms = 0;
+  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "--handshake-timeout-ms");
+  c = tcemu_config_default();
+  c.listen_port = 0;
+  c.idle_timeout_ms = 3600001;
+  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "--idle-timeout-ms");
+  c = tcemu_config_default();
+  c.listen_port = 0;
+  c.log_lines_per_s = 100001;
+  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "--log-lines-per-s");
 }

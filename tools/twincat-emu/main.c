@@ -4,6 +4,8 @@
  *
  *   autd3-twincat-emu --devices N [--listen 127.0.0.1:48898] [--task-us 1000]
  *                     [--net-id 127.0.0.1.1.1] [--timing MODEL] [--verbose]
+ *                     [--max-conns 16] [--handshake-timeout-ms 10000] [--idle-timeout-ms 10000]
+ *                     [--log-lines-per-s 10]
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -25,7 +27,14 @@ static int usage(const char *msg) {
   fprintf(stderr,
           "usage: autd3-twincat-emu --devices N [--listen HOST:PORT] [--task-us US] [--net-id A.B.C.D.E.F]\n"
           "                         [--timing default|pessimistic|ideal|take=..,fifo=..,ll=..,publish=..]\n"
-          "                         [--serve-immediately] [--verbose]\n");
+          "                         [--serve-immediately] [--verbose]\n"
+          "                         [--max-conns N] [--handshake-timeout-ms MS] [--idle-timeout-ms MS]\n"
+          "                         [--log-lines-per-s N]\n"
+          "  --max-conns N             ADS connections at once (default 16, 1..1024)\n"
+          "  --handshake-timeout-ms MS a connection must send a complete frame within MS (default 10000)\n"
+          "  --idle-timeout-ms MS      when all places are taken, a connection quiet for MS gives its place\n"
+          "                            to a new one (default 10000)\n"
+          "  --log-lines-per-s N       --verbose log rate limit, bursts of 10 s worth (default 10; 0 = none)\n");
   return 2;
 }
 
@@ -54,6 +63,16 @@ int main(int argc, char **argv) {
       if (p < 0 || p > 65535) return usage("--listen: bad port");
       cfg.listen_host = host;
       cfg.listen_port = (uint16_t)p;
+    } else if (strcmp(a, "--max-conns") == 0 || strcmp(a, "--handshake-timeout-ms") == 0 || strcmp(a, "--idle-timeout-ms") == 0 ||
+               strcmp(a, "--log-lines-per-s") == 0) {
+      char *end = NULL;
+      unsigned long n = strtoul(v, &end, 10);
+      if (*v == 0 || *end != 0 || n > UINT32_MAX) return usage("expected a number");
+      /* ranges are checked by tcemu_create, with the option's name */
+      if (a[2] == 'm') cfg.max_conns = (uint32_t)n;
+      else if (a[2] == 'h') cfg.handshake_timeout_ms = (uint32_t)n;
+      else if (a[2] == 'i') cfg.idle_timeout_ms = (uint32_t)n;
+      else cfg.log_lines_per_s = (uint32_t)n;
     } else if (strcmp(a, "--task-us") == 0) {
       cfg.task_us = (uint32_t)strtoul(v, NULL, 10);
     } else if (strcmp(a, "--net-id") == 0) {

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "autd3/link_driver.h"
 #include "autd3/proto.h"
 #include "device/device.h"
+#include "net/log_limit.h"
 #include "platform/platform.h"
 
 #define TASK_PORT 301          /* AUTD3 "Task 1" (reference: AMS port 301) */
@@ -49,6 +51,9 @@ typedef struct conn {
   bool have_peer;
   notif_t notif[TCEMU_MAX_NOTIF];
   bool dead;
+  bool framed;           /* it sent a complete AMS/TCP frame (its "handshake") */
+  uint64_t since_ns;     /* accepted at, then: its last complete frame (quiet measure) */
+  char name[64];         /* peer address, for the log */
 } conn_t;
 
 struct tcemu {
@@ -60,8 +65,12 @@ struct tcemu {
   uint8_t *out_img, *in_img; /* task output / input images */
   uint32_t out_len, in_len;
   size_t rcap, wcap, snap_len;
-  conn_t conns[TCEMU_MAX_CONNS];
+  conn_t *conns; /* cfg.max_conns places */
+  struct pollfd *pf;
+  int *pf_idx;
   conn_t fuzz;
+  autd3_log_limit_t log_limit;
+  _Atomic uint64_t st_accepted, st_refused, st_timed_out, st_evicted;
   uint32_t next_handle;
   uint16_t next_router_port;
   _Atomic bool stop, drop;
@@ -72,8 +81,28 @@ struct tcemu {
 
 tcemu_config_t tcemu_config_default(void) {
   tcemu_config_t c = {.devices = 2, .listen_host = "127.0.0.1", .listen_port = ADS_TCP_PORT, .task_us = 1000,
-                      .netid = {{127, 0, 0, 1, 1, 1}}, .timing = autd3_timing_model_default(), .verbose = false};
+                      .netid = {{127, 0, 0, 1, 1, 1}}, .timing = autd3_timing_model_default(), .verbose = false,
+                      .max_conns = TCEMU_MAX_CONNS, .handshake_timeout_ms = 10000, .idle_timeout_ms = 10000, .log_lines_per_s = 10};
   return c;
+}
+
+/* Verbose connection log, rate limited so a connect storm cannot grow it without bound. */
+static void logf_(tcemu_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(tcemu_t *e, const char *fmt, ...) {
+  if (!e->cfg.verbose) return;
+  uint64_t held = 0;
+  if (!autd3__log_limit_take(&e->log_limit, autd3__now_ns(), &held)) return;
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (held) {
+    size_t k = strlen(line);
+    snprintf(line + k, sizeof line - k, " [%llu earlier line(s) not logged: rate limit]", (unsigned long long)held);
+  }
+  if (e->cfg.log) e->cfg.log(e->cfg.log_ctx, line);
+  else fprintf(stderr, "autd3-twincat-emu: %s\n", line);
 }
 
 static autd3_err_t conn_alloc(tcemu_t *e, conn_t *c, int fd) {
@@ -91,10 +120,10 @@ static autd3_err_t conn_alloc(tcemu_t *e, conn_t *c, int fd) {
   return AUTD3_OK;
 }
 
-static void conn_close(tcemu_t *e, conn_t *c) {
+static void conn_close(tcemu_t *e, conn_t *c, const char *why) {
   if (c->fd >= 0) {
     close(c->fd);
-    if (e->cfg.verbose) fprintf(stderr, "autd3-twincat-emu: connection closed\n");
+    logf_(e, "connection %s closed%s%s", c->name, why ? ": " : "", why ? why : "");
   }
   free(c->rbuf), free(c->wbuf), free(c->snap);
   memset(c, 0, sizeof *c);
@@ -106,6 +135,17 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "twincat-emu: --devices %u: must be 1..%d", cfg->devices, AUTD3_MAX_DEVICES);
   if (cfg->task_us < 50 || cfg->task_us > 1000000)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "twincat-emu: --task-us %u: must be 50..1000000", cfg->task_us);
+  const struct {
+    const char *name;
+    uint32_t v, lo, hi;
+  } range[] = {{"max-conns", cfg->max_conns, 1, TCEMU_MAX_CONNS_LIMIT},
+               {"handshake-timeout-ms", cfg->handshake_timeout_ms, 1, 3600000},
+               {"idle-timeout-ms", cfg->idle_timeout_ms, 1, 3600000},
+               {"log-lines-per-s", cfg->log_lines_per_s, 0, 100000}};
+  for (size_t i = 0; i < sizeof range / sizeof range[0]; i++)
+    if (range[i].v < range[i].lo || range[i].v > range[i].hi)
+      return autd3_set_error(AUTD3_E_INVALID_OPTION, "twincat-emu: --%s %u: must be %u..%u", range[i].name, range[i].v, range[i].lo,
+                             range[i].hi);
   tcemu_t *e = calloc(1, sizeof *e);
   if (!e) return AUTD3_E_NOMEM;
   e->cfg = *cfg;
@@ -123,9 +163,14 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   e->dev = calloc(cfg->devices, sizeof *e->dev);
   e->out_img = calloc(1, e->out_len);
   e->in_img = calloc(1, e->in_len);
-  for (int i = 0; i < TCEMU_MAX_CONNS; i++) e->conns[i].fd = -1;
+  e->conns = calloc(cfg->max_conns, sizeof *e->conns);
+  e->pf = calloc(1u + cfg->max_conns, sizeof *e->pf);
+  e->pf_idx = calloc(1u + cfg->max_conns, sizeof *e->pf_idx);
+  if (e->conns)
+    for (uint32_t i = 0; i < cfg->max_conns; i++) e->conns[i].fd = -1;
   e->fuzz.fd = -1;
-  if (!e->dev || !e->out_img || !e->in_img) {
+  autd3__log_limit_init(&e->log_limit, cfg->log_lines_per_s, 0, autd3__now_ns());
+  if (!e->dev || !e->out_img || !e->in_img || !e->conns || !e->pf || !e->pf_idx) {
     tcemu_free(e);
     return AUTD3_E_NOMEM;
   }
@@ -166,12 +211,21 @@ void tcemu_set_state_word(tcemu_t *e, uint16_t dev, uint16_t w) {
   if (dev < e->cfg.devices) atomic_store(&e->state_word[dev], w);
 }
 
+void tcemu_conn_stats(const tcemu_t *e, tcemu_conn_stats_t *out) {
+  out->accepted = atomic_load(&e->st_accepted);
+  out->refused = atomic_load(&e->st_refused);
+  out->timed_out = atomic_load(&e->st_timed_out);
+  out->evicted = atomic_load(&e->st_evicted);
+}
+
 void tcemu_free(tcemu_t *e) {
   if (!e) return;
-  for (int i = 0; i < TCEMU_MAX_CONNS; i++)
-    if (e->conns[i].fd >= 0) conn_close(e, &e->conns[i]);
-  if (e->fuzz.rbuf) conn_close(e, &e->fuzz);
+  if (e->conns)
+    for (uint32_t i = 0; i < e->cfg.max_conns; i++)
+      if (e->conns[i].fd >= 0) conn_close(e, &e->conns[i], NULL);
+  if (e->fuzz.rbuf) conn_close(e, &e->fuzz, NULL);
   if (e->lfd >= 0) close(e->lfd);
+  free(e->conns), free(e->pf), free(e->pf_idx);
   free(e->dev), free(e->out_img), free(e->in_img);
   free(e);
 }
@@ -378,6 +432,8 @@ static void process_input(tcemu_t *e, conn_t *c) {
     }
     handle_frame(e, c, tcmd, c->rbuf + pos, flen);
     pos += flen;
+    c->framed = true;
+    c->since_ns = autd3__now_ns();
   }
   memmove(c->rbuf, c->rbuf + pos, c->rlen - pos);
   c->rlen -= pos;
@@ -434,7 +490,7 @@ static void flush(conn_t *c);
 static void task_cycle(tcemu_t *e, uint64_t now) {
   uint16_t n = e->cfg.devices;
   if (!e->cfg.serve_immediately)
-    for (int i = 0; i < TCEMU_MAX_CONNS; i++)
+    for (uint32_t i = 0; i < e->cfg.max_conns; i++)
       if (e->conns[i].fd >= 0 && e->conns[i].rlen > 0) {
         process_input(e, &e->conns[i]);
         flush(&e->conns[i]); /* replies first, in their own segments (readable captures) */
@@ -448,7 +504,7 @@ static void task_cycle(tcemu_t *e, uint64_t now) {
   }
   uint64_t cycle = atomic_fetch_add(&e->cycles, 1) + 1;
   uint64_t ft = autd3__realtime_ns() / 100 + FILETIME_UNIX_EPOCH;
-  for (int i = 0; i < TCEMU_MAX_CONNS; i++)
+  for (uint32_t i = 0; i < e->cfg.max_conns; i++)
     if (e->conns[i].fd >= 0) notify(e, &e->conns[i], cycle, ft);
   if (e->fuzz.rbuf) notify(e, &e->fuzz, cycle, ft);
 }
@@ -468,20 +524,58 @@ static void flush(conn_t *c) {
   }
 }
 
+/* A place for a new connection: a free one, else the one quiet longest if it has been quiet for idle_timeout_ms
+ * (closed to make room), else -1. Connections that never sent a frame go by their handshake timeout instead. */
+static int free_place(tcemu_t *e, uint64_t now) {
+  int quiet = -1;
+  for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
+    conn_t *c = &e->conns[i];
+    if (c->fd < 0) return (int)i;
+    if (c->framed && (quiet < 0 || c->since_ns < e->conns[quiet].since_ns)) quiet = (int)i;
+  }
+  if (quiet < 0 || now - e->conns[quiet].since_ns < (uint64_t)e->cfg.idle_timeout_ms * 1000000u) return -1;
+  atomic_fetch_add(&e->st_evicted, 1);
+  conn_close(e, &e->conns[quiet], "quiet longest, its place went to a new connection");
+  return quiet;
+}
+
+static void peer_name(int fd, char *buf, size_t cap) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  char h[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+    if (ss.ss_family == AF_INET6) {
+      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, h, sizeof h);
+      port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    } else if (ss.ss_family == AF_INET) {
+      inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, h, sizeof h);
+      port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+  }
+  snprintf(buf, cap, strchr(h, ':') ? "[%s]:%u" : "%s:%u", h, port);
+}
+
 static void accept_all(tcemu_t *e) {
-  for (;;) {
+  for (int k = 0; k < 64; k++) { /* bounded per loop turn: a connect storm cannot starve the task */
     int fd = accept4(e->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
-    int slot = -1;
-    for (int i = 0; i < TCEMU_MAX_CONNS && slot < 0; i++)
-      if (e->conns[i].fd < 0) slot = i;
+    char name[64];
+    peer_name(fd, name, sizeof name);
+    int slot = free_place(e, autd3__now_ns());
     if (slot < 0 || conn_alloc(e, &e->conns[slot], fd) != AUTD3_OK) {
-      close(fd); /* full: refuse, bounded */
+      close(fd); /* full: refused at once, bounded */
+      atomic_fetch_add(&e->st_refused, 1);
+      logf_(e, "connection %s refused: all %u places taken", name, e->cfg.max_conns);
       continue;
     }
+    conn_t *c = &e->conns[slot];
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->since_ns = autd3__now_ns();
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (e->cfg.verbose) fprintf(stderr, "autd3-twincat-emu: connection accepted\n");
+    atomic_fetch_add(&e->st_accepted, 1);
+    logf_(e, "connection %s accepted", name);
   }
 }
 
@@ -502,23 +596,25 @@ static void read_conn(tcemu_t *e, conn_t *c) {
 }
 
 autd3_err_t tcemu_run(tcemu_t *e) {
-  struct pollfd pf[1 + TCEMU_MAX_CONNS];
+  struct pollfd *pf = e->pf;
+  int *idx = e->pf_idx;
   uint64_t next = autd3__now_ns() + e->task_ns;
+  const uint64_t handshake_ns = (uint64_t)e->cfg.handshake_timeout_ms * 1000000u;
   while (!atomic_load(&e->stop)) {
     if (atomic_exchange(&e->drop, false))
-      for (int i = 0; i < TCEMU_MAX_CONNS; i++)
-        if (e->conns[i].fd >= 0) conn_close(e, &e->conns[i]);
-    int np = 0, idx[1 + TCEMU_MAX_CONNS];
+      for (uint32_t i = 0; i < e->cfg.max_conns; i++)
+        if (e->conns[i].fd >= 0) conn_close(e, &e->conns[i], "dropped (test control)");
+    int np = 0;
     pf[np] = (struct pollfd){.fd = e->lfd, .events = POLLIN};
     idx[np++] = -1;
-    for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
+    for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
       if (e->conns[i].fd < 0) continue;
       pf[np] = (struct pollfd){.fd = e->conns[i].fd, .events = (short)((e->conns[i].rlen < e->rcap ? POLLIN : 0) | (e->conns[i].wlen ? POLLOUT : 0))};
-      idx[np++] = i;
+      idx[np++] = (int)i;
     }
     uint64_t now = autd3__now_ns();
     uint64_t wait = next > now ? next - now : 0;
-    if (wait > 50000000) wait = 50000000; /* re-check stop/drop at least every 50 ms */
+    if (wait > 50000000) wait = 50000000; /* re-check stop/drop and handshake deadlines at least every 50 ms */
     struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000u), .tv_nsec = (long)(wait % 1000000000u)};
     int r = ppoll(pf, (nfds_t)np, &ts, NULL);
     now = autd3__now_ns();
@@ -531,14 +627,20 @@ autd3_err_t tcemu_run(tcemu_t *e) {
       for (int k = 0; k < np; k++) {
         if (!pf[k].revents) continue;
         if (idx[k] < 0) accept_all(e);
-        else if (pf[k].revents & (POLLIN | POLLHUP | POLLERR)) read_conn(e, &e->conns[idx[k]]);
+        else if (e->conns[idx[k]].fd == pf[k].fd && (pf[k].revents & (POLLIN | POLLHUP | POLLERR))) read_conn(e, &e->conns[idx[k]]);
       }
     }
-    for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
+    now = autd3__now_ns();
+    for (uint32_t i = 0; i < e->cfg.max_conns; i++) {
       conn_t *c = &e->conns[i];
       if (c->fd < 0) continue;
       flush(c);
-      if (c->dead) conn_close(e, c);
+      if (c->dead) {
+        conn_close(e, c, NULL);
+      } else if (!c->framed && now - c->since_ns >= handshake_ns) {
+        atomic_fetch_add(&e->st_timed_out, 1);
+        conn_close(e, c, "no complete AMS/TCP frame within the handshake timeout");
+      }
     }
   }
   return AUTD3_OK;

@@ -24,9 +24,16 @@
  * (autd3_dev_read), (3) sends due notifications. `serve_immediately` answers
  * on arrival instead.
  *
- * Bounded: at most TCEMU_MAX_CONNS connections, fixed buffers per connection
+ * Bounded: at most `max_conns` connections, fixed buffers per connection
  * (allocated at accept), oversized frames answered with 0x0705 and skipped,
- * a client that does not read its replies is disconnected.
+ * a client that does not read its replies is disconnected. Several ADS
+ * clients at once are served, as by a real runtime. Holding up (issue: idle
+ * connections must not lock the link out): a connection that has not sent a
+ * complete AMS/TCP frame within `handshake_timeout_ms` of connecting is
+ * closed; when every place is taken, a new connection takes the place of the
+ * connection that has been quiet longest (no complete frame for
+ * `idle_timeout_ms` or more), else it is closed at once. Verbose log lines are
+ * rate limited (net/log_limit.h).
  */
 #ifndef AUTD3_TOOLS_TWINCAT_EMU_H
 #define AUTD3_TOOLS_TWINCAT_EMU_H
@@ -39,7 +46,8 @@
 #include "autd3/error.h"
 #include "link/twincat/ads.h"
 
-#define TCEMU_MAX_CONNS 16
+#define TCEMU_MAX_CONNS 16        /* default max_conns */
+#define TCEMU_MAX_CONNS_LIMIT 1024 /* largest accepted max_conns */
 #define TCEMU_MAX_NOTIF 8 /* per connection */
 
 typedef struct tcemu_config {
@@ -50,7 +58,13 @@ typedef struct tcemu_config {
   ams_netid_t netid;        /* default 127.0.0.1.1.1 */
   autd3_timing_model_t timing;
   bool serve_immediately;   /* answer requests on arrival instead of in the task cycle (default false) */
-  bool verbose;             /* log connections to stderr */
+  bool verbose;             /* log connections (to `log`, else stderr) */
+  uint32_t max_conns;            /* connections at once, 1..1024, default 16 */
+  uint32_t handshake_timeout_ms; /* first complete frame within this after connecting; 1..3600000, default 10000 */
+  uint32_t idle_timeout_ms;      /* quiet this long: yields its place to a new connection when full; 1..3600000, default 10000 */
+  uint32_t log_lines_per_s;      /* verbose log rate limit (bursts of 10 s worth); 0 = none; default 10 */
+  void (*log)(void *ctx, const char *line); /* log sink (one line, no newline); NULL = stderr */
+  void *log_ctx;
 } tcemu_config_t;
 
 typedef struct tcemu tcemu_t;
@@ -71,6 +85,11 @@ void tcemu_drop_connections(tcemu_t *emu);
 void tcemu_set_state_word(tcemu_t *emu, uint16_t dev, uint16_t word);
 /* Task cycles run so far (thread-safe). */
 uint64_t tcemu_cycles(const tcemu_t *emu);
+/* Connections accepted / closed at once because every place was taken / closed by a timeout or to make room (thread-safe). */
+typedef struct tcemu_conn_stats {
+  uint64_t accepted, refused, timed_out, evicted;
+} tcemu_conn_stats_t;
+void tcemu_conn_stats(const tcemu_t *emu, tcemu_conn_stats_t *out);
 void tcemu_free(tcemu_t *emu);
 
 /* For the fuzz target: feed raw bytes as the stream of a socketless
