@@ -690,6 +690,7 @@ TEST(hold_up_connect_storm_log_bounded) {
   emu_start_cfg(&f, cfg);
   const int storm = 400; /* each would log "accepted" and "closed": 800 lines unlimited */
   for (int i = 0; i < storm; i++) close(raw_tcp(tcemu_port(f.emu)));
+  usleep(700000); /* the bucket refills (2 lines/s), so the link's lines get out with the held-back count */
   autd3_link_t *link;
   link_gets_in(tcemu_port(f.emu), 1, 20000, &link);
   autd3_link_close(link);
@@ -726,4 +727,66 @@ TEST(hold_up_options_range_checked) {
   c.log_lines_per_s = 100001;
   ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
   ASSERT_CONTAINS(autd3_last_error(), "--log-lines-per-s");
+}
+
+TEST(codec_frame_encode_rejects_wrapping_lengths) {
+  /* Lengths whose sum wraps around size_t must be refused before anything is copied. */
+  uint8_t out[64], a[4] = {0}, b[32] = {0};
+  ams_header_t h;
+  memset(&h, 0, sizeof h);
+  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, SIZE_MAX - 10, b, 20), 0);
+  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, 20, b, SIZE_MAX - 10), 0);
+  ASSERT_EQ(ams_frame_encode(out, 10, &h, NULL, 0, NULL, 0), 0);
+  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, 4, b, 22), AMS_FRAME_HDR_LEN + 26);
+  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, 4, b, 23), 0);
+}
+
+/* ---------------- one network layer: IPv6 and host names ---------------- */
+
+static autd3_err_t open_tc(const char *server_ip, const char *net_id, uint16_t port, autd3_link_t **out) {
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
+  o.u.twincat.server_ip = server_ip;
+  o.u.twincat.server_port = port;
+  o.u.twincat.server_ams_net_id = net_id;
+  o.u.twincat.timeout_ms = 2000;
+  autd3_err_t e = autd3_link_open(&o, g, out);
+  autd3_geometry_free(g);
+  return e;
+}
+
+TEST(link_ipv6_loopback) {
+  emu_fixture_t f;
+  tcemu_config_t cfg = tcemu_config_default();
+  cfg.devices = 1;
+  cfg.listen_host = "::1";
+  cfg.listen_port = 0;
+  if (tcemu_create(&cfg, &f.emu) != AUTD3_OK) SKIP("no IPv6 loopback here: %s", autd3_last_error());
+  ASSERT_EQ(pthread_create(&f.th, NULL, emu_thread, f.emu), 0);
+  autd3_link_t *link;
+  /* ADS over IPv6: the NetId cannot default to "IPv4 + .1.1", so it must be given */
+  ASSERT_ERR(open_tc("::1", NULL, tcemu_port(f.emu), &link), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "server_ams_net_id");
+  ASSERT_OK(open_tc("::1", "127.0.0.1.1.1", tcemu_port(f.emu), &link));
+  drive_until_ack(link, 1);
+  autd3_link_close(link);
+  ASSERT_OK(open_tc("[::1]", "127.0.0.1.1.1", tcemu_port(f.emu), &link)); /* brackets as in host:port */
+  drive_until_ack(link, 1);
+  autd3_link_close(link);
+  emu_stop(&f);
+}
+
+TEST(link_host_name) {
+  /* A name: resolved (every address tried); the default NetId is the IPv4 address it reached + ".1.1". */
+  emu_fixture_t f;
+  emu_start(&f, 1);
+  autd3_link_t *link;
+  ASSERT_OK(open_tc("localhost", NULL, tcemu_port(f.emu), &link));
+  drive_until_ack(link, 1);
+  autd3_link_close(link);
+  ASSERT_ERR(open_tc("no-such-host.invalid", NULL, tcemu_port(f.emu), &link), AUTD3_E_CONNECT);
+  ASSERT_CONTAINS(autd3_last_error(), "cannot resolve");
+  ASSERT_ERR(open_tc("", NULL, tcemu_port(f.emu), &link), AUTD3_E_INVALID_OPTION);
+  emu_stop(&f);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/net.h"
 #include "twincat_emu.h"
 
 static tcemu_t *g_emu;
@@ -40,7 +41,7 @@ static int usage(const char *msg) {
 
 int main(int argc, char **argv) {
   tcemu_config_t cfg = tcemu_config_default();
-  static char host[64];
+  static char host[AUTD3_NET_HOST_MAX];
   bool have_devices = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -55,14 +56,10 @@ int main(int argc, char **argv) {
       cfg.devices = (uint16_t)n;
       have_devices = true;
     } else if (strcmp(a, "--listen") == 0) {
-      const char *colon = strrchr(v, ':');
-      if (!colon || (size_t)(colon - v) >= sizeof host) return usage("--listen takes HOST:PORT");
-      memcpy(host, v, (size_t)(colon - v));
-      host[colon - v] = 0;
-      long p = strtol(colon + 1, NULL, 10);
-      if (p < 0 || p > 65535) return usage("--listen: bad port");
+      static char port[8];
+      if (autd3__net_split(v, host, sizeof host, port, sizeof port, "--listen") != AUTD3_OK) return usage(autd3_last_error());
       cfg.listen_host = host;
-      cfg.listen_port = (uint16_t)p;
+      cfg.listen_port = (uint16_t)atoi(port);
     } else if (strcmp(a, "--max-conns") == 0 || strcmp(a, "--handshake-timeout-ms") == 0 || strcmp(a, "--idle-timeout-ms") == 0 ||
                strcmp(a, "--log-lines-per-s") == 0) {
       char *end = NULL;
@@ -93,8 +90,9 @@ int main(int argc, char **argv) {
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   char id[24];
-  fprintf(stderr, "autd3-twincat-emu: %u devices, AMS NetId %s, task port 301, task cycle %u us, listening on %s:%u\n", cfg.devices,
-          ams_netid_format(&cfg.netid, id, sizeof id), cfg.task_us, cfg.listen_host, tcemu_port(emu));
+  fprintf(stderr, "autd3-twincat-emu: %u devices, AMS NetId %s, task port 301, task cycle %u us, listening on %s%s%s:%u\n", cfg.devices,
+          ams_netid_format(&cfg.netid, id, sizeof id), cfg.task_us, strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
+          strchr(cfg.listen_host, ':') ? "]" : "", tcemu_port(emu));
   printf("port %u\n", tcemu_port(emu));
   fflush(stdout);
   tcemu_run(emu);

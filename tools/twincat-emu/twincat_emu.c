@@ -6,10 +6,7 @@
 #define _GNU_SOURCE
 #include "twincat_emu.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -24,6 +21,7 @@
 #include "autd3/proto.h"
 #include "device/device.h"
 #include "net/log_limit.h"
+#include "net/net.h"
 #include "platform/platform.h"
 
 #define TASK_PORT 301          /* AUTD3 "Task 1" (reference: AMS port 301) */
@@ -53,7 +51,7 @@ typedef struct conn {
   bool dead;
   bool framed;           /* it sent a complete AMS/TCP frame (its "handshake") */
   uint64_t since_ns;     /* accepted at, then: its last complete frame (quiet measure) */
-  char name[64];         /* peer address, for the log */
+  char name[AUTD3_NET_PEER_MAX]; /* peer address, for the log */
 } conn_t;
 
 struct tcemu {
@@ -182,23 +180,17 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   }
   ads_put_u16(e->in_img, cfg->devices); /* CfgSlaveCount */
 
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(cfg->listen_port)};
+  /* The shared network layer: IPv4 / IPv6 / names, the OS's backlog (the place table bounds connections). */
   const char *host = cfg->listen_host ? cfg->listen_host : "127.0.0.1";
-  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+  char addr[AUTD3_NET_HOST_MAX + 16];
+  snprintf(addr, sizeof addr, strchr(host, ':') && host[0] != '[' ? "[%s]:%u" : "%s:%u", host, cfg->listen_port);
+  autd3_err_t err = autd3__net_listen(addr, &e->lfd, &e->port);
+  if (err != AUTD3_OK) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", autd3_last_error());
     tcemu_free(e);
-    return autd3_set_error(AUTD3_E_INVALID_OPTION, "twincat-emu: --listen host \"%s\" is not an IPv4 address", host);
+    return autd3_set_error(err, "twincat-emu: %s", why);
   }
-  e->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int one = 1;
-  if (e->lfd >= 0) setsockopt(e->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (e->lfd < 0 || bind(e->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(e->lfd, 8) != 0) {
-    int er = errno;
-    tcemu_free(e);
-    return autd3_set_error(AUTD3_E_IO, "twincat-emu: cannot listen on %s:%u: %s", host, cfg->listen_port, strerror(er));
-  }
-  socklen_t sl = sizeof sa;
-  getsockname(e->lfd, (struct sockaddr *)&sa, &sl);
-  e->port = ntohs(sa.sin_port);
   *out = e;
   return AUTD3_OK;
 }
@@ -539,29 +531,11 @@ static int free_place(tcemu_t *e, uint64_t now) {
   return quiet;
 }
 
-static void peer_name(int fd, char *buf, size_t cap) {
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof ss;
-  char h[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
-    if (ss.ss_family == AF_INET6) {
-      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, h, sizeof h);
-      port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    } else if (ss.ss_family == AF_INET) {
-      inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, h, sizeof h);
-      port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    }
-  }
-  snprintf(buf, cap, strchr(h, ':') ? "[%s]:%u" : "%s:%u", h, port);
-}
-
 static void accept_all(tcemu_t *e) {
   for (int k = 0; k < 64; k++) { /* bounded per loop turn: a connect storm cannot starve the task */
-    int fd = accept4(e->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    char name[AUTD3_NET_PEER_MAX];
+    int fd = autd3__net_accept(e->lfd, name, sizeof name);
     if (fd < 0) return;
-    char name[64];
-    peer_name(fd, name, sizeof name);
     int slot = free_place(e, autd3__now_ns());
     if (slot < 0 || conn_alloc(e, &e->conns[slot], fd) != AUTD3_OK) {
       close(fd); /* full: refused at once, bounded */
@@ -572,8 +546,6 @@ static void accept_all(tcemu_t *e) {
     conn_t *c = &e->conns[slot];
     snprintf(c->name, sizeof c->name, "%s", name);
     c->since_ns = autd3__now_ns();
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     atomic_fetch_add(&e->st_accepted, 1);
     logf_(e, "connection %s accepted", name);
   }

@@ -52,7 +52,7 @@
 
 typedef struct tcemu_config {
   uint16_t devices;         /* 1..128 */
-  const char *listen_host;  /* IPv4, default 127.0.0.1 */
+  const char *listen_host;  /* IPv4 / IPv6 literal or name, default 127.0.0.1 */
   uint16_t listen_port;     /* default 48898; 0 = any free port (see tcemu_port) */
   uint32_t task_us;         /* task cycle, default 1000 */
   ams_netid_t netid;        /* default 127.0.0.1.1.1 */

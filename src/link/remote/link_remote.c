@@ -15,12 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "autd3/link_driver.h"
 #include "link/link_internal.h"
 #include "link/remote/armt.h"
-#include "link/remote/sock.h"
+#include "net/net.h"
 #include "platform/platform.h"
 
 typedef struct remote_link {
@@ -69,7 +68,7 @@ static autd3_err_t io_error(remote_link_t *l, autd3_err_t err, const char *doing
 
 static autd3_err_t read_reply(remote_link_t *l, uint64_t deadline) {
   size_t got = 0;
-  autd3_err_t err = autd3__sock_read_all(l->fd, l->reply, 1 + l->rx_bytes, deadline, &got);
+  autd3_err_t err = autd3__net_read_all(l->fd, l->reply, 1 + l->rx_bytes, deadline, &got);
   if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, 1 + l->rx_bytes);
   uint64_t now = autd3__now_ns();
   if (l->last_reply_ns) {
@@ -159,7 +158,7 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
   }
   autd3_err_t err;
   /* One request = tag + N x 626 in one sendmsg (link.rs writes them back to back, then flushes). */
-  if (send && (err = autd3__sock_write2(l->fd, &tag, 1, tx, l->tx_bytes, deadline)) != AUTD3_OK)
+  if (send && (err = autd3__net_write2(l->fd, &tag, 1, tx, l->tx_bytes, deadline)) != AUTD3_OK)
     return l->broken = io_error(l, err, "sending a frame", 0, 1 + l->tx_bytes);
   if (l->pipelined && !l->primed && send) { /* nothing to return yet: this request's reply comes with the next call */
     l->primed = true;
@@ -181,9 +180,9 @@ static void remote_close(struct autd3_link *base) {
   if (l->fd >= 0) {
     if (!l->broken) {
       static const uint8_t tag = ARMT_TAG_CLOSE; /* best effort, like link.rs's Drop */
-      (void)autd3__sock_write_all(l->fd, &tag, 1, deadline_of(100), NULL);
+      (void)autd3__net_write_all(l->fd, &tag, 1, deadline_of(100), NULL);
     }
-    close(l->fd);
+    autd3__net_close(l->fd);
   }
   free(l->reply);
   free(l->last_tx);
@@ -198,8 +197,8 @@ static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t 
   if (r[0] == 'A' && r[1] == 'R') {
     /* An ARMT v5+ server answers the hello with its own: "ARMT" ver len sdk (autd3-rs-link-remote >= 0.5, wire v7). */
     uint8_t h[4] = {0}, sdk[256] = {0};
-    if (autd3__sock_read_all(l->fd, h, 4, deadline, NULL) == AUTD3_OK && h[0] == 'M' && h[1] == 'T') {
-      (void)autd3__sock_read_all(l->fd, sdk, h[3], deadline, NULL);
+    if (autd3__net_read_all(l->fd, h, 4, deadline, NULL) == AUTD3_OK && h[0] == 'M' && h[1] == 'T') {
+      (void)autd3__net_read_all(l->fd, sdk, h[3], deadline, NULL);
       return autd3_set_error(AUTD3_E_VERSION,
                              "remote %s: the server speaks ARMT v%u (autd3-sdk %.*s); this link speaks v3 "
                              "(autd3-rs-link-remote 0.1-0.4, PyPI autd3-link-remote 0.2)",
@@ -210,9 +209,9 @@ static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t 
     /* AUTD3REMOTE v1 (autd3 v38) answers an unknown first byte with 0xFF, u32 length, text. */
     uint8_t rest[3];
     char text[256] = "";
-    if (autd3__sock_read_all(l->fd, rest, 3, deadline, NULL) == AUTD3_OK) {
+    if (autd3__net_read_all(l->fd, rest, 3, deadline, NULL) == AUTD3_OK) {
       uint32_t len = (uint32_t)r[1] | (uint32_t)rest[0] << 8 | (uint32_t)rest[1] << 16 | (uint32_t)rest[2] << 24;
-      if (len < sizeof text) (void)autd3__sock_read_all(l->fd, text, len, deadline, NULL);
+      if (len < sizeof text) (void)autd3__net_read_all(l->fd, text, len, deadline, NULL);
     }
     return autd3_set_error(AUTD3_E_VERSION,
                            "remote %s: the server speaks the legacy AUTD3REMOTE v1 protocol (autd3 v38), not ARMT v3%s%s%s", l->addr,
@@ -224,12 +223,12 @@ static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t 
     if (deadline && deadline < short_deadline) short_deadline = deadline;
     uint8_t h[3];
     char text[ARMT_REFUSAL_TEXT_MAX + 1] = "";
-    if (autd3__sock_read_all(l->fd, h, 3, short_deadline, NULL) != AUTD3_OK)
+    if (autd3__net_read_all(l->fd, h, 3, short_deadline, NULL) != AUTD3_OK)
       return autd3_set_error(AUTD3_E_REMOTE, "remote %s: the server refused the session (device count 0)", l->addr);
     size_t len = (size_t)(h[1] | h[2] << 8);
     if (len > ARMT_REFUSAL_TEXT_MAX) len = ARMT_REFUSAL_TEXT_MAX;
     size_t got = 0;
-    (void)autd3__sock_read_all(l->fd, text, len, short_deadline, &got);
+    (void)autd3__net_read_all(l->fd, text, len, short_deadline, &got);
     text[got] = 0;
     autd3_err_t code = AUTD3_E_REMOTE;
     if (h[0] == ARMT_REFUSE_VERSION) code = AUTD3_E_VERSION;
@@ -270,15 +269,15 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
     goto fail;
   }
   (void)armt__encode_hello(g, hello, hello_len);
-  if ((err = autd3__sock_connect(addr, ro->timeout_ms, &l->fd)) != AUTD3_OK) goto fail;
+  if ((err = autd3__net_connect_addr(addr, ro->timeout_ms, "remote", " (is autd3-remote-server running there?)", &l->fd)) != AUTD3_OK) goto fail;
   uint64_t deadline = deadline_of(ro->timeout_ms);
-  if ((err = autd3__sock_write_all(l->fd, hello, hello_len, deadline, NULL)) != AUTD3_OK) {
+  if ((err = autd3__net_write_all(l->fd, hello, hello_len, deadline, NULL)) != AUTD3_OK) {
     err = io_error(l, err, "sending the hello and geometry", 0, hello_len);
     goto fail;
   }
   uint8_t r[2];
   size_t got = 0;
-  if ((err = autd3__sock_read_all(l->fd, r, 2, deadline, &got)) != AUTD3_OK) {
+  if ((err = autd3__net_read_all(l->fd, r, 2, deadline, &got)) != AUTD3_OK) {
     if (err == AUTD3_E_PEER_CLOSED)
       err = autd3_set_error(err,
                             "remote %s: the server closed the connection during the handshake (an ARMT v3 server does so on a "
@@ -295,7 +294,7 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
   return AUTD3_OK;
 fail:
   free(hello);
-  if (l->fd >= 0) close(l->fd);
+  if (l->fd >= 0) autd3__net_close(l->fd);
   free(l->reply);
   free(l->last_tx);
   free(l);

@@ -81,8 +81,10 @@ autd3_err_t ams_frame_decode(const uint8_t *frame, size_t len, ams_header_t *h, 
 }
 
 size_t ams_frame_encode(uint8_t *out, size_t cap, ams_header_t *h, const void *a, size_t na, const void *b, size_t nb) {
+  /* Check before adding: na + nb could wrap around size_t and pass a check made on the sum. */
+  if (cap < AMS_FRAME_HDR_LEN || na > cap - AMS_FRAME_HDR_LEN || nb > cap - AMS_FRAME_HDR_LEN - na) return 0;
+  if ((uint64_t)na + nb > (uint64_t)UINT32_MAX - AMS_HDR_LEN) return 0; /* the AMS/TCP length field is a u32 */
   size_t total = AMS_FRAME_HDR_LEN + na + nb;
-  if (total > cap || na + nb > UINT32_MAX - AMS_HDR_LEN) return 0;
   h->length = (uint32_t)(na + nb);
   ads_put_u16(out, AMS_TCP_ADS);
   ads_put_u32(out + 2, AMS_HDR_LEN + h->length);

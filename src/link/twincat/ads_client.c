@@ -5,21 +5,13 @@
  * Replies are matched by invoke id; DeviceNotification frames (command 8)
  * are handed to a callback wherever they interleave with replies.
  */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "autd3/link_driver.h"
 #include "link/twincat/ads.h"
+#include "net/net.h"
 #include "platform/platform.h"
 
 /* ads-rs' Source::Auto uses this AMS port for the client. */
@@ -51,64 +43,23 @@ void ads_client_free(ads_client_t *c) {
 }
 
 void ads_client_disconnect(ads_client_t *c) {
-  if (c->fd >= 0) close(c->fd);
+  autd3__net_close(c->fd);
   c->fd = -1;
   c->rlen = c->rpos = 0;
 }
 
 static uint64_t deadline_after(const ads_client_t *c) { return autd3__now_ns() + (uint64_t)c->timeout_ms * 1000000ull; }
 
-static int poll_ms_until(uint64_t deadline_ns) {
-  uint64_t now = autd3__now_ns();
-  if (now >= deadline_ns) return 0;
-  uint64_t ms = (deadline_ns - now + 999999) / 1000000;
-  return ms > 60000 ? 60000 : (int)ms;
-}
-
 autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port) {
   ads_client_disconnect(c);
-  snprintf(c->peer, sizeof c->peer, "%s:%u", host, port);
-  struct sockaddr_in sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-    return autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: server_ip \"%s\" is not an IPv4 address", host);
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return autd3_set_error(AUTD3_E_IO, "TwinCAT: socket(): %s", strerror(errno));
-  int one = 1;
-  /* Each request is one send(); Nagle plus delayed ACK would stall it. */
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  uint64_t deadline = deadline_after(c);
-  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    if (errno != EINPROGRESS) {
-      int e = errno;
-      close(fd);
-      return autd3_set_error(AUTD3_E_CONNECT, "TwinCAT: connect to %s: %s", c->peer, strerror(e));
-    }
-    struct pollfd pf = {.fd = fd, .events = POLLOUT};
-    int r;
-    do r = poll(&pf, 1, poll_ms_until(deadline));
-    while (r < 0 && errno == EINTR);
-    if (r == 0) {
-      close(fd);
-      return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: connect to %s timed out after %u ms", c->peer, c->timeout_ms);
-    }
-    int err = 0;
-    socklen_t el = sizeof err;
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
-    if (r < 0 || err != 0) {
-      close(fd);
-      return autd3_set_error(AUTD3_E_CONNECT, "TwinCAT: connect to %s: %s", c->peer, strerror(err ? err : errno));
-    }
-  }
+  snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+  int fd = -1;
+  autd3_err_t e = autd3__net_connect(host, port, c->timeout_ms, "TwinCAT", NULL, &fd);
+  if (e != AUTD3_OK) return e;
   c->fd = fd;
-  /* Default source as ads-rs Source::Auto: this socket's local IPv4 + ".1.1". */
-  struct sockaddr_in local;
-  socklen_t ll = sizeof local;
-  if (getsockname(fd, (struct sockaddr *)&local, &ll) == 0 && local.sin_family == AF_INET) {
-    memcpy(c->source.netid.b, &local.sin_addr.s_addr, 4);
-  } else {
+  /* Default source as ads-rs Source::Auto: this socket's local IPv4 + ".1.1" (127.0.0.1 over IPv6: set
+   * client_ams_net_id there). */
+  if (!autd3__net_local_ipv4(fd, c->source.netid.b)) {
     c->source.netid.b[0] = 127, c->source.netid.b[1] = 0, c->source.netid.b[2] = 0, c->source.netid.b[3] = 1;
   }
   c->source.netid.b[4] = 1;
@@ -119,23 +70,13 @@ autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port)
 
 static autd3_err_t send_all(ads_client_t *c, const uint8_t *p, size_t n, uint64_t deadline) {
   if (c->fd < 0) return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: not connected to %s", c->peer);
-  while (n > 0) {
-    ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
-    if (w > 0) {
-      p += w;
-      n -= (size_t)w;
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd pf = {.fd = c->fd, .events = POLLOUT};
-      int r = poll(&pf, 1, poll_ms_until(deadline));
-      if (r == 0) return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: send to %s timed out after %u ms", c->peer, c->timeout_ms);
-      continue;
-    }
-    int e = errno;
+  autd3_err_t e = autd3__net_write_all(c->fd, p, n, deadline, NULL);
+  if (e == AUTD3_E_TIMEOUT) return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: send to %s timed out after %u ms", c->peer, c->timeout_ms);
+  if (e != AUTD3_OK) {
+    char why[128];
+    snprintf(why, sizeof why, "%s", autd3_last_error());
     ads_client_disconnect(c);
-    return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: connection to %s lost while sending: %s", c->peer, strerror(e));
+    return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: connection to %s lost while sending: %s", c->peer, why);
   }
   return AUTD3_OK;
 }
@@ -149,24 +90,17 @@ static autd3_err_t fill(ads_client_t *c, uint64_t deadline) {
     c->rpos = 0;
   }
   for (;;) {
-    ssize_t r = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    long r = autd3__net_recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (r > 0) {
       c->rlen += (size_t)r;
       return AUTD3_OK;
     }
-    if (r == 0) {
+    if (r < 0) {
       ads_client_disconnect(c);
-      return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: %s closed the connection", c->peer);
+      return autd3_set_error(AUTD3_E_PEER_CLOSED, r == AUTD3_NET_EOF ? "TwinCAT: %s closed the connection" : "TwinCAT: connection to %s lost",
+                             c->peer);
     }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      int e = errno;
-      ads_client_disconnect(c);
-      return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: connection to %s lost: %s", c->peer, strerror(e));
-    }
-    struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-    int t = poll_ms_until(deadline);
-    if (t == 0 || poll(&pf, 1, t) == 0)
+    if (autd3__net_wait(c->fd, false, deadline) != AUTD3_OK)
       return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: no answer from %s within %u ms", c->peer, c->timeout_ms);
   }
 }

@@ -23,16 +23,15 @@
  * within timeout_ms does cycle() fail.
  */
 #define _GNU_SOURCE
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "autd3/link_driver.h"
 #include "link/link_internal.h"
 #include "link/twincat/ads.h"
+#include "net/net.h"
 #include "platform/platform.h"
 
 #define TC_INDEX_GROUP 0x03040030u
@@ -113,6 +112,18 @@ static autd3_err_t read_input(tc_link_t *l) {
 static autd3_err_t session_open(tc_link_t *l, bool first) {
   autd3_err_t e = ads_client_connect(&l->ads, l->host, l->tcp_port);
   if (e != AUTD3_OK) return e;
+  if (!l->have_server_id && !l->local) {
+    /* server_ip is a name: the default NetId is the address it resolved to + ".1.1", as for an IPv4 literal. */
+    if (!autd3__net_peer_ipv4(l->ads.fd, l->target.netid.b)) {
+      ads_client_disconnect(&l->ads);
+      return autd3_set_error(AUTD3_E_INVALID_OPTION,
+                             "TwinCAT: server_ip \"%s\" is reached over IPv6: set server_ams_net_id (the default, the server's IPv4 "
+                             "address + \".1.1\", does not exist)",
+                             l->host);
+    }
+    l->target.netid.b[4] = 1;
+    l->target.netid.b[5] = 1;
+  }
   if (l->local && !l->have_client_id) {
     /* Local router: ask for a port; its answer carries the local NetId
      * (ads-rs Source::Request, what the reference's local variant does). */
@@ -171,8 +182,7 @@ static bool readable(ads_client_t *c) {
   uint16_t cmd;
   size_t len;
   if (ams_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->rcap, &cmd, &len) != 0) return true;
-  struct pollfd pf = {.fd = c->fd, .events = POLLIN};
-  return c->fd >= 0 && poll(&pf, 1, 0) > 0;
+  return c->fd >= 0 && autd3__net_readable(c->fd);
 }
 
 static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
@@ -312,8 +322,7 @@ static void tc_close(struct autd3_link *base) {
       uint8_t f[AMS_TCP_HDR_LEN + 2], port[2];
       ads_put_u16(port, l->ads.source.port);
       size_t n = ams_router_encode(f, sizeof f, AMS_TCP_PORT_CLOSE, port, 2);
-      if (send(l->ads.fd, f, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* nothing to do */
-      }
+      (void)autd3__net_send(l->ads.fd, f, n); /* best effort, never waits */
     }
   }
   ads_client_free(&l->ads);
@@ -327,13 +336,17 @@ static const autd3_link_vtable_t tc_vt = {.cycle = tc_cycle, .check_state = tc_c
 autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
   const autd3_twincat_option_t *o = &option->u.twincat;
   size_t n = autd3_geometry_num_devices(geometry);
-  if (o->server_ip != NULL && strlen(o->server_ip) >= 48)
-    return autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: server_ip is too long");
+  if (o->server_ip != NULL && (strlen(o->server_ip) >= 64 || o->server_ip[0] == 0))
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: server_ip must be a host name or an IPv4 / IPv6 address (1..63 characters)");
   tc_link_t *l = calloc(1, sizeof *l);
   if (!l) return autd3_set_error(AUTD3_E_NOMEM, "TwinCAT: out of memory");
   autd3_link_init(&l->base, &tc_vt, AUTD3_LINK_TWINCAT, (uint16_t)n);
   l->local = o->server_ip == NULL;
-  snprintf(l->host, sizeof l->host, "%s", l->local ? "127.0.0.1" : o->server_ip);
+  /* "[::1]" is accepted for an IPv6 address too (as in host:port elsewhere). */
+  const char *host = l->local ? "127.0.0.1" : o->server_ip;
+  size_t hl = strlen(host);
+  if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') snprintf(l->host, sizeof l->host, "%.*s", (int)(hl - 2), host + 1);
+  else snprintf(l->host, sizeof l->host, "%s", host);
   l->tcp_port = o->server_port ? o->server_port : ADS_TCP_PORT;
   l->target.port = o->ams_port ? o->ams_port : 301;
   l->task_ns = (uint64_t)(o->task_cycle_us ? o->task_cycle_us : 1000) * 1000ull;
@@ -345,12 +358,10 @@ autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const au
       e = autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: server_ams_net_id \"%s\" is not of the form a.b.c.d.e.f", o->server_ams_net_id);
     l->have_server_id = true;
   } else if (!l->local) {
-    /* remote default: server_ip + ".1.1" (link_twincat.h) */
-    char id[64];
-    snprintf(id, sizeof id, "%s.1.1", o->server_ip);
-    if (ams_netid_parse(id, &l->target.netid) != AUTD3_OK)
-      e = autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: server_ip \"%s\" is not an IPv4 address", o->server_ip);
-    l->have_server_id = true;
+    /* remote default: server_ip + ".1.1" (link_twincat.h); for a name, the address it resolves to (session_open) */
+    char id[80];
+    snprintf(id, sizeof id, "%s.1.1", l->host);
+    if (ams_netid_parse(id, &l->target.netid) == AUTD3_OK) l->have_server_id = true;
   }
   if (e == AUTD3_OK && o->client_ams_net_id != NULL) {
     if (ams_netid_parse(o->client_ams_net_id, &l->client_id) != AUTD3_OK)

@@ -35,23 +35,17 @@
  * completes a handshake; a busy one refuses it (BUSY) as before. Log lines go
  * through a token bucket (net/log_limit.h).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "autd3/link_driver.h"
 #include "autd3/remote_server.h"
 #include "link/remote/armt.h"
-#include "link/remote/sock.h"
 #include "net/log_limit.h"
+#include "net/net.h"
 #include "platform/platform.h"
 
 #define IN_CAP (64 * 1024)
@@ -64,7 +58,7 @@
 /* A connection that has not completed hello + geometry yet. */
 typedef struct handshake {
   int fd; /* -1 = free */
-  char peer[80];
+  char peer[AUTD3_NET_PEER_MAX];
   armt_parser_t parser;
   uint64_t deadline;
   bool said; /* it sent something: leaving now is a dropped handshake, not a port probe */
@@ -76,7 +70,7 @@ struct autd3_remote_server {
   autd3_remote_server_option_t o;
   int lfd;
   uint16_t port;
-  int stop_r, stop_w, wake_r, wake_w;
+  autd3_net_wake_t stop, wake; /* stop(): from any thread or a signal handler; wake: from the bus thread */
 
   /* wrapped link + bus thread */
   autd3_link_t *link;
@@ -97,7 +91,7 @@ struct autd3_remote_server {
 
   /* session (event-loop thread only) */
   int cfd;
-  char peer[80];
+  char peer[AUTD3_NET_PEER_MAX];
   armt_parser_t parser;
   bool in_session, closing;
   uint64_t replied, deadline, session_requests; /* replied: last version whose reply is queued */
@@ -111,7 +105,7 @@ struct autd3_remote_server {
     uint64_t deadline;
   } drain[MAX_DRAIN];
   handshake_t *hs; /* max_connections entries */
-  struct pollfd *pfd;
+  autd3_net_poll_t *pfd;
   int *pfd_hs;      /* pfd index -> handshake index */
   autd3_log_limit_t log_limit;
 
@@ -135,10 +129,6 @@ static void logf_(autd3_remote_server_t *s, const char *fmt, ...) {
   else fprintf(stderr, "autd3-remote-server: %s\n", line);
 }
 
-static void poke(int fd) {
-  if (write(fd, "x", 1) < 0) { /* pipe full: a wake-up is pending anyway */
-  }
-}
 
 autd3_remote_server_option_t autd3_remote_server_option_default(void) {
   autd3_remote_server_option_t o;
@@ -181,7 +171,7 @@ static void *bus_main(void *arg) {
       if (err != AUTD3_OK) {
         snprintf(s->bus_msg, sizeof s->bus_msg, "%s: %s", autd3_err_name(err), autd3_last_error());
         atomic_store_explicit(&s->bus_err, (int)err, memory_order_release);
-        poke(s->wake_w);
+        autd3__net_wake_poke(&s->wake);
         break;
       }
     }
@@ -193,7 +183,7 @@ static void *bus_main(void *arg) {
     if (pub != taken) {
       taken = pub;
       atomic_store(&s->taken, taken);
-      if (atomic_exchange(&s->take_wake, false)) poke(s->wake_w);
+      if (atomic_exchange(&s->take_wake, false)) autd3__net_wake_poke(&s->wake);
       atomic_fetch_add_explicit(seen ? &s->idle_mid : &s->idle_lead, run, memory_order_relaxed);
       seen = true;
       run = 0;
@@ -208,7 +198,7 @@ static void *bus_main(void *arg) {
     if (err != AUTD3_OK) {
       snprintf(s->bus_msg, sizeof s->bus_msg, "%s: %s", autd3_err_name(err), autd3_last_error());
       atomic_store_explicit(&s->bus_err, (int)err, memory_order_release);
-      poke(s->wake_w);
+      autd3__net_wake_poke(&s->wake);
       break;
     }
     /* Cycle estimate: the smallest return-to-return interval of the last 16 cycles (stalls only lengthen intervals). */
@@ -224,7 +214,7 @@ static void *bus_main(void *arg) {
       memcpy(s->reply_rx[taken & 1], s->bus_rx, rx_bytes);
       s->reply_valid[taken & 1] = valid;
       atomic_store_explicit(&s->done, taken, memory_order_release);
-      poke(s->wake_w);
+      autd3__net_wake_poke(&s->wake);
     }
   }
   return NULL;
@@ -289,7 +279,7 @@ static autd3_err_t link_open(autd3_remote_server_t *s, uint16_t n) {
 /* ---------------- session ---------------- */
 
 static void drain_add(autd3_remote_server_t *s, int fd) {
-  (void)shutdown(fd, SHUT_WR); /* FIN after our last bytes; keep reading so close() does not turn into a RST */
+  autd3__net_shutdown_write(fd); /* FIN after our last bytes; keep reading so close() does not turn into a RST */
   for (int i = 0; i < MAX_DRAIN; i++) {
     if (s->drain[i].fd < 0) {
       s->drain[i].fd = fd;
@@ -297,7 +287,7 @@ static void drain_add(autd3_remote_server_t *s, int fd) {
       return;
     }
   }
-  close(fd);
+  autd3__net_close(fd);
 }
 
 static void session_reset(autd3_remote_server_t *s) {
@@ -315,7 +305,7 @@ static void session_end(autd3_remote_server_t *s, bool dropped, const char *why)
           (unsigned long long)atomic_load(&s->idle_lead), (unsigned long long)atomic_load(&s->idle_mid),
           (unsigned long long)atomic_load(&s->idle_run));
   if (dropped) atomic_fetch_add(&s->st_dropped, 1); /* before close(): a peer that sees the EOF sees the count */
-  close(s->cfd);
+  autd3__net_close(s->cfd);
   session_reset(s);
   if (s->o.devices == 0) link_close(s);
 }
@@ -355,8 +345,7 @@ static bool next_slot(autd3_remote_server_t *s) {
  * then keep reading until the peer closes, so close() does not turn into a RST that loses them. */
 static void refuse_now(autd3_remote_server_t *s, int fd, const void *b, size_t len) {
   atomic_fetch_add(&s->st_refused, 1); /* before the answer: a client that sees it sees the count */
-  if (send(fd, b, len, MSG_NOSIGNAL) < 0) { /* the client is gone already */
-  }
+  (void)autd3__net_send(fd, b, len); /* may fail: the client is gone already */
   drain_add(s, fd);
 }
 
@@ -367,7 +356,7 @@ static void refuse_busy(autd3_remote_server_t *s, int fd, const char *peer, cons
 }
 
 static void hs_close(handshake_t *h) {
-  if (h->fd >= 0) close(h->fd);
+  if (h->fd >= 0) autd3__net_close(h->fd);
   h->fd = -1;
 }
 
@@ -450,17 +439,14 @@ static void on_geometry(autd3_remote_server_t *s) {
 static void pump_input(autd3_remote_server_t *s) {
   while (s->cfd >= 0 && !s->closing && s->out_len == 0 && (!s->in_session || next_slot(s))) {
     if (s->in_off == s->in_len) {
-      ssize_t r = recv(s->cfd, s->in, IN_CAP, 0);
-      if (r == 0) {
+      long r = autd3__net_recv(s->cfd, s->in, IN_CAP);
+      if (r == AUTD3_NET_EOF) {
         bool mid = armt__parser_mid_message(&s->parser);
         session_end(s, mid, !s->in_session ? "left during the handshake" : mid ? "left in the middle of a request" : "disconnected");
         return;
       }
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) session_end(s, true, "connection failed");
-        return;
-      }
+      if (r == AUTD3_NET_FAILED) session_end(s, true, "connection failed");
+      if (r <= 0) return;
       s->in_off = 0;
       s->in_len = (size_t)r;
       s->last_rx = autd3__now_ns();
@@ -488,13 +474,12 @@ static void pump_input(autd3_remote_server_t *s) {
 
 static void flush_output(autd3_remote_server_t *s) {
   while (s->cfd >= 0 && s->out_off < s->out_len) {
-    ssize_t w = send(s->cfd, s->out + s->out_off, s->out_len - s->out_off, MSG_NOSIGNAL);
+    long w = autd3__net_send(s->cfd, s->out + s->out_off, s->out_len - s->out_off);
     if (w > 0) {
       s->out_off += (size_t)w;
       continue;
     }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (w == 0) return; /* would block */
     session_end(s, true, "connection failed while answering");
     return;
   }
@@ -530,9 +515,7 @@ static void pump(autd3_remote_server_t *s) {
 }
 
 static void on_bus(autd3_remote_server_t *s) {
-  char b[64];
-  while (read(s->wake_r, b, sizeof b) > 0) {
-  }
+  autd3__net_wake_drain(&s->wake);
   if (atomic_load_explicit(&s->bus_err, memory_order_acquire) != 0) {
     if (s->link) logf_(s, "the %s link failed: %s", autd3_link_kind_name(s->o.link.kind), s->bus_msg);
     session_end(s, false, "disconnected because the link failed");
@@ -591,17 +574,14 @@ static void hs_geometry(autd3_remote_server_t *s, handshake_t *h, uint64_t now) 
 static void hs_read(autd3_remote_server_t *s, handshake_t *h, uint64_t now) {
   for (;;) {
     if (h->off == h->len) {
-      ssize_t r = recv(h->fd, h->buf, HS_BUF, 0);
-      if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-        if (r < 0 || h->said) atomic_fetch_add(&s->st_dropped, 1);
-        logf_(s, "client %s %s", h->peer, r == 0 ? "left during the handshake" : "connection failed during the handshake");
+      long r = autd3__net_recv(h->fd, h->buf, HS_BUF);
+      if (r < 0) {
+        if (r == AUTD3_NET_FAILED || h->said) atomic_fetch_add(&s->st_dropped, 1);
+        logf_(s, "client %s %s", h->peer, r == AUTD3_NET_EOF ? "left during the handshake" : "connection failed during the handshake");
         hs_close(h);
         return;
       }
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
+      if (r == 0) return; /* would block */
       h->off = 0;
       h->len = (size_t)r;
       h->said = true;
@@ -634,8 +614,7 @@ static void hs_settle(autd3_remote_server_t *s, uint64_t now) {
   for (uint32_t i = 0; i < s->o.max_connections; i++) {
     handshake_t *h = &s->hs[i];
     if (h->fd < 0) continue;
-    struct pollfd q = {.fd = h->fd, .events = POLLIN};
-    if (poll(&q, 1, 0) > 0) hs_read(s, h, now);
+    if (autd3__net_readable(h->fd)) hs_read(s, h, now);
   }
 }
 
@@ -643,11 +622,9 @@ static void on_accept(autd3_remote_server_t *s) {
   for (int k = 0; k < MAX_ACCEPTS; k++) {
     /* The current client may have left already (its EOF not read yet): settle that before calling anyone busy. */
     if (s->cfd >= 0) pump(s);
-    int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    char peer[AUTD3_NET_PEER_MAX];
+    int fd = autd3__net_accept(s->lfd, peer, sizeof peer);
     if (fd < 0) return;
-    autd3__sock_tune(fd);
-    char peer[80];
-    autd3__sock_peer_name(fd, peer, sizeof peer);
     uint64_t now = autd3__now_ns();
     uint32_t open = 0;
     int slot = hs_free_slot(s, &open);
@@ -681,31 +658,31 @@ static void on_accept(autd3_remote_server_t *s) {
 
 autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
   if (s == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_run: NULL server");
-  struct pollfd *p = s->pfd;
+  autd3_net_poll_t *p = s->pfd;
   for (;;) {
     int np = 0, id[MAX_DRAIN];
-    p[np++] = (struct pollfd){.fd = s->stop_r, .events = POLLIN};
-    p[np++] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
-    p[np++] = (struct pollfd){.fd = s->wake_r, .events = POLLIN};
+    p[np++] = (autd3_net_poll_t){.fd = s->stop.r, .events = AUTD3_NET_IN};
+    p[np++] = (autd3_net_poll_t){.fd = s->lfd, .events = AUTD3_NET_IN};
+    p[np++] = (autd3_net_poll_t){.fd = s->wake.r, .events = AUTD3_NET_IN};
     if (s->cfd >= 0) {
-      short ev = 0;
-      if (s->out_len) ev |= POLLOUT;
-      else if (!s->closing && (!s->in_session || next_slot(s))) ev |= POLLIN;
-      p[np++] = (struct pollfd){.fd = s->cfd, .events = ev};
+      int ev = 0;
+      if (s->out_len) ev |= AUTD3_NET_OUT;
+      else if (!s->closing && (!s->in_session || next_slot(s))) ev |= AUTD3_NET_IN;
+      p[np++] = (autd3_net_poll_t){.fd = s->cfd, .events = ev};
     }
     uint64_t next = s->cfd >= 0 ? s->deadline : 0;
     for (int i = 0; i < MAX_DRAIN; i++) {
       id[i] = -1;
       if (s->drain[i].fd < 0) continue;
       id[i] = np;
-      p[np++] = (struct pollfd){.fd = s->drain[i].fd, .events = POLLIN};
+      p[np++] = (autd3_net_poll_t){.fd = s->drain[i].fd, .events = AUTD3_NET_IN};
       if (next == 0 || s->drain[i].deadline < next) next = s->drain[i].deadline;
     }
     const int hs_first = np;
     for (uint32_t i = 0; i < s->o.max_connections; i++) {
       if (s->hs[i].fd < 0) continue;
       s->pfd_hs[np - hs_first] = (int)i;
-      p[np++] = (struct pollfd){.fd = s->hs[i].fd, .events = POLLIN};
+      p[np++] = (autd3_net_poll_t){.fd = s->hs[i].fd, .events = AUTD3_NET_IN};
       if (next == 0 || s->hs[i].deadline < next) next = s->hs[i].deadline;
     }
     int ms = -1;
@@ -713,27 +690,26 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       uint64_t now = autd3__now_ns();
       ms = next <= now ? 0 : (int)((next - now) / 1000000u + 1);
     }
-    int r = poll(p, (nfds_t)np, ms);
-    if (r < 0 && errno != EINTR) return autd3_set_error(AUTD3_E_IO, "remote server: poll: %s", strerror(errno));
-    if (r > 0 && (p[0].revents & POLLIN)) break;
-    if (r > 0 && (p[2].revents & POLLIN)) on_bus(s);
+    int r = autd3__net_poll(p, (size_t)np, ms);
+    if (r < 0) return autd3_set_error(AUTD3_E_IO, "remote server: %s", autd3_last_error());
+    if (r > 0 && (p[0].revents & AUTD3_NET_IN)) break;
+    if (r > 0 && (p[2].revents & AUTD3_NET_IN)) on_bus(s);
     if (s->cfd >= 0) pump(s); /* client I/O, or a reply just queued by on_bus */
     for (int k = hs_first; r > 0 && k < np; k++) {
       handshake_t *h = &s->hs[s->pfd_hs[k - hs_first]];
       if (p[k].revents && h->fd == p[k].fd) hs_read(s, h, autd3__now_ns());
     }
-    if (r > 0 && (p[1].revents & POLLIN)) on_accept(s);
+    if (r > 0 && (p[1].revents & AUTD3_NET_IN)) on_accept(s);
     uint64_t now = autd3__now_ns();
     for (int i = 0; i < MAX_DRAIN; i++) {
       if (s->drain[i].fd < 0) continue;
       bool done = now >= s->drain[i].deadline;
       if (!done && id[i] >= 0 && p[id[i]].revents && p[id[i]].fd == s->drain[i].fd) {
         uint8_t junk[4096];
-        ssize_t n = recv(s->drain[i].fd, junk, sizeof junk, 0);
-        done = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+        done = autd3__net_recv(s->drain[i].fd, junk, sizeof junk) < 0; /* EOF or error */
       }
       if (done) {
-        close(s->drain[i].fd);
+        autd3__net_close(s->drain[i].fd);
         s->drain[i].fd = -1;
       }
     }
@@ -750,16 +726,14 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       else session_end(s, true, "dropped: a request stalled");
     }
   }
-  char b[16];
-  while (read(s->stop_r, b, sizeof b) > 0) {
-  }
+  autd3__net_wake_drain(&s->stop);
   session_end(s, false, "disconnected: the server is stopping");
   for (uint32_t i = 0; i < s->o.max_connections; i++) hs_close(&s->hs[i]);
   return AUTD3_OK;
 }
 
 void autd3_remote_server_stop(autd3_remote_server_t *s) {
-  if (s) poke(s->stop_w);
+  if (s) autd3__net_wake_poke(&s->stop);
 }
 
 uint16_t autd3_remote_server_port(const autd3_remote_server_t *s) { return s ? s->port : 0; }
@@ -771,29 +745,21 @@ void autd3_remote_server_stats(const autd3_remote_server_t *s, autd3_remote_serv
   out->dropped = atomic_load(&s->st_dropped);
 }
 
-static int make_pipe(int *r, int *w) {
-  int fds[2];
-  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return -1;
-  *r = fds[0];
-  *w = fds[1];
-  return 0;
-}
-
 void autd3_remote_server_destroy(autd3_remote_server_t *s) {
   if (s == NULL) return;
-  if (s->cfd >= 0) close(s->cfd);
+  if (s->cfd >= 0) autd3__net_close(s->cfd);
   s->cfd = -1;
   link_close(s);
   for (int i = 0; i < MAX_DRAIN; i++)
-    if (s->drain[i].fd >= 0) close(s->drain[i].fd);
+    if (s->drain[i].fd >= 0) autd3__net_close(s->drain[i].fd);
   if (s->hs)
     for (uint32_t i = 0; i < s->o.max_connections; i++) hs_close(&s->hs[i]);
   free(s->hs);
   free(s->pfd);
   free(s->pfd_hs);
-  int fds[] = {s->lfd, s->stop_r, s->stop_w, s->wake_r, s->wake_w};
-  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-    if (fds[i] >= 0) close(fds[i]);
+  autd3__net_close(s->lfd);
+  autd3__net_wake_close(&s->stop);
+  autd3__net_wake_close(&s->wake);
   free(s->slot[0]);
   free(s->slot[1]);
   free(s->bus_rx);
@@ -825,7 +791,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   autd3_remote_server_t *s = calloc(1, sizeof *s);
   if (s == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
   s->o = *o;
-  s->lfd = s->stop_r = s->stop_w = s->wake_r = s->wake_w = -1;
+  s->lfd = s->stop.r = s->stop.w = s->wake.r = s->wake.w = -1;
   for (int i = 0; i < MAX_DRAIN; i++) s->drain[i].fd = -1;
   session_reset(s);
   const size_t tx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_TX_FRAME_BYTES, rx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_RX_FRAME_BYTES;
@@ -846,11 +812,11 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
     err = autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
     goto fail;
   }
-  if (make_pipe(&s->stop_r, &s->stop_w) != 0 || make_pipe(&s->wake_r, &s->wake_w) != 0) {
-    err = autd3_set_error(AUTD3_E_IO, "remote server: pipe: %s", strerror(errno));
+  if ((err = autd3__net_wake_open(&s->stop)) != AUTD3_OK || (err = autd3__net_wake_open(&s->wake)) != AUTD3_OK) {
+    err = autd3_set_error(err, "remote server: %s", autd3_last_error());
     goto fail;
   }
-  if ((err = autd3__sock_listen(o->listen ? o->listen : "127.0.0.1:8080", &s->lfd, &s->port)) != AUTD3_OK) goto fail;
+  if ((err = autd3__net_listen(o->listen ? o->listen : "127.0.0.1:8080", &s->lfd, &s->port)) != AUTD3_OK) goto fail;
   if (o->devices != 0 && (err = link_open(s, o->devices)) != AUTD3_OK) goto fail;
   *out = s;
   return AUTD3_OK;

@@ -1,10 +1,6 @@
-/* TCP helpers for the Remote link and server (see sock.h). */
+/* The network layer on POSIX sockets (see net.h). */
 #define _GNU_SOURCE
-#include "link/remote/sock.h"
-
 #include <arpa/inet.h>
-#include <stdbool.h>
-#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -12,25 +8,27 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "autd3/link_driver.h"
+#include "net/net.h"
 #include "platform/platform.h"
 
-autd3_err_t autd3__sock_split(const char *addr, char *host, size_t host_cap, char *port, size_t port_cap, const char *what) {
+autd3_err_t autd3__net_split(const char *addr, char *host, size_t host_cap, char *port, size_t port_cap, const char *what) {
   if (addr == NULL || *addr == 0) return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: empty address (expected host:port)", what);
   const char *h = addr, *colon;
   size_t hl;
   if (addr[0] == '[') { /* [v6]:port */
-    const char *close = strchr(addr, ']');
-    if (close == NULL || close[1] != ':')
+    const char *close_br = strchr(addr, ']');
+    if (close_br == NULL || close_br[1] != ':')
       return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: \"%s\": expected [IPv6]:port", what, addr);
     h = addr + 1;
-    hl = (size_t)(close - h);
-    colon = close + 1;
+    hl = (size_t)(close_br - h);
+    colon = close_br + 1;
   } else {
     colon = strrchr(addr, ':');
     if (colon == NULL)
@@ -51,14 +49,14 @@ autd3_err_t autd3__sock_split(const char *addr, char *host, size_t host_cap, cha
   return AUTD3_OK;
 }
 
-void autd3__sock_tune(int fd) {
+static void tune(int fd) {
   int one = 1;
   (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   int fl = fcntl(fd, F_GETFL, 0);
   if (fl >= 0) (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-void autd3__sock_peer_name(int fd, char *buf, size_t cap) {
+void autd3__net_peer_name(int fd, char *buf, size_t cap) {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   char h[INET6_ADDRSTRLEN] = "?", s[8] = "?";
@@ -67,6 +65,40 @@ void autd3__sock_peer_name(int fd, char *buf, size_t cap) {
   if (strchr(h, ':')) snprintf(buf, cap, "[%s]:%s", h, s);
   else snprintf(buf, cap, "%s:%s", h, s);
 }
+
+static bool ipv4_of(const struct sockaddr_storage *sp, uint8_t out[4]);
+
+bool autd3__net_local_ipv4(int fd, uint8_t out[4]) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  return getsockname(fd, (struct sockaddr *)&ss, &sl) == 0 && ipv4_of(&ss, out);
+}
+
+bool autd3__net_peer_ipv4(int fd, uint8_t out[4]) {
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  return getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 && ipv4_of(&ss, out);
+}
+
+/* IPv4, or IPv4-mapped IPv6. */
+static bool ipv4_of(const struct sockaddr_storage *sp, uint8_t out[4]) {
+  struct sockaddr_storage ss = *sp;
+  if (ss.ss_family == AF_INET) {
+    memcpy(out, &((struct sockaddr_in *)&ss)->sin_addr.s_addr, 4);
+    return true;
+  }
+  if (ss.ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr)) {
+    memcpy(out, ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr + 12, 4);
+    return true;
+  }
+  return false;
+}
+
+void autd3__net_close(int fd) {
+  if (fd >= 0) close(fd);
+}
+
+void autd3__net_shutdown_write(int fd) { (void)shutdown(fd, SHUT_WR); }
 
 /* Milliseconds left until deadline for poll(); -1 = no deadline; 0 = expired. */
 static int ms_left(uint64_t deadline_ns) {
@@ -77,16 +109,21 @@ static int ms_left(uint64_t deadline_ns) {
   return ms > 1000000 ? 1000000 : (int)ms;
 }
 
-static autd3_err_t wait_fd(int fd, short events, uint64_t deadline_ns) {
+autd3_err_t autd3__net_wait(int fd, bool writable, uint64_t deadline_ns) {
   for (;;) {
-    struct pollfd pfd = {.fd = fd, .events = events};
+    struct pollfd pfd = {.fd = fd, .events = writable ? POLLOUT : POLLIN};
     int ms = ms_left(deadline_ns);
     if (ms == 0) return autd3_set_error(AUTD3_E_TIMEOUT, "timed out");
     int r = poll(&pfd, 1, ms);
     if (r > 0) return AUTD3_OK;
-    if (r == 0) return autd3_set_error(AUTD3_E_TIMEOUT, "timed out");
+    if (r == 0) continue; /* re-check the deadline (poll rounds) */
     if (errno != EINTR) return autd3_set_error(AUTD3_E_IO, "poll: %s", strerror(errno));
   }
+}
+
+bool autd3__net_readable(int fd) {
+  struct pollfd pf = {.fd = fd, .events = POLLIN};
+  return fd >= 0 && poll(&pf, 1, 0) > 0;
 }
 
 static autd3_err_t errno_err(int e, const char *op) {
@@ -95,16 +132,17 @@ static autd3_err_t errno_err(int e, const char *op) {
   return autd3_set_error(AUTD3_E_IO, "%s: %s", op, strerror(e));
 }
 
-autd3_err_t autd3__sock_connect(const char *addr, uint32_t timeout_ms, int *out) {
-  char host[256], port[8];
-  autd3_err_t err = autd3__sock_split(addr, host, sizeof host, port, sizeof port, "remote address");
-  if (err) return err;
+autd3_err_t autd3__net_connect(const char *host, uint16_t port, uint32_t timeout_ms, const char *who, const char *refused_hint,
+                               int *out) {
+  char ps[8];
+  snprintf(ps, sizeof ps, "%u", port);
+  const bool v6 = strchr(host, ':') != NULL;
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  int gr = getaddrinfo(host, port, &hints, &res);
-  if (gr != 0) return autd3_set_error(AUTD3_E_CONNECT, "remote: cannot resolve \"%s\": %s", host, gai_strerror(gr));
+  int gr = getaddrinfo(host, ps, &hints, &res);
+  if (gr != 0) return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot resolve \"%s\": %s", who, host, gai_strerror(gr));
   uint64_t deadline = timeout_ms ? autd3__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
   int last = 0;
   bool timed_out = false;
@@ -114,14 +152,14 @@ autd3_err_t autd3__sock_connect(const char *addr, uint32_t timeout_ms, int *out)
       last = errno;
       continue;
     }
-    autd3__sock_tune(fd);
+    tune(fd);
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
       freeaddrinfo(res);
       *out = fd;
       return AUTD3_OK;
     }
     if (errno == EINPROGRESS) {
-      if (wait_fd(fd, POLLOUT, deadline) == AUTD3_OK) {
+      if (autd3__net_wait(fd, true, deadline) == AUTD3_OK) {
         int so = 0;
         socklen_t sl = sizeof so;
         (void)getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl);
@@ -141,14 +179,24 @@ autd3_err_t autd3__sock_connect(const char *addr, uint32_t timeout_ms, int *out)
   }
   freeaddrinfo(res);
   if (timed_out && last == 0)
-    return autd3_set_error(AUTD3_E_TIMEOUT, "remote: connecting to %s timed out after %u ms", addr, timeout_ms);
-  return autd3_set_error(AUTD3_E_CONNECT, "remote: cannot connect to %s: %s%s", addr, strerror(last),
-                         last == ECONNREFUSED ? " (is autd3-remote-server running there?)" : "");
+    return autd3_set_error(AUTD3_E_TIMEOUT, "%s: connecting to %s%s%s:%u timed out after %u ms", who, v6 ? "[" : "", host,
+                           v6 ? "]" : "", port, timeout_ms);
+  return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot connect to %s%s%s:%u: %s%s", who, v6 ? "[" : "", host, v6 ? "]" : "", port,
+                         strerror(last), last == ECONNREFUSED && refused_hint ? refused_hint : "");
 }
 
-autd3_err_t autd3__sock_listen(const char *addr, int *out, uint16_t *port_out) {
-  char host[256], port[8];
-  autd3_err_t err = autd3__sock_split(addr, host, sizeof host, port, sizeof port, "listen address");
+autd3_err_t autd3__net_connect_addr(const char *addr, uint32_t timeout_ms, const char *who, const char *refused_hint, int *out) {
+  char host[AUTD3_NET_HOST_MAX], port[8];
+  char what[64];
+  snprintf(what, sizeof what, "%s address", who);
+  autd3_err_t err = autd3__net_split(addr, host, sizeof host, port, sizeof port, what);
+  if (err) return err;
+  return autd3__net_connect(host, (uint16_t)atoi(port), timeout_ms, who, refused_hint, out);
+}
+
+autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out) {
+  char host[AUTD3_NET_HOST_MAX], port[8];
+  autd3_err_t err = autd3__net_split(addr, host, sizeof host, port, sizeof port, "listen address");
   if (err) return err;
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof hints);
@@ -166,7 +214,7 @@ autd3_err_t autd3__sock_listen(const char *addr, int *out, uint16_t *port_out) {
     }
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 16) == 0) {
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
       struct sockaddr_storage ss;
       socklen_t sl = sizeof ss;
       uint16_t p = 0;
@@ -186,7 +234,36 @@ autd3_err_t autd3__sock_listen(const char *addr, int *out, uint16_t *port_out) {
   return autd3_set_error(AUTD3_E_CONNECT, "cannot listen on %s: %s", addr, strerror(last));
 }
 
-autd3_err_t autd3__sock_write2(int fd, const void *a, size_t alen, const void *b, size_t blen, uint64_t deadline_ns) {
+int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
+  int fd;
+  do fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -1;
+  tune(fd);
+  if (peer) autd3__net_peer_name(fd, peer, peer_cap);
+  return fd;
+}
+
+long autd3__net_recv(int fd, void *buf, size_t len) {
+  for (;;) {
+    ssize_t r = recv(fd, buf, len, 0);
+    if (r > 0) return (long)r;
+    if (r == 0) return AUTD3_NET_EOF;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : AUTD3_NET_FAILED;
+  }
+}
+
+long autd3__net_send(int fd, const void *buf, size_t len) {
+  for (;;) {
+    ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+    if (w >= 0) return (long)w;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : AUTD3_NET_FAILED;
+  }
+}
+
+autd3_err_t autd3__net_write2(int fd, const void *a, size_t alen, const void *b, size_t blen, uint64_t deadline_ns) {
   struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
   int idx = 0;
   while (idx < 2) {
@@ -202,7 +279,7 @@ autd3_err_t autd3__sock_write2(int fd, const void *a, size_t alen, const void *b
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        autd3_err_t err = wait_fd(fd, POLLOUT, deadline_ns);
+        autd3_err_t err = autd3__net_wait(fd, true, deadline_ns);
         if (err) return err;
         continue;
       }
@@ -222,7 +299,7 @@ autd3_err_t autd3__sock_write2(int fd, const void *a, size_t alen, const void *b
   return AUTD3_OK;
 }
 
-autd3_err_t autd3__sock_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
+autd3_err_t autd3__net_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
   size_t off = 0;
   autd3_err_t err = AUTD3_OK;
   while (off < len) {
@@ -233,7 +310,7 @@ autd3_err_t autd3__sock_write_all(int fd, const void *buf, size_t len, uint64_t 
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if ((err = wait_fd(fd, POLLOUT, deadline_ns)) != AUTD3_OK) break;
+      if ((err = autd3__net_wait(fd, true, deadline_ns)) != AUTD3_OK) break;
       continue;
     }
     err = errno_err(errno, "send");
@@ -243,7 +320,7 @@ autd3_err_t autd3__sock_write_all(int fd, const void *buf, size_t len, uint64_t 
   return err;
 }
 
-autd3_err_t autd3__sock_read_all(int fd, void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
+autd3_err_t autd3__net_read_all(int fd, void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
   size_t off = 0;
   autd3_err_t err = AUTD3_OK;
   while (off < len) {
@@ -258,7 +335,7 @@ autd3_err_t autd3__sock_read_all(int fd, void *buf, size_t len, uint64_t deadlin
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if ((err = wait_fd(fd, POLLIN, deadline_ns)) != AUTD3_OK) break;
+      if ((err = autd3__net_wait(fd, false, deadline_ns)) != AUTD3_OK) break;
       continue;
     }
     err = errno_err(errno, "recv");
@@ -266,4 +343,53 @@ autd3_err_t autd3__sock_read_all(int fd, void *buf, size_t len, uint64_t deadlin
   }
   if (done) *done = off;
   return err;
+}
+
+int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
+  struct pollfd stack[64], *pf = stack;
+  if (n > sizeof stack / sizeof stack[0]) {
+    pf = malloc(n * sizeof *pf); /* servers with many connections: not on a bus thread's path */
+    if (pf == NULL) {
+      autd3_set_error(AUTD3_E_NOMEM, "poll: out of memory");
+      return -1;
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    pf[i] = (struct pollfd){.fd = p[i].fd, .events = (short)(((p[i].events & AUTD3_NET_IN) ? POLLIN : 0) |
+                                                           ((p[i].events & AUTD3_NET_OUT) ? POLLOUT : 0))};
+  int r = poll(pf, (nfds_t)n, timeout_ms);
+  if (r < 0 && errno == EINTR) r = 0; /* a signal: the caller's loop looks again */
+  if (r < 0) autd3_set_error(AUTD3_E_IO, "poll: %s", strerror(errno));
+  for (size_t i = 0; i < n; i++) {
+    short re = r > 0 ? pf[i].revents : 0;
+    p[i].revents = ((re & (POLLIN | POLLHUP | POLLERR | POLLNVAL)) ? AUTD3_NET_IN : 0) | ((re & POLLOUT) ? AUTD3_NET_OUT : 0);
+  }
+  if (pf != stack) free(pf);
+  return r;
+}
+
+autd3_err_t autd3__net_wake_open(autd3_net_wake_t *wk) {
+  int fds[2];
+  wk->r = wk->w = -1;
+  if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return autd3_set_error(AUTD3_E_IO, "pipe: %s", strerror(errno));
+  wk->r = fds[0];
+  wk->w = fds[1];
+  return AUTD3_OK;
+}
+
+void autd3__net_wake_poke(const autd3_net_wake_t *wk) {
+  if (write(wk->w, "x", 1) < 0) { /* pipe full: a wake-up is pending anyway */
+  }
+}
+
+void autd3__net_wake_drain(const autd3_net_wake_t *wk) {
+  char b[64];
+  while (read(wk->r, b, sizeof b) > 0) {
+  }
+}
+
+void autd3__net_wake_close(autd3_net_wake_t *wk) {
+  if (wk->r >= 0) close(wk->r);
+  if (wk->w >= 0) close(wk->w);
+  wk->r = wk->w = -1;
 }
