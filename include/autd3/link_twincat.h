@@ -17,9 +17,9 @@ extern "C" {
 
 /** TwinCAT options. Local when `server_ip` is NULL: the router at 127.0.0.1:48898. */
 typedef struct autd3_twincat_option {
-  const char *server_ip;         /**< remote TwinCAT host, NULL = local router (default) */
+  const char *server_ip;         /**< remote TwinCAT host: IPv4 / IPv6 address or host name; NULL = local router (default) */
   uint16_t server_port;          /**< ADS TCP port; default 48898 */
-  const char *server_ams_net_id; /**< "a.b.c.d.e.f" of the runtime; NULL = server_ip + ".1.1" */
+  const char *server_ams_net_id; /**< "a.b.c.d.e.f" of the runtime; NULL = server_ip (the IPv4 address reached) + ".1.1"; required over IPv6 */
   const char *client_ams_net_id; /**< our net id; NULL = local IP + ".1.1" (remote) / asked from the router (local) */
   uint16_t ams_port;             /**< target AMS port; default 301 */
   uint32_t timeout_ms;           /**< per ADS request; default 1000 */
