@@ -790,3 +790,39 @@ TEST(link_host_name) {
   ASSERT_ERR(open_tc("", NULL, tcemu_port(f.emu), &link), AUTD3_E_INVALID_OPTION);
   emu_stop(&f);
 }
+
+TEST(link_reports_device_reset_from_state_words) {
+  /* A power-cycled slave: its state word falls to INIT and comes back; the link reports a reset of that device
+   * (once) before the cycle that carries its post-reset inputs, and none for the other. */
+  emu_fixture_t f;
+  emu_start(&f, 2);
+  autd3_geometry_t *g;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  autd3_link_t *link;
+  ASSERT_OK(autd3_link_open(&o, g, &link));
+  drive_until_ack(link, 2);
+  ASSERT_EQ(autd3_link_device_resets(link, 0), 0);
+  ASSERT_EQ(autd3_link_device_resets(link, 1), 0);
+  tcemu_power_cycle(f.emu, 1);
+  static uint8_t tx[2 * 626], rx[4];
+  bool valid = false, saw_ff = false;
+  int k;
+  for (k = 0; k < 5000 && autd3_link_device_resets(link, 1) == 0; k++) ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+  ASSERT_EQ(autd3_link_device_resets(link, 1), 1);
+  /* then it comes back to OP; the count stays at one */
+  autd3_link_status_t st;
+  for (k = 0; k < 5000; k++) {
+    ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+    if (valid && rx[2] == 0xFF) saw_ff = true; /* the re-powered firmware's boot ack */
+    ASSERT_OK(autd3_link_check_state(link, &st));
+    if (st.state[1] == AUTD3_DEVICE_OP && k > 2 * TCEMU_POWER_CYCLE_TASKS) break;
+  }
+  ASSERT_EQ(st.state[1], AUTD3_DEVICE_OP);
+  ASSERT_TRUE(saw_ff);
+  ASSERT_EQ(autd3_link_device_resets(link, 1), 1);
+  ASSERT_EQ(autd3_link_device_resets(link, 0), 0);
+  autd3_link_close(link);
+  autd3_geometry_free(g);
+  emu_stop(&f);
+}

@@ -74,6 +74,8 @@ struct tcemu {
   _Atomic bool stop, drop;
   _Atomic uint64_t cycles;
   _Atomic uint16_t state_word[AUTD3_MAX_DEVICES];
+  atomic_bool power_cycle_req[AUTD3_MAX_DEVICES];
+  uint32_t power_cycle_left[AUTD3_MAX_DEVICES]; /* task cycles until OP again (emulator thread) */
   uint8_t scratch[AMS_FRAME_HDR_LEN + 64];
 };
 
@@ -201,6 +203,16 @@ void tcemu_drop_connections(tcemu_t *e) { atomic_store(&e->drop, true); }
 uint64_t tcemu_cycles(const tcemu_t *e) { return atomic_load(&e->cycles); }
 void tcemu_set_state_word(tcemu_t *e, uint16_t dev, uint16_t w) {
   if (dev < e->cfg.devices) atomic_store(&e->state_word[dev], w);
+}
+void tcemu_power_cycle(tcemu_t *e, uint16_t dev) {
+  if (dev < e->cfg.devices) atomic_store(&e->power_cycle_req[dev], true);
+}
+
+/* The state word shown while a power-cycled slave comes back (quarters of TCEMU_POWER_CYCLE_TASKS). */
+static uint16_t power_cycle_word(uint32_t left) {
+  if (left > TCEMU_POWER_CYCLE_TASKS * 3 / 4) return 0x0001; /* INIT */
+  if (left > TCEMU_POWER_CYCLE_TASKS / 2) return 0x0002;     /* PRE-OP */
+  return 0x0004;                                             /* SAFE-OP */
 }
 
 void tcemu_conn_stats(const tcemu_t *e, tcemu_conn_stats_t *out) {
@@ -489,10 +501,20 @@ static void task_cycle(tcemu_t *e, uint64_t now) {
       }
   for (uint16_t i = 0; i < n; i++) {
     uint8_t rx[AUTD3_RX_FRAME_BYTES];
-    autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
+    if (atomic_exchange_explicit(&e->power_cycle_req[i], false, memory_order_relaxed)) {
+      autd3_dev_init(&e->dev[i], NULL, &e->cfg.timing); /* the firmware restarts: its state is gone */
+      autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns);
+      e->power_cycle_left[i] = TCEMU_POWER_CYCLE_TASKS;
+    }
+    uint16_t word = atomic_load_explicit(&e->state_word[i], memory_order_relaxed);
+    if (e->power_cycle_left[i] > 0) { /* coming back: no outputs until OP */
+      word = power_cycle_word(e->power_cycle_left[i]--);
+    } else {
+      autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
+    }
     autd3_dev_read(&e->dev[i], now, rx);
     memcpy(e->in_img + 2 + 2 * i, rx, 2);
-    ads_put_u16(e->in_img + 2 + 2 * n + 2 * i, atomic_load_explicit(&e->state_word[i], memory_order_relaxed));
+    ads_put_u16(e->in_img + 2 + 2 * n + 2 * i, word);
   }
   uint64_t cycle = atomic_fetch_add(&e->cycles, 1) + 1;
   uint64_t ft = autd3__realtime_ns() / 100 + FILETIME_UNIX_EPOCH;

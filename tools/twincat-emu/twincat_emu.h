@@ -83,6 +83,11 @@ autd3_err_t tcemu_run(tcemu_t *emu);
 void tcemu_stop(tcemu_t *emu);
 void tcemu_drop_connections(tcemu_t *emu);
 void tcemu_set_state_word(tcemu_t *emu, uint16_t dev, uint16_t word);
+/* Power-cycle device `dev` at the next task cycle: its firmware model restarts (ack 0xFF, nothing applied) and its
+ * state word goes INIT -> PRE-OP -> SAFE-OP -> OP over TCEMU_POWER_CYCLE_TASKS task cycles, as when TwinCAT brings
+ * a re-powered slave back; outputs reach it again from SAFE-OP's end. */
+#define TCEMU_POWER_CYCLE_TASKS 40
+void tcemu_power_cycle(tcemu_t *emu, uint16_t dev);
 /* Task cycles run so far (thread-safe). */
 uint64_t tcemu_cycles(const tcemu_t *emu);
 /* Connections accepted / closed at once because every place was taken / closed by a timeout or to make room (thread-safe). */

@@ -42,6 +42,8 @@
 
 /* EtherCAT AL state bits in the low byte of a state word (ETG.1000.6). */
 #define AL_MASK 0x0F
+#define AL_INIT 0x01
+#define AL_BOOT 0x03
 #define AL_SAFE_OP 0x04
 #define AL_OP 0x08
 #define AL_ERROR 0x10
@@ -69,6 +71,8 @@ typedef struct tc_link {
   _Atomic uint64_t missed_ticks; /* Writes that came too late for the targeted task cycle */
   /* state words for check_state (written by cycle, read by any thread) */
   _Atomic uint8_t al[AUTD3_MAX_DEVICES];
+  uint8_t prev_al[AUTD3_MAX_DEVICES]; /* the state words of the previous input image (cycle's thread) */
+  bool states_known;
   _Atomic bool connected;
   _Atomic uint64_t reconnects, notifications;
   bool had_problem;
@@ -83,10 +87,23 @@ static void on_notify(void *ctx, uint32_t handle, const uint8_t *data, uint32_t 
   l->fresh = true;
 }
 
-/* Take the state words of the current input image into the atomic cache. */
+static bool al_down(uint8_t w) {
+  uint8_t st = w & AL_MASK;
+  return st == 0 || st == AL_INIT || st == AL_BOOT;
+}
+
+/* Take the state words of the current input image into the atomic cache. A slave seen falling to INIT (or BOOT,
+ * or no state) was power-cycled or re-initialised by the runtime: its firmware state is gone, so the link reports
+ * it (autd3_link_report_device_reset) before this cycle's inputs, which may carry its post-reset ack, go out. */
 static void publish_states(tc_link_t *l) {
   const uint8_t *st = l->input + TC_SLAVE_COUNT_BYTES + l->base.num_devices * AUTD3_RX_FRAME_BYTES;
-  for (uint16_t i = 0; i < l->base.num_devices; i++) atomic_store_explicit(&l->al[i], st[i * TC_STATE_BYTES], memory_order_relaxed);
+  for (uint16_t i = 0; i < l->base.num_devices; i++) {
+    uint8_t w = st[i * TC_STATE_BYTES];
+    if (l->states_known && al_down(w) && !al_down(l->prev_al[i])) autd3_link_report_device_reset(&l->base, i);
+    l->prev_al[i] = w;
+    atomic_store_explicit(&l->al[i], w, memory_order_relaxed);
+  }
+  l->states_known = true;
 }
 
 static autd3_err_t check_count(tc_link_t *l) {
