@@ -47,7 +47,8 @@ typedef struct autd3_remote_server_option {
   /** A session that has sent nothing for this long yields to the next client that completes a handshake (it is not
    * dropped while nobody else wants the bus); 1..3 600 000, default 10 000. @since 0.2.0 */
   uint32_t idle_timeout_ms;
-  /** Connections at once: the session plus handshakes; more are refused at once (BUSY); 1..256, default 8. @since 0.2.0 */
+  /** Connections at once: the session plus handshakes (at least one, so that an idle session can be taken over); more
+   * are refused at once (BUSY); 2..256, default 8. @since 0.2.0 */
   uint32_t max_connections;
   /** Log lines per second on average (bursts of 10 s worth); lines beyond are counted and the count is logged with the
    * next line; 0 = no limit; 0..100 000, default 10. @since 0.2.0 */

@@ -781,7 +781,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   } range[] = {{"handshake_timeout_ms", o->handshake_timeout_ms, 1, 3600000},
                {"stall_timeout_ms", o->stall_timeout_ms, 1, 3600000},
                {"idle_timeout_ms", o->idle_timeout_ms, 1, 3600000},
-               {"max_connections", o->max_connections, 1, AUTD3_REMOTE_SERVER_MAX_CONNECTIONS},
+               {"max_connections", o->max_connections, 2, AUTD3_REMOTE_SERVER_MAX_CONNECTIONS},
                {"log_lines_per_s", o->log_lines_per_s, 0, 100000}};
   for (size_t i = 0; i < sizeof range / sizeof range[0]; i++)
     if (range[i].v < range[i].lo || range[i].v > range[i].hi)

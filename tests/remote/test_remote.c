@@ -663,7 +663,7 @@ TEST(hold_up_options_range_checked) {
     bad[i].o.listen = "127.0.0.1:0";
   }
   bad[0].field = "idle_timeout_ms", bad[0].o.idle_timeout_ms = 0;
-  bad[1].field = "max_connections", bad[1].o.max_connections = 0;
+  bad[1].field = "max_connections", bad[1].o.max_connections = 1; /* the session alone: nobody could take over */
   bad[2].field = "max_connections", bad[2].o.max_connections = AUTD3_REMOTE_SERVER_MAX_CONNECTIONS + 1;
   bad[3].field = "log_lines_per_s", bad[3].o.log_lines_per_s = 100001;
   bad[4].field = "handshake_timeout_ms", bad[4].o.handshake_timeout_ms = 3600001;

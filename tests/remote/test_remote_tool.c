@@ -133,6 +133,27 @@ TEST(sigint_idle) {
   ASSERT_CONTAINS(s.log, "closed the emulator link");
 }
 
+TEST(limit_flags_range_checked) {
+  /* Every limit flag: out of range -> exit 2 and a message naming the flag and its range. */
+  if (!executable(SERVER)) SKIP("%s is not built", SERVER);
+  static const char *bad[][3] = {{"--max-connections", "1", "2..256"},
+                                 {"--max-connections", "257", "2..256"},
+                                 {"--idle-timeout-ms", "0", "1..3600000"},
+                                 {"--handshake-timeout-ms", "3600001", "1..3600000"},
+                                 {"--log-lines-per-s", "-1", "0..100000"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {SERVER, "--listen", "127.0.0.1:0", (char *)bad[i][0], (char *)bad[i][1], NULL};
+    int out;
+    pid_t pid = spawn(argv, &out);
+    char buf[1024];
+    slurp(out, buf, sizeof buf);
+    close(out);
+    ASSERT_EQ(wait_status(pid), 2);
+    ASSERT_CONTAINS(buf, bad[i][0]);
+    ASSERT_CONTAINS(buf, bad[i][2]);
+  }
+}
+
 static void perftest(const char *addr, const char *mode, const char *count) {
   if (!executable(PERFTEST)) SKIP("%s is not built", PERFTEST);
   char *argv[] = {PERFTEST, "--link", "remote", "--address", (char *)addr, "--devices", "2", "--count", (char *)count,

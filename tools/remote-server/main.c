@@ -40,7 +40,7 @@ static void usage(FILE *f) {
           "  --idle-timeout-ms MS   a session that sent nothing for MS yields to the next client that\n"
           "                         completes a handshake (default 10000)\n"
           "  --max-connections N    connections at once, the session plus handshakes; more are refused\n"
-          "                         at once (default 8, 1..256)\n"
+          "                         at once (default 8, 2..256)\n"
           "  --log-lines-per-s N    log rate limit, bursts of 10 s worth (default 10; 0 = no limit)\n"
           "  --pickup-percent P     links without wait_next_cycle (SOEM, TwinCAT): with no request\n"
           "                         pending, wait P%% of a cycle for one before the next cycle\n"
@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
       case O_HS: so.handshake_timeout_ms = (uint32_t)num("--handshake-timeout-ms", optarg, 1, 3600000); break;
       case O_STALL: so.stall_timeout_ms = (uint32_t)num("--stall-timeout-ms", optarg, 1, 3600000); break;
       case O_IDLE: so.idle_timeout_ms = (uint32_t)num("--idle-timeout-ms", optarg, 1, 3600000); break;
-      case O_MAXC: so.max_connections = (uint32_t)num("--max-connections", optarg, 1, AUTD3_REMOTE_SERVER_MAX_CONNECTIONS); break;
+      case O_MAXC: so.max_connections = (uint32_t)num("--max-connections", optarg, 2, AUTD3_REMOTE_SERVER_MAX_CONNECTIONS); break;
       case O_LOGR: so.log_lines_per_s = (uint32_t)num("--log-lines-per-s", optarg, 0, 100000); break;
       case O_PICKUP: so.pickup_percent = (uint32_t)num("--pickup-percent", optarg, 0, 90); pickup_set = 1; break;
       case O_MINP: so.min_period_us = (uint32_t)num("--min-period-us", optarg, 0, 1000000); break;
