@@ -1,6 +1,6 @@
 /*
  * TwinCAT link tests: the AMS/ADS codec against byte vectors captured from an
- * independent client (npm ads-client 2.1.0, remote-and-twincat-ads.md §3.8),
+ * independent client (npm ads-client 2.1.0),
  * ADS error replies of the emulated runtime, timeouts, a dropped TCP
  * connection and reconnect, and the link end to end against the emulated
  * runtime running in a thread of this process. No test asserts timing.

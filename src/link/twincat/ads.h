@@ -3,7 +3,7 @@
  *
  * Everything Beckhoff's ADS needs for the TwinCAT link and the emulated
  * runtime, written from the protocol description (Beckhoff infosys "ADS/AMS
- * specification"; shared/reference/remote-and-twincat-ads.md §3): a 6-byte
+ * specification"): a 6-byte
  * AMS/TCP header, a 32-byte AMS header, then the command's data. All
  * integers are little-endian.
  *

@@ -3,7 +3,7 @@
  * ("Task 1", created by the reference's twincat-cli), reached over ADS/TCP.
  *
  * ADS layout (shinolab/autd3-sdk crates/autd3-rs-link-twincat/src/link.rs;
- * autd3-link-layer.md §3.1): AMS port 301, index group 0x03040030; the task's
+ * docs/twincat.md): AMS port 301, index group 0x03040030; the task's
  * output image at offset 0x81000000 (N×626 bytes, device-major), its input
  * image at 0x80000000: u16 CfgSlaveCount, N×2 rx bytes, N×2 EtherCAT state
  * words (AL state in the low byte).
