@@ -1,7 +1,7 @@
 /*
  * AMS/ADS codec: framing, request parameters, reply and notification
  * parsing, return-code texts. Layouts: Beckhoff infosys "ADS/AMS
- * specification" (the published ads-rs crate and pyads agree).
+ * specification".
  * Every parser bounds-checks against the bytes it was given: the same code
  * parses a hostile peer's frames (fuzz/fuzz_ads.c).
  */
