@@ -23,8 +23,27 @@
 /* Split "host:port" / "[v6]:port" into host and port strings. `what` names the option in errors. Errors: INVALID_OPTION. */
 autd3_err_t autd3__net_split(const char *addr, char *host, size_t host_cap, char *port, size_t port_cap, const char *what);
 
+/* Addresses a host name resolved to, kept so that a reconnect from a bus thread never waits on a name lookup. */
+#define AUTD3_NET_ADDRS_MAX 4
+typedef struct autd3_net_addrs {
+  size_t n;
+  struct {
+    int family;
+    uint32_t len;
+    uint64_t storage[16]; /* a socket address (128 bytes, aligned) */
+  } a[AUTD3_NET_ADDRS_MAX];
+  char host[AUTD3_NET_HOST_MAX];
+  uint16_t port;
+} autd3_net_addrs_t;
+/* Resolve host (literal or name) and port. A name lookup is not bounded by any timeout here (the OS resolver's own
+ * applies): call it where waiting is acceptable (open), not on a cycle path. Errors: CONNECT (cannot resolve). */
+autd3_err_t autd3__net_resolve(const char *host, uint16_t port, const char *who, autd3_net_addrs_t *out);
+/* Connect to the first of `addrs` that answers within timeout_ms in total (0 = no bound). Errors as autd3__net_connect. */
+autd3_err_t autd3__net_connect_resolved(const autd3_net_addrs_t *addrs, uint32_t timeout_ms, const char *who, const char *refused_hint,
+                                        int *out);
+
 /*
- * Connect to host (literal or name) and port within timeout_ms (0 = no bound). `who` starts the error messages
+ * Connect to host (literal or name) and port within timeout_ms (0 = no bound; the name lookup comes first). `who` starts the error messages
  * ("remote", "TwinCAT"); `refused_hint` (may be NULL) is appended when the peer refuses. *out = socket.
  * Errors: INVALID_OPTION (bad port), CONNECT (cannot resolve / refused / unreachable), TIMEOUT.
  */

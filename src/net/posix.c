@@ -132,29 +132,48 @@ static autd3_err_t errno_err(int e, const char *op) {
   return autd3_set_error(AUTD3_E_IO, "%s: %s", op, strerror(e));
 }
 
-autd3_err_t autd3__net_connect(const char *host, uint16_t port, uint32_t timeout_ms, const char *who, const char *refused_hint,
-                               int *out) {
+autd3_err_t autd3__net_resolve(const char *host, uint16_t port, const char *who, autd3_net_addrs_t *out) {
+  memset(out, 0, sizeof *out);
+  if (strlen(host) >= sizeof out->host) return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: host \"%.40s...\" is too long", who, host);
+  snprintf(out->host, sizeof out->host, "%s", host);
+  out->port = port;
   char ps[8];
   snprintf(ps, sizeof ps, "%u", port);
-  const bool v6 = strchr(host, ':') != NULL;
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   int gr = getaddrinfo(host, ps, &hints, &res);
   if (gr != 0) return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot resolve \"%s\": %s", who, host, gai_strerror(gr));
+  for (struct addrinfo *ai = res; ai && out->n < AUTD3_NET_ADDRS_MAX; ai = ai->ai_next) {
+    if (ai->ai_addrlen > sizeof out->a[0].storage) continue;
+    out->a[out->n].family = ai->ai_family;
+    out->a[out->n].len = (uint32_t)ai->ai_addrlen;
+    memcpy(out->a[out->n].storage, ai->ai_addr, ai->ai_addrlen);
+    out->n++;
+  }
+  freeaddrinfo(res);
+  if (out->n == 0) return autd3_set_error(AUTD3_E_CONNECT, "%s: \"%s\" resolved to no usable address", who, host);
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3__net_connect_resolved(const autd3_net_addrs_t *addrs, uint32_t timeout_ms, const char *who, const char *refused_hint,
+                                        int *out) {
+  const char *host = addrs->host;
+  const uint16_t port = addrs->port;
+  const bool v6 = strchr(host, ':') != NULL;
   uint64_t deadline = timeout_ms ? autd3__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
   int last = 0;
   bool timed_out = false;
-  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+  for (size_t i = 0; i < addrs->n; i++) {
+    int fd = socket(addrs->a[i].family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       last = errno;
       continue;
     }
     tune(fd);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-      freeaddrinfo(res);
+    const struct sockaddr *sa = (const struct sockaddr *)(const void *)addrs->a[i].storage;
+    if (connect(fd, sa, (socklen_t)addrs->a[i].len) == 0) {
       *out = fd;
       return AUTD3_OK;
     }
@@ -164,7 +183,6 @@ autd3_err_t autd3__net_connect(const char *host, uint16_t port, uint32_t timeout
         socklen_t sl = sizeof so;
         (void)getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl);
         if (so == 0) {
-          freeaddrinfo(res);
           *out = fd;
           return AUTD3_OK;
         }
@@ -177,12 +195,19 @@ autd3_err_t autd3__net_connect(const char *host, uint16_t port, uint32_t timeout
     }
     close(fd);
   }
-  freeaddrinfo(res);
   if (timed_out && last == 0)
     return autd3_set_error(AUTD3_E_TIMEOUT, "%s: connecting to %s%s%s:%u timed out after %u ms", who, v6 ? "[" : "", host,
                            v6 ? "]" : "", port, timeout_ms);
   return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot connect to %s%s%s:%u: %s%s", who, v6 ? "[" : "", host, v6 ? "]" : "", port,
                          strerror(last), last == ECONNREFUSED && refused_hint ? refused_hint : "");
+}
+
+autd3_err_t autd3__net_connect(const char *host, uint16_t port, uint32_t timeout_ms, const char *who, const char *refused_hint,
+                               int *out) {
+  autd3_net_addrs_t addrs;
+  autd3_err_t err = autd3__net_resolve(host, port, who, &addrs);
+  if (err != AUTD3_OK) return err;
+  return autd3__net_connect_resolved(&addrs, timeout_ms, who, refused_hint, out);
 }
 
 autd3_err_t autd3__net_connect_addr(const char *addr, uint32_t timeout_ms, const char *who, const char *refused_hint, int *out) {

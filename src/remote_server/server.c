@@ -588,8 +588,14 @@ static void hs_read(autd3_remote_server_t *s, handshake_t *h, uint64_t now) {
     }
     armt_event_t ev;
     h->off += armt__parser_feed(&h->parser, h->buf + h->off, h->len - h->off, &ev);
-    if (ev == ARMT_EV_GEOMETRY) return hs_geometry(s, h, now);
-    if (ev == ARMT_EV_ERROR) return bad_hello(s, h);
+    if (ev == ARMT_EV_GEOMETRY) {
+      hs_geometry(s, h, now);
+      return;
+    }
+    if (ev == ARMT_EV_ERROR) {
+      bad_hello(s, h);
+      return;
+    }
     if (ev == ARMT_EV_CLOSE) { /* a close before any session: nothing to serve */
       logf_(s, "client %s closed during the handshake", h->peer);
       hs_close(h);

@@ -784,6 +784,18 @@ TEST(link_host_name) {
   autd3_link_t *link;
   ASSERT_OK(open_tc("localhost", NULL, tcemu_port(f.emu), &link));
   drive_until_ack(link, 1);
+  /* a dropped connection is re-established from the addresses resolved at open (no name lookup in cycle()) */
+  tcemu_drop_connections(f.emu);
+  static uint8_t tx[626], rx[2];
+  bool valid = true, saw_lost = false;
+  for (int k = 0; k < 5000 && !(saw_lost && valid); k++) {
+    ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
+    if (!valid) saw_lost = true;
+  }
+  ASSERT_TRUE(saw_lost && valid);
+  char diag[512];
+  autd3_link_diagnostics(link, diag, sizeof diag);
+  ASSERT_CONTAINS(diag, "reconnects : 1");
   autd3_link_close(link);
   ASSERT_ERR(open_tc("no-such-host.invalid", NULL, tcemu_port(f.emu), &link), AUTD3_E_CONNECT);
   ASSERT_CONTAINS(autd3_last_error(), "cannot resolve");

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "autd3/error.h"
+#include "net/net.h"
 
 #define ADS_TCP_PORT 48898 /* 0xBF02: unencrypted ADS, every client's default */
 #define AMS_TCP_HDR_LEN 6
@@ -205,6 +206,7 @@ typedef struct ads_client {
   void *notify_ctx;
   uint64_t notifications; /* notification frames received */
   char peer[64];          /* "host:port" for messages */
+  autd3_net_addrs_t addrs; /* what the host resolved to at the first connect: reconnects (on the cycle path) reuse it */
 } ads_client_t;
 
 /* A reply: valid until the next call on the client. */
@@ -217,7 +219,8 @@ typedef struct ads_reply {
 /* Allocate buffers for frames carrying up to `max_data` ADS data bytes. */
 autd3_err_t ads_client_init(ads_client_t *c, size_t max_data, uint32_t timeout_ms);
 void ads_client_free(ads_client_t *c);
-/* TCP connect (IPv4 host), TCP_NODELAY, bounded by the timeout. Sets the
+/* TCP connect (IPv4 / IPv6 address or name, resolved once: a reconnect to the same host reuses the addresses),
+ * TCP_NODELAY, bounded by the timeout. Sets the
  * default source NetId to <local IP>.1.1, port 58913 (what ads-rs' Source::Auto does). */
 autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port);
 void ads_client_disconnect(ads_client_t *c);

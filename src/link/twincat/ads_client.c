@@ -53,8 +53,15 @@ static uint64_t deadline_after(const ads_client_t *c) { return autd3__now_ns() +
 autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port) {
   ads_client_disconnect(c);
   snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+  if (c->addrs.n == 0 || c->addrs.port != port || strcmp(c->addrs.host, host) != 0) {
+    autd3_err_t e = autd3__net_resolve(host, port, "TwinCAT", &c->addrs);
+    if (e != AUTD3_OK) {
+      c->addrs.n = 0;
+      return e;
+    }
+  }
   int fd = -1;
-  autd3_err_t e = autd3__net_connect(host, port, c->timeout_ms, "TwinCAT", NULL, &fd);
+  autd3_err_t e = autd3__net_connect_resolved(&c->addrs, c->timeout_ms, "TwinCAT", NULL, &fd);
   if (e != AUTD3_OK) return e;
   c->fd = fd;
   /* Default source as ads-rs Source::Auto: this socket's local IPv4 + ".1.1" (127.0.0.1 over IPv6: set
