@@ -416,7 +416,6 @@ int main(int argc, char **argv) {
   cfg.low_latency = c.low_latency;
   cfg.rt_priority = c.rt_priority;
   cfg.rt_cpu = c.rt_core;
-  cfg.validate_state = false;
   if (autd3_client_config_validate(&cfg) != AUTD3_OK) die("%s", autd3_last_error());
 
   char timing_desc[128] = "";
