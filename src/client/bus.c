@@ -69,21 +69,25 @@ static autd3_err_t handshake(struct autd3_client *c) {
   if (!c->cfg.low_latency) return AUTD3_OK;
 
   /* SetMode(LowLatency) with seq 0 until every device acks seq 0, bounded by
-   * max(timeout_cycles, 2) cycles; then the first data frame is seq 1. If the
-   * devices never ack, the client stays in FIFO mode numbering from 0, as the
-   * reference does. */
+   * max(timeout_cycles, 2) cycles; then the first data frame is seq 1. A
+   * device that never acks stays in FIFO mode numbering from 0, as in the
+   * reference; numbering is per device, so the devices that did ack still
+   * start at 1 (a shared choice would feed them a seq 0 they have passed). */
   autd3_frame_t f = autd3_frame_set_mode(AUTD3_MODE_LOW_LATENCY);
   for (size_t d = 0; d < c->num_devices; d++)
     autd3_tx_encode(c->bus.tx + d * AUTD3_TX_FRAME_BYTES, 0, f.cmd, f.payload, f.len);
   uint32_t bound = c->cfg.timeout_cycles > 2 ? c->cfg.timeout_cycles : 2;
-  for (uint32_t i = 0; i < bound; i++) {
+  size_t acked = 0;
+  for (uint32_t i = 0; i < bound && acked < c->num_devices; i++) {
     autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
     if (err != AUTD3_OK) return err;
-    bool all = valid;
-    for (size_t d = 0; all && d < c->num_devices; d++) all = c->bus.rx[d * AUTD3_RX_FRAME_BYTES] == 0;
-    if (all) {
-      start_numbering(c, 1);
-      return AUTD3_OK;
+    for (size_t d = 0; valid && d < c->num_devices; d++) {
+      autd3__dev_t *v = &c->bus.dev[d];
+      if (v->base_seq == 0 && c->bus.rx[d * AUTD3_RX_FRAME_BYTES] == 0) {
+        v->base_seq = 1;
+        v->last_ack = 0;
+        acked++;
+      }
     }
   }
   return AUTD3_OK;
@@ -322,10 +326,13 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
  * reason, rt.rs route_acks). An ack outside the window is an event, never an
  * ack: 0xFF is a reboot, anything else another writer (SECOND_MASTER).
  * Seq 0xFF is a legit seq, so 0xFF inside the window is ambiguous; the link's
- * evidence (checked before) settles it where the link has any, otherwise a
- * reboot always comes with stale cycles while a legit wrap does not, so 0xFF
- * after stale cycles since the device's last progress counts as a possible
- * reboot (its frames up to 0xFF: UNKNOWN), and without them as the ack it is. */
+ * evidence (checked before) settles it where the link has any. Otherwise: a
+ * device reboots in far more than a bus cycle, and while it does the link
+ * sees its inputs stale or lost, while a legit wrap comes with none. So 0xFF
+ * after at least timeout_cycles stale cycles since the device last made
+ * progress counts as a possible reboot (its frames: UNKNOWN, the device is
+ * re-established), and otherwise as the ack it is (a lone stale cycle, a
+ * common glitch, must not cost the device its state). */
 static void route_acks(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
   uint32_t head_g = b->pend_len > 0 ? pend_at(b, 0)->g : b->next_g;
@@ -338,7 +345,7 @@ static void route_acks(struct autd3_client *c) {
     uint32_t out = b->next_g - v->done_g;
     uint8_t off = (uint8_t)(ack - (uint8_t)(v->last_ack + 1));
     if (off < out) {
-      if (ack == 0xFF && v->stale_mark != b->stale_epoch) {
+      if (ack == 0xFF && b->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
         device_reset(c, d, AUTD3__WHY_ACK_FF_STALE, ack);
         continue;
       }
@@ -526,6 +533,7 @@ void *autd3__client_bus_main(void *arg) {
       age_head(c, pop_resolved(c));
     } else {
       on_stale(c);
+      pop_resolved(c); /* frames the link's evidence resolved */
     }
   }
   /* The final CPU figure, for stats read after the thread has stopped (while
