@@ -117,21 +117,56 @@ static void resolve(struct autd3_client *c, struct autd3__slot *r, size_t d, uin
   }
 }
 
-/* Resolve every frame still outstanding on device d (ordinals [done_g, next_g)). */
+/* End of device d's outstanding ordinals: [done_g, end). */
+static uint32_t out_end(const autd3__bus_t *b, const autd3__dev_t *v) {
+  if (v->state == AUTD3__DEV_RUN) return b->next_g;
+  return v->held ? v->held_end : v->done_g;
+}
+
+/* Whether device d has resolved frame g. */
+static bool resolved_by(const autd3__bus_t *b, const autd3__dev_t *v, uint32_t g) {
+  if ((int32_t)(g - v->done_g) < 0) return true;
+  return (int32_t)(g - out_end(b, v)) >= 0;
+}
+
+/* Resolve every frame still outstanding on device d. */
 static void resolve_outstanding(struct autd3_client *c, size_t d, uint8_t outcome, autd3_err_t code, uint8_t why, uint8_t ack) {
   autd3__bus_t *b = &c->bus;
   autd3__dev_t *v = &b->dev[d];
+  uint32_t end = out_end(b, v);
   if (b->pend_len > 0) {
     uint32_t head_g = pend_at(b, 0)->g;
-    for (uint32_t g = v->done_g; g != b->next_g; g++)
+    for (uint32_t g = v->done_g; g != end; g++)
       resolve(c, &c->slots[pend_at(b, g - head_g)->slot], d, outcome, code, why, ack);
   }
   v->done_g = b->next_g;
+  v->held = false;
+}
+
+/* Device d's ack `ack` (data byte `data`) acknowledges its outstanding frames
+ * up to it if it lies in (last_ack, seq of the last outstanding]: record
+ * them as EXECUTED and return true. */
+static bool take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t data) {
+  autd3__bus_t *b = &c->bus;
+  autd3__dev_t *v = &b->dev[d];
+  uint32_t out = out_end(b, v) - v->done_g;
+  uint8_t off = (uint8_t)(ack - (uint8_t)(v->last_ack + 1));
+  if (off >= out) return false;
+  uint32_t head_g = pend_at(b, 0)->g; /* out > 0: something is pending */
+  for (uint32_t i = 0; i <= off; i++) {
+    struct autd3__slot *r = &c->slots[pend_at(b, v->done_g + i - head_g)->slot];
+    r->data[d] = data;
+    resolve(c, r, d, AUTD3_OUTCOME_EXECUTED, AUTD3_OK, AUTD3__WHY_NONE, ack);
+  }
+  v->done_g += (uint32_t)off + 1;
+  v->last_ack = ack;
+  v->stale_mark = b->stale_epoch;
+  return true;
 }
 
 /* Start re-establishing device d (its open sequence, for it alone): Reset
  * seq 0, Reset seq 1, SetMode if low latency, Clear, Synchronize. Its
- * outstanding frames must already be resolved. */
+ * outstanding frames must be resolved already, or held. */
 static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
   autd3__dev_t *v = &c->bus.dev[d];
   if (v->state == AUTD3__DEV_RUN) c->bus.recovering++;
@@ -140,7 +175,6 @@ static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
   v->phase_cycles = 0;
   v->saw_ff = false;
   v->rec_why = why;
-  v->done_g = c->bus.next_g;
   STAT_INC(c, st_resets);
   atomic_fetch_add_explicit(&c->ds_resets[d], 1, memory_order_relaxed);
 }
@@ -152,9 +186,8 @@ static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
  * its seq happened to match); they are never re-sent. */
 static void device_reset(struct autd3_client *c, size_t d, uint8_t why, uint8_t ack) {
   STAT_INC(c, st_device_resets);
-  if (c->bus.dev[d].state == AUTD3__DEV_RUN)
-    resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, why, ack);
   if (c->bus.dev[d].state == AUTD3__DEV_FOREIGN) return; /* another master owns it: leave it alone */
+  resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, why, ack);
   recover_start(c, d, why);
 }
 
@@ -230,7 +263,6 @@ static void stage(struct autd3_client *c) {
               : v->rec_why == AUTD3__WHY_TIMEOUT || v->rec_why == AUTD3__WHY_STALE ? AUTD3_E_TIMEOUT
                                                                                    : AUTD3_E_DEVICE_RESET,
               v->state == AUTD3__DEV_FOREIGN ? AUTD3__WHY_FOREIGN : AUTD3__WHY_RECOVERING, v->last_ack);
-      v->done_g = b->next_g;
     }
   }
   STAT_INC(c, st_sent);
@@ -263,6 +295,26 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
   autd3__dev_t *v = &b->dev[d];
   uint8_t ack = b->rx[d * AUTD3_RX_FRAME_BYTES];
   v->phase_cycles++;
+  if (v->held && valid && ack != v->last_ack) {
+    /* Given up on after a timeout (age_head): late acks still count; a
+     * change to 0xFF confirms the Reset, unless seq 0xFF itself is
+     * outstanding (then the two cannot be told apart). */
+    uint8_t off = (uint8_t)(ack - (uint8_t)(v->last_ack + 1));
+    bool in_window = off < v->held_end - v->done_g;
+    if (ack == 0xFF) {
+      v->saw_ff = true;
+      if (in_window)
+        resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, ack);
+      else if (b->stale_epoch != v->held_stale) /* an ack may have gone unseen */
+        resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, ack);
+      else
+        resolve_outstanding(c, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_TIMEOUT, ack);
+      v->last_ack = 0xFF;
+    } else if (in_window) {
+      take_acks(c, d, ack, b->rx[d * AUTD3_RX_FRAME_BYTES + 1]);
+      if (v->done_g == v->held_end) v->held = false; /* it ran them all after all */
+    }
+  }
   switch (v->phase) {
     case AUTD3__PH_RESET0:
       if (v->phase_cycles >= c->cfg.reset_resend_cycles) {
@@ -273,8 +325,8 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
     case AUTD3__PH_RESET1:
       /* Leave only once the device shows the post-Reset ack 0xFF: before
        * that, an old ack could pass for the Clear's. */
-      if (valid && ack == 0xFF) v->saw_ff = true;
-      if (v->phase_cycles >= c->cfg.reset_resend_cycles && v->saw_ff) {
+      if (valid && ack == 0xFF && !v->held) v->saw_ff = true;
+      if (v->phase_cycles >= c->cfg.reset_resend_cycles && v->saw_ff && !v->held) {
         v->phase = c->cfg.low_latency ? AUTD3__PH_SETMODE : AUTD3__PH_CLEAR;
         v->rec_seq = 0;
         v->phase_cycles = 0;
@@ -314,6 +366,9 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
       break;
   }
   if (v->phase_cycles >= b->stale_limit) {
+    /* Still no confirmation of the Reset: a hung device may yet run what it
+     * had queued. */
+    if (v->held) resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, v->last_ack);
     v->phase = AUTD3__PH_RESET0;
     v->phase_cycles = 0;
     v->saw_ff = false;
@@ -335,28 +390,19 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
  * common glitch, must not cost the device its state). */
 static void route_acks(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
-  uint32_t head_g = b->pend_len > 0 ? pend_at(b, 0)->g : b->next_g;
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
     if (v->state != AUTD3__DEV_RUN) continue;
     const uint8_t *rx = b->rx + d * AUTD3_RX_FRAME_BYTES;
     uint8_t ack = rx[0];
     if (ack == v->last_ack) continue; /* nothing new */
-    uint32_t out = b->next_g - v->done_g;
     uint8_t off = (uint8_t)(ack - (uint8_t)(v->last_ack + 1));
-    if (off < out) {
+    if (off < b->next_g - v->done_g) {
       if (ack == 0xFF && b->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
         device_reset(c, d, AUTD3__WHY_ACK_FF_STALE, ack);
         continue;
       }
-      for (uint32_t i = 0; i <= off; i++) {
-        struct autd3__slot *r = &c->slots[pend_at(b, v->done_g + i - head_g)->slot];
-        r->data[d] = rx[1];
-        resolve(c, r, d, AUTD3_OUTCOME_EXECUTED, AUTD3_OK, AUTD3__WHY_NONE, ack);
-      }
-      v->done_g += (uint32_t)off + 1;
-      v->last_ack = ack;
-      v->stale_mark = b->stale_epoch;
+      take_acks(c, d, ack, rx[1]);
     } else if (ack == 0xFF) {
       device_reset(c, d, AUTD3__WHY_ACK_FF, ack);
     } else {
@@ -378,7 +424,7 @@ static bool pop_resolved(struct autd3_client *c) {
   while (b->pend_len > 0) {
     autd3__pending_t *p = pend_at(b, 0);
     for (size_t d = 0; d < c->num_devices; d++)
-      if ((int32_t)(b->dev[d].done_g - p->g) <= 0) return progressed;
+      if (!resolved_by(b, &b->dev[d], p->g)) return progressed;
     struct autd3__slot *r = &c->slots[p->slot];
     b->pend_head = (b->pend_head + 1) % AUTD3__RING_CAP;
     b->pend_len--;
@@ -395,11 +441,15 @@ static void resync_clear(autd3__bus_t *b) {
 
 /* Age the head (rt.rs ResyncState::advance_head): after timeout_cycles enter
  * resync; every further timeout is a round; after max_resync_rounds rounds
- * the devices still holding the head are given up on: their outstanding
- * frames fail with TIMEOUT (NOT_EXECUTED: they never acked them) and the
- * client re-establishes those devices alone, whose Reset also discards
- * whatever they still had queued. The devices that kept up are not touched
- * (the reference's chain-wide reset renumbered and re-sent their frames). */
+ * the devices still holding the head are given up on and re-established
+ * alone; the devices that kept up are not touched (the reference's
+ * chain-wide reset renumbered and re-sent frames they had already run).
+ * A given-up device may be hung with frames in its queue that it would still
+ * run if it resumed, so its outstanding frames are held, not failed, until
+ * it confirms the client's Reset (ack 0xFF; the Reset empties its queue):
+ * acks it makes before that still count as EXECUTED, and once confirmed,
+ * with no stale input in between, the rest are NOT_EXECUTED (TIMEOUT). If it
+ * never confirms within the phase bound they are UNKNOWN (recover_step). */
 static void age_head(struct autd3_client *c, bool progressed) {
   autd3__bus_t *b = &c->bus;
   if (b->pend_len == 0) {
@@ -424,7 +474,9 @@ static void age_head(struct autd3_client *c, bool progressed) {
     autd3__dev_t *v = &b->dev[d];
     if (v->state != AUTD3__DEV_RUN || v->done_g != h->g) continue;
     STAT_INC(c, st_timeouts);
-    resolve_outstanding(c, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_TIMEOUT, v->last_ack);
+    v->held = true;
+    v->held_end = b->next_g;
+    v->held_stale = b->stale_epoch;
     recover_start(c, d, AUTD3__WHY_TIMEOUT);
   }
   resync_clear(b);
@@ -459,8 +511,7 @@ static void teardown(struct autd3_client *c, autd3_err_t why) {
   atomic_store(&c->dead, true);
   /* In flight: delivered, so UNKNOWN where not yet resolved. */
   uint8_t w = why == AUTD3_E_LINK ? AUTD3__WHY_LINK : AUTD3__WHY_CLOSED;
-  for (size_t d = 0; d < c->num_devices; d++)
-    if (b->dev[d].state == AUTD3__DEV_RUN) resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, why, w, 0);
+  for (size_t d = 0; d < c->num_devices; d++) resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, why, w, 0);
   while (b->pend_len > 0) {
     struct autd3__slot *r = &c->slots[pend_at(b, 0)->slot];
     b->pend_head = (b->pend_head + 1) % AUTD3__RING_CAP;

@@ -464,8 +464,14 @@ static void set_request_error(struct autd3__slot *r) {
       break;
     case AUTD3__WHY_TIMEOUT:
       autd3_set_error(res, "frame (cmd 0x%02x %s) not acked by device %d: timeout_cycles %u x max_resync_rounds %u after "
-                      "resync; the client resets and re-establishes the device", cmd, name, d, c->cfg.timeout_cycles,
-                      c->cfg.max_resync_rounds);
+                      "resync; the device then confirmed the client's Reset (which discarded it) and is re-established",
+                      cmd, name, d, c->cfg.timeout_cycles, c->cfg.max_resync_rounds);
+      break;
+    case AUTD3__WHY_HUNG:
+      autd3_set_error(res, "frame (cmd 0x%02x %s) not acked by device %d: timeout_cycles %u x max_resync_rounds %u after "
+                      "resync, and the device has not confirmed the client's Reset: it may still run what it had queued, "
+                      "so whether it executes the frame is unknown (device hung?)",
+                      cmd, name, d, c->cfg.timeout_cycles, c->cfg.max_resync_rounds);
       break;
     case AUTD3__WHY_STALE:
       autd3_set_error(res, "frame (cmd 0x%02x %s): inputs stale for %u consecutive cycles, so whether device %d executed it "

@@ -45,7 +45,8 @@ enum {
   AUTD3__WHY_ACK_FF,         /* ack 0xFF outside the device's window: a reboot */
   AUTD3__WHY_ACK_FF_STALE,   /* ack 0xFF inside the window after stale cycles: maybe a reboot */
   AUTD3__WHY_RECOVERING,     /* staged while the client re-established the device */
-  AUTD3__WHY_TIMEOUT,        /* not acked after resync; the client reset the device */
+  AUTD3__WHY_TIMEOUT,        /* not acked after resync; the device then confirmed the client's Reset */
+  AUTD3__WHY_HUNG,           /* not acked after resync and the Reset not confirmed: it may still run it */
   AUTD3__WHY_STALE,          /* inputs stale for the whole budget */
   AUTD3__WHY_FOREIGN,        /* an ack the client never caused: another master */
   AUTD3__WHY_CLOSED,
@@ -106,7 +107,9 @@ typedef struct autd3__pending {
 
 /* Bus-thread state of one device. In RUN, the frames with ordinals
  * [done_g, next_g) are outstanding on it, and done_g's seq is last_ack + 1.
- * Outside RUN every staged frame is resolved for it at once (done_g = next_g). */
+ * Outside RUN every frame staged is resolved for it at once, and only a
+ * device given up on after a timeout still holds [done_g, held_end): those
+ * are resolved once it confirms the client's Reset (bus.c age_head). */
 typedef struct autd3__dev {
   uint32_t done_g;   /* frames before this ordinal are resolved for this device */
   uint32_t base_g;   /* ordinal ↔ seq mapping (see autd3__pending_t) */
@@ -117,6 +120,9 @@ typedef struct autd3__dev {
   uint8_t rec_seq;   /* seq of the current recovery frame */
   uint8_t rec_why;   /* AUTD3__WHY_* that started the recovery */
   bool saw_ff;       /* recovery: an ack 0xFF seen since the Resets started */
+  bool held;         /* frames [done_g, held_end) wait for the Reset's confirmation */
+  uint32_t held_end;
+  uint32_t held_stale; /* bus stale_epoch when it was given up on */
   uint32_t phase_cycles;
   uint32_t stale_mark;  /* bus stale_epoch when this device last made progress */
   uint32_t link_resets; /* the link's reset count for this device, as last seen */

@@ -70,6 +70,7 @@ __attribute__((unused)) static struct {
 
 #define FX_HOOK_REBOOT 1
 #define FX_HOOK_FOREIGN 2
+#define FX_HOOK_DESYNC 3 /* the device loses its place in the numbering (alive, ignores our seqs) */
 
 typedef struct {
   struct autd3_link hdr;
@@ -100,6 +101,8 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
       autd3_dev_t *hd = &t->devs[fx_tl.hook_dev];
       if (kind == FX_HOOK_REBOOT) {
         autd3_dev_power_cycle(hd, now);
+      } else if (kind == FX_HOOK_DESYNC) {
+        hd->expected_seq = (uint8_t)(hd->expected_seq + 100); /* ignores every frame from now on */
       } else {
         hd->ack = fx_tl.foreign_ack;
         hd->expected_seq = (uint8_t)(fx_tl.foreign_ack + 1);

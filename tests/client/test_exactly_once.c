@@ -220,6 +220,94 @@ TEST(ack_ff_outside_window_is_a_reboot) {
   autd3_client_close(c);
 }
 
+/* ---- a device that stops acking ---------------------------------------------------------- */
+
+TEST(unresponsive_device_times_out_not_executed) {
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.timeout_cycles = 4;
+  cfg.max_resync_rounds = 2;
+  autd3_geometry_t *g = fx_geometry(2);
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
+  autd3_geometry_free(g);
+  advance_to_seq(c, 30);
+  /* Device 1 stays alive but ignores every frame: resync cannot help; the
+   * client gives up on it alone, its Reset is confirmed, so the frame is
+   * certainly not executed there: TIMEOUT. */
+  fx_tl.hook_dev = 1;
+  fx_tl.hook_seq = 30;
+  atomic_store(&fx_tl.hook_kind, FX_HOOK_DESYNC);
+  autd3_frame_t nop = autd3_frame_simple(AUTD3_CMD_NOP);
+  autd3_response_t resp;
+  ASSERT_ERR(autd3_client_send_checked(c, &nop, &resp), AUTD3_E_TIMEOUT);
+  ASSERT_CONTAINS(autd3_last_error(), "not acked by device 1");
+  ASSERT_EQ(resp.outcome[0], AUTD3_OUTCOME_EXECUTED);
+  ASSERT_EQ(resp.outcome[1], AUTD3_OUTCOME_NOT_EXECUTED);
+  wait_device_ready(c, 1, 1);
+  ASSERT_OK(autd3_client_send_checked(c, &nop, NULL));
+  /* Device 0: every frame once, with no replay from device 1's recovery:
+   * Clear, Sync, 28 Nops, then 1 + 1. Device 1: Clear, Sync, 28 Nops, then
+   * Clear, Sync again and the last Nop. */
+  ASSERT_EQ(fx_tl_last->devs[0].counters.executed, 2 + 28 + 2);
+  ASSERT_EQ(fx_tl_last->devs[1].counters.executed, 2 + 28 + 2 + 1);
+  autd3_client_stats_t s;
+  autd3_client_stats(c, &s);
+  ASSERT_EQ(s.device_timeouts, 1);
+  autd3_client_close(c);
+}
+
+TEST(frozen_device_mid_stream_no_replays) {
+  enum { N = 200, WINDOW = 16, AT = 60 };
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.timeout_cycles = 4;
+  cfg.max_resync_rounds = 2;
+  autd3_client_t *c = fx_open_emu(2, CYCLE_NS, &cfg);
+  autd3_frame_t f = bench_frame();
+  static result_t res[N];
+  autd3_request_t *win[N];
+  size_t waited = 0;
+  autd3_device_fault_t freeze = {.freeze = true};
+  for (size_t i = 0; i < N; i++) {
+    if (i == AT) ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &freeze));
+    if (i >= WINDOW) {
+      res[waited].err = autd3_request_wait(win[waited], &res[waited].resp);
+      waited++;
+    }
+    ASSERT_OK(autd3_client_send(c, &f, &win[i]));
+  }
+  while (waited < N) {
+    res[waited].err = autd3_request_wait(win[waited], &res[waited].resp);
+    waited++;
+  }
+  size_t executed1 = 0, unknown1 = 0, timeouts = 0;
+  for (size_t i = 0; i < N; i++) {
+    check_result(&res[i], 2);
+    ASSERT_EQ(res[i].resp.outcome[0], AUTD3_OUTCOME_EXECUTED);
+    uint8_t o = res[i].resp.outcome[1];
+    if (o == AUTD3_OUTCOME_EXECUTED) executed1++;
+    if (o == AUTD3_OUTCOME_UNKNOWN) unknown1++;
+    if (o == AUTD3_OUTCOME_NOT_EXECUTED) {
+      ASSERT_EQ(res[i].err, AUTD3_E_TIMEOUT);
+      timeouts++;
+    }
+  }
+  fprintf(stderr, "device 1: %zu executed, %zu unknown, %zu timeout\n", executed1, unknown1, timeouts);
+  ASSERT_GE(unknown1 + timeouts, 1);
+  /* The healthy device executed every frame exactly once. */
+  ASSERT_EQ(fx_counters(c, 0).executed, 2 + N);
+  /* Thaw: device 1 may run what it had queued (UNKNOWN ones), nothing else. */
+  autd3_device_fault_t none = {0};
+  ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &none));
+  wait_device_ready(c, 1, 1);
+  ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
+  ASSERT_EQ(fx_counters(c, 0).executed, 2 + N + 1);
+  uint64_t k1 = fx_counters(c, 1).executed;
+  ASSERT_GE(k1, 2 + executed1 + 2 + 1);
+  ASSERT_TRUE(k1 <= 2 + executed1 + unknown1 + 2 + 1);
+  autd3_client_close(c);
+}
+
 /* ---- another master ---------------------------------------------------------------------- */
 
 TEST(foreign_writer_is_second_master) {
