@@ -168,7 +168,7 @@ typedef enum autd3_client_device_state {
 /** One device as the client sees it. */
 typedef struct autd3_client_device_status {
   uint32_t resets;            /**< times the device's state was lost or discarded (= autd3_client_device_resets()) */
-  uint32_t reinits;           /**< re-establishments completed; == resets and READY: fully re-established */
+  uint32_t reinits;           /**< the `resets` count the last completed re-establishment covers; == resets and READY: fully re-established */
   autd3_client_device_state_t state;
 } autd3_client_device_status_t;
 

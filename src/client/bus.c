@@ -99,7 +99,7 @@ static uint8_t seq_of(const autd3__dev_t *d, uint32_t g) { return (uint8_t)(d->b
 
 static void set_dev_state(struct autd3_client *c, size_t d, uint8_t st) {
   c->bus.dev[d].state = st;
-  atomic_store_explicit(&c->ds_state[d], st, memory_order_relaxed);
+  atomic_store(&c->ds_state[d], st);
 }
 
 /* Record what device d did with the frame in slot r. A non-executed outcome
@@ -176,7 +176,7 @@ static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
   v->saw_ff = false;
   v->rec_why = why;
   STAT_INC(c, st_resets);
-  atomic_fetch_add_explicit(&c->ds_resets[d], 1, memory_order_relaxed);
+  atomic_fetch_add(&c->ds_resets[d], 1);
 }
 
 /* Device d lost (or may have lost) its firmware state: the frames it had
@@ -360,7 +360,8 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
         set_dev_state(c, d, AUTD3__DEV_RUN);
         b->recovering--;
         STAT_INC(c, st_reinits);
-        atomic_fetch_add_explicit(&c->ds_reinits[d], 1, memory_order_relaxed);
+        /* Covers every reset so far (a reset during a recovery restarts it). */
+        atomic_store(&c->ds_reinits[d], atomic_load(&c->ds_resets[d]));
         return;
       }
       break;

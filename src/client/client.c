@@ -291,7 +291,7 @@ void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out) {
 
 uint32_t autd3_client_device_resets(const autd3_client_t *c, uint16_t dev) {
   if (c == NULL || dev >= c->num_devices) return 0;
-  return atomic_load_explicit(&((autd3_client_t *)c)->ds_resets[dev], memory_order_relaxed);
+  return atomic_load(&((autd3_client_t *)c)->ds_resets[dev]);
 }
 
 autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *out) {
@@ -303,10 +303,10 @@ autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, au
   autd3_client_t *m = (autd3_client_t *)c; /* atomics are read-only here */
   /* reinits before resets and state last: a reader never sees a finished
    * re-establishment that the counters do not account for. */
-  uint32_t reinits = atomic_load_explicit(&m->ds_reinits[dev], memory_order_relaxed);
-  out->resets = atomic_load_explicit(&m->ds_resets[dev], memory_order_relaxed);
+  uint32_t reinits = atomic_load(&m->ds_reinits[dev]);
+  out->resets = atomic_load(&m->ds_resets[dev]);
   out->reinits = reinits;
-  out->state = (autd3_client_device_state_t)atomic_load_explicit(&m->ds_state[dev], memory_order_relaxed);
+  out->state = (autd3_client_device_state_t)atomic_load(&m->ds_state[dev]);
   return AUTD3_OK;
 }
 
