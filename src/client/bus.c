@@ -464,6 +464,16 @@ static void age_head(struct autd3_client *c, bool progressed) {
   }
   if (++h->age < c->cfg.timeout_cycles) return;
   h->age = 0;
+  /* A head held only by a device given up on already (its frames wait for
+   * its Reset's confirmation, bounded in recover_step) needs no resync, and
+   * resync would stop new frames for the devices that are fine. */
+  bool run_holds = false;
+  for (size_t d = 0; d < c->num_devices && !run_holds; d++)
+    run_holds = b->dev[d].state == AUTD3__DEV_RUN && b->dev[d].done_g == h->g;
+  if (!run_holds) {
+    resync_clear(b);
+    return;
+  }
   if (!b->resync_active) {
     b->resync_active = true;
     b->resync_rounds = 0;

@@ -29,11 +29,11 @@
 #define AUTD3__RING_CLOSED 0x80000000u /* bit of ring_tail: no more pushes */
 #define AUTD3__RING_MASK 0x7FFFFFFFu   /* free-running counters live in 31 bits */
 
-/* Request completion flags (struct autd3_request.flags). */
+/* Request completion flags (struct autd3__slot.flags). */
 #define AUTD3__REQ_COMPLETED 1u /* the bus thread wrote `result`/`data` */
 #define AUTD3__REQ_DETACHED 2u  /* the user gave the handle up */
 
-/* Pool ownership (struct autd3_request.state). */
+/* Pool ownership (struct autd3__slot.state). */
 #define AUTD3__SLOT_FREE 0u
 #define AUTD3__SLOT_BUSY 1u
 

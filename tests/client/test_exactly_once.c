@@ -8,7 +8,18 @@
  * and the fixture's testlink (no evidence; hooks for a silent reboot and for
  * a foreign writer). No test asserts timing: only outcomes and counters.
  */
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "client/client_fixture.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FX_ASAN 1
+#endif
+#endif
 
 #define CYCLE_NS 500000u
 
@@ -398,6 +409,26 @@ TEST(closed_client_detectable_while_handles_live) {
   autd3_err_t e = autd3_request_wait(r, NULL);
   ASSERT_TRUE(e == AUTD3_OK || e == AUTD3_E_CLOSED);
   /* The client is freed now; any further call with it is undefined. */
+}
+
+/* Once the last handle is released the client is freed: a later close is
+ * undefined behaviour, which an AUTD3_SANITIZE (ASan) build must report. */
+TEST(use_after_free_caught_by_sanitizer) {
+#ifndef FX_ASAN
+  SKIP("not an AUTD3_SANITIZE build: use after close is undefined, not detected");
+#else
+  pid_t pid = fork();
+  ASSERT_TRUE(pid >= 0);
+  if (pid == 0) {
+    autd3_client_t *c = fx_open_emu(1, CYCLE_NS, NULL);
+    autd3_client_close(c);
+    autd3_client_close(c); /* freed: ASan aborts here */
+    _exit(0);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_FALSE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+#endif
 }
 
 TEST(close_outcomes) {
