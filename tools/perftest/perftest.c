@@ -512,6 +512,13 @@ int main(int argc, char **argv) {
   if (chk.err != AUTD3_OK) fprintf(stderr, "state check stopped: %s: %s\n", autd3_err_name(chk.err), chk.msg);
   fprintf(stderr, "state checks: %" PRIu64 " (%" PRIu64 " with a device not in OP), recoveries: %" PRIu64 "\n", chk.checks,
           chk.not_all_op, chk.recoveries);
+  if (st1.device_resets != st0.device_resets || st1.unknown_outcomes != st0.unknown_outcomes ||
+      st1.second_master != st0.second_master || st1.device_timeouts != st0.device_timeouts)
+    fprintf(stderr,
+            "client: device resets %" PRIu64 ", re-establishments %" PRIu64 ", unknown outcomes %" PRIu64
+            ", second master %" PRIu64 ", devices timed out %" PRIu64 "\n",
+            st1.device_resets - st0.device_resets, st1.reinits - st0.reinits, st1.unknown_outcomes - st0.unknown_outcomes,
+            st1.second_master - st0.second_master, st1.device_timeouts - st0.device_timeouts);
   autd3_client_close(cl);
 
   size_t drop = c.warmup < s.n ? (size_t)c.warmup : s.n;
