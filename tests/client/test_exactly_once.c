@@ -144,6 +144,23 @@ TEST(power_cycle_names_device) {
   autd3_client_close(c);
 }
 
+/* Low latency: the re-establishment includes SetMode, and numbering after it
+ * continues per device. */
+TEST(power_cycle_low_latency) {
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.low_latency = true;
+  autd3_client_t *c = fx_open_emu(2, CYCLE_NS, &cfg);
+  autd3_frame_t f = bench_frame();
+  for (int i = 0; i < 5; i++) ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
+  ASSERT_OK(autd3_emulator_power_cycle(autd3_client_link(c), 0));
+  wait_device_ready(c, 0, 1);
+  for (int i = 0; i < 300; i++) ASSERT_OK(autd3_client_send_checked(c, &f, NULL)); /* across a seq wrap */
+  /* Device 1: SetMode, Clear, Sync and 305 frames, each once. */
+  ASSERT_EQ(fx_counters(c, 1).executed, 3 + 5 + 300);
+  ASSERT_EQ(autd3_client_device_resets(c, 1), 0);
+  autd3_client_close(c);
+}
+
 /* ---- ack 0xFF inside the window (testlink: no reset evidence) ------------------------------ */
 
 /* Stop-and-wait until the next frame gets seq `seq` (user frames start at 2:
