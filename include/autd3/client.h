@@ -113,7 +113,11 @@ AUTD3_EXTERN autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_
 AUTD3_EXTERN autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp);
 /** Like autd3_request_wait() with a deadline: AUTD3_E_PENDING (handle still valid) if not done within `timeout_ms`. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, autd3_response_t *resp);
-/** Non-blocking, RT-safe: AUTD3_E_PENDING (handle still valid) if not done, else as autd3_request_wait(). */
+/**
+ * Non-blocking, no lock, no allocation: AUTD3_E_PENDING (handle still valid)
+ * if not done, else as autd3_request_wait(). RT-safe, except that the call
+ * releasing the last handle of a closed client frees the client.
+ */
 AUTD3_EXTERN autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp);
 /**
  * Give the handle up without waiting (the frame stays in flight). Never
@@ -188,8 +192,9 @@ AUTD3_EXTERN autd3_err_t autd3_client_device_status(const autd3_client_t *c, uin
 /**
  * Stop the bus thread, fail every request still in flight with AUTD3_E_CLOSED
  * (their handles stay valid until waited on or detached), close the link and
- * free the client. NULL is fine. Blocks for at most about one bus cycle (the
- * bus thread stops at its next cycle boundary). Senders blocked on
+ * free the client (frees; not RT-safe). NULL is fine. Blocks for about one
+ * bus cycle plus the link's close (the bus thread stops at its next cycle
+ * boundary). Senders blocked on
  * back-pressure in other threads wake and fail with AUTD3_E_CLOSED. A second
  * close is ignored while the client is still alive (see Lifetime above);
  * after that it is undefined.
