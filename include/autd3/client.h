@@ -178,7 +178,7 @@ typedef struct autd3_client_device_status {
 
 /**
  * How many times device `dev`'s firmware state was lost (it rebooted) or
- * discarded (the client reset it after a timeout or a long stale outage).
+ * discarded (the client reset it after it stopped acking).
  * When this changes, everything the device executed before (patterns,
  * modulation, silencer, ...) is gone: the client re-establishes only its
  * open sequence (Reset, SetMode if low latency, Clear, Synchronize), the

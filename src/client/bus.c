@@ -48,7 +48,7 @@ static void start_numbering(struct autd3_client *c, uint8_t seq) {
     autd3__dev_t *v = &b->dev[d];
     v->base_seq = seq;
     v->last_ack = (uint8_t)(seq - 1);
-    v->base_g = v->done_g = b->next_g;
+    v->base_g = v->done_g = v->ack_g = b->next_g;
     v->link_resets = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
   }
 }
@@ -143,25 +143,30 @@ static void resolve_outstanding(struct autd3_client *c, size_t d, uint8_t outcom
   v->held = false;
 }
 
-/* Device d's ack `ack` (data byte `data`) acknowledges its outstanding frames
- * up to it if it lies in (last_ack, seq of the last outstanding]: record
- * them as EXECUTED and return true. */
-static bool take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t data) {
+/* Device d's ack window: the seqs it may still ack, (last_ack, seq of the
+ * newest frame it was sent]; `ack`'s offset into it. */
+static uint32_t ack_window(const autd3__bus_t *b, const autd3__dev_t *v) { return out_end(b, v) - v->ack_g; }
+static uint8_t ack_offset(const autd3__dev_t *v, uint8_t ack) { return (uint8_t)(ack - (uint8_t)(v->last_ack + 1)); }
+
+/* Device d acked `ack` (data byte `data`), inside its window: every frame up
+ * to it ran; the unresolved ones become EXECUTED (frames already resolved
+ * UNKNOWN by a stale give-up are only skipped over). */
+static void take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t data) {
   autd3__bus_t *b = &c->bus;
   autd3__dev_t *v = &b->dev[d];
-  uint32_t out = out_end(b, v) - v->done_g;
-  uint8_t off = (uint8_t)(ack - (uint8_t)(v->last_ack + 1));
-  if (off >= out) return false;
-  uint32_t head_g = pend_at(b, 0)->g; /* out > 0: something is pending */
-  for (uint32_t i = 0; i <= off; i++) {
-    struct autd3__slot *r = &c->slots[pend_at(b, v->done_g + i - head_g)->slot];
-    r->data[d] = data;
-    resolve(c, r, d, AUTD3_OUTCOME_EXECUTED, AUTD3_OK, AUTD3__WHY_NONE, ack);
+  uint32_t end = v->ack_g + ack_offset(v, ack) + 1;
+  if ((int32_t)(end - v->done_g) > 0) {
+    uint32_t head_g = pend_at(b, 0)->g; /* unresolved frames are pending */
+    for (uint32_t g = v->done_g; g != end; g++) {
+      struct autd3__slot *r = &c->slots[pend_at(b, g - head_g)->slot];
+      r->data[d] = data;
+      resolve(c, r, d, AUTD3_OUTCOME_EXECUTED, AUTD3_OK, AUTD3__WHY_NONE, ack);
+    }
+    v->done_g = end;
   }
-  v->done_g += (uint32_t)off + 1;
+  v->ack_g = end;
   v->last_ack = ack;
   v->stale_mark = b->stale_epoch;
-  return true;
 }
 
 /* Start re-establishing device d (its open sequence, for it alone): Reset
@@ -216,6 +221,8 @@ static void stage_recovery(struct autd3_client *c, size_t d) {
   }
 }
 
+static bool ghosts_allow_staging(struct autd3_client *c);
+
 static void stage(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
   size_t n = c->num_devices;
@@ -241,6 +248,7 @@ static void stage(struct autd3_client *c) {
   uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
   uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
   if (head == tail || b->pend_len >= c->cfg.max_inflight) return; /* nothing new: tx keeps the last frame */
+  if (b->ghosts && !ghosts_allow_staging(c)) return;
   struct autd3__slot *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
   /* Exclusive reads go out alone: only into an empty pipeline, and nothing
    * joins them while they are in flight (notes §1.2 "stage"). */
@@ -299,8 +307,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
     /* Given up on after a timeout (age_head): late acks still count; a
      * change to 0xFF confirms the Reset, unless seq 0xFF itself is
      * outstanding (then the two cannot be told apart). */
-    uint8_t off = (uint8_t)(ack - (uint8_t)(v->last_ack + 1));
-    bool in_window = off < v->held_end - v->done_g;
+    bool in_window = ack_offset(v, ack) < ack_window(b, v);
     if (ack == 0xFF) {
       v->saw_ff = true;
       if (in_window)
@@ -355,7 +362,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
         /* Back in the stream: the next staged frame gets rec_seq + 1. */
         v->last_ack = v->rec_seq;
         v->base_seq = (uint8_t)(v->rec_seq + 1);
-        v->base_g = v->done_g = b->next_g;
+        v->base_g = v->done_g = v->ack_g = b->next_g;
         v->stale_mark = b->stale_epoch;
         set_dev_state(c, d, AUTD3__DEV_RUN);
         b->recovering--;
@@ -397,8 +404,7 @@ static void route_acks(struct autd3_client *c) {
     const uint8_t *rx = b->rx + d * AUTD3_RX_FRAME_BYTES;
     uint8_t ack = rx[0];
     if (ack == v->last_ack) continue; /* nothing new */
-    uint8_t off = (uint8_t)(ack - (uint8_t)(v->last_ack + 1));
-    if (off < b->next_g - v->done_g) {
+    if (ack_offset(v, ack) < ack_window(b, v)) {
       if (ack == 0xFF && b->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
         device_reset(c, d, AUTD3__WHY_ACK_FF_STALE, ack);
         continue;
@@ -495,8 +501,13 @@ static void age_head(struct autd3_client *c, bool progressed) {
 }
 
 /* Inputs stale for the whole budget: nothing tells what the devices did with
- * the frames in flight (UNKNOWN), so the devices that had any are
- * re-established, which also gives their numbering a known start again. */
+ * the frames in flight, so they are UNKNOWN on the devices that had them and
+ * complete now. The devices most likely kept running (only their answers were
+ * lost), so they stay in the stream: their window keeps those frames
+ * ([ack_g, done_g), "ghosts") so that their later acks are still recognised,
+ * and are never mistaken for another master. A device that never catches up
+ * is given up on through the usual resync path (age_head) once new frames
+ * wait on it, or in stage() if ghosts alone fill its window. */
 static void on_stale(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
   b->stale_epoch++;
@@ -506,10 +517,32 @@ static void on_stale(struct autd3_client *c) {
     autd3__dev_t *v = &b->dev[d];
     if (v->state != AUTD3__DEV_RUN || v->done_g == b->next_g) continue;
     resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_STALE, v->last_ack);
-    recover_start(c, d, AUTD3__WHY_STALE);
+    b->ghosts = true;
   }
   resync_clear(b);
   pop_resolved(c);
+}
+
+/* stage(): may a new frame be staged? Not while ghosts fill some device's
+ * window to max_inflight (its seqs would become ambiguous). With nothing
+ * pending such a device can never catch up through new frames' resync: it is
+ * re-established (its ghosts are UNKNOWN already). */
+static bool ghosts_allow_staging(struct autd3_client *c) {
+  autd3__bus_t *b = &c->bus;
+  bool any = false, allow = true;
+  for (size_t d = 0; d < c->num_devices; d++) {
+    autd3__dev_t *v = &b->dev[d];
+    if (v->state != AUTD3__DEV_RUN || v->ack_g == v->done_g) continue;
+    any = true;
+    if (b->next_g - v->ack_g < c->cfg.max_inflight) continue;
+    if (b->pend_len == 0) {
+      recover_start(c, d, AUTD3__WHY_STALE);
+    } else {
+      allow = false;
+    }
+  }
+  b->ghosts = any;
+  return allow;
 }
 
 /* ---- teardown --------------------------------------------------------------------------------- */

@@ -475,8 +475,7 @@ static void set_request_error(struct autd3__slot *r) {
       break;
     case AUTD3__WHY_STALE:
       autd3_set_error(res, "frame (cmd 0x%02x %s): inputs stale for %u consecutive cycles, so whether device %d executed it "
-                      "is unknown; the client re-establishes the device", cmd, name,
-                      c->cfg.timeout_cycles * c->cfg.max_resync_rounds, d);
+                      "is unknown", cmd, name, c->cfg.timeout_cycles * c->cfg.max_resync_rounds, d);
       break;
     case AUTD3__WHY_FOREIGN:
       autd3_set_error(res, "device %d answered ack 0x%02x, a seq this client did not send or one it had passed: another "

@@ -112,6 +112,8 @@ typedef struct autd3__pending {
  * are resolved once it confirms the client's Reset (bus.c age_head). */
 typedef struct autd3__dev {
   uint32_t done_g;   /* frames before this ordinal are resolved for this device */
+  uint32_t ack_g;    /* ordinal of the frame after last_ack (= done_g, except after a stale
+                        give-up: [ack_g, done_g) were resolved UNKNOWN but may still be acked) */
   uint32_t base_g;   /* ordinal ↔ seq mapping (see autd3__pending_t) */
   uint8_t base_seq;
   uint8_t last_ack;  /* the ack last accepted */
@@ -141,6 +143,7 @@ typedef struct autd3__bus {
   uint32_t stale_epoch; /* bumped on every stale cycle */
   uint32_t recovering;  /* devices not in RUN because of a recovery */
   uint32_t link_resets_any;
+  bool ghosts; /* some device has ack_g != done_g (bus.c on_stale) */
   autd3__dev_t dev[AUTD3_MAX_DEVICES];
 } autd3__bus_t;
 
