@@ -38,12 +38,11 @@ typedef struct autd3_client_config {
   uint32_t reset_resend_cycles; /**< cycles of Reset during recovery; default 2, ≥ 1 */
   int rt_priority;              /**< SCHED_FIFO priority of the bus thread (1..99), 0 = none (default) */
   int rt_cpu;                   /**< CPU for the bus thread, -1 = none (default) */
-  bool validate_state;          /**< reserved for client-side pre-checks; default true */
 } autd3_client_config_t;
 
-/** Defaults. */
+/** Defaults. RT-safe. */
 AUTD3_EXTERN autd3_client_config_t autd3_client_config_default(void);
-/** Validate; AUTD3_E_INVALID_CONFIG with a message naming the field. */
+/** Validate; AUTD3_E_INVALID_CONFIG with a message naming the field. RT-safe. */
 AUTD3_EXTERN autd3_err_t autd3_client_config_validate(const autd3_client_config_t *c);
 
 /** Opaque client. */
@@ -75,51 +74,71 @@ typedef struct autd3_response {
 
 /**
  * First non-zero data byte → AUTD3_E_DEVICE (message names the device index
- * and the code; `*device`/`*code` set if non-NULL), else AUTD3_OK.
+ * and the code; `*device`/`*code` set if non-NULL), else AUTD3_OK. RT-safe.
  */
 AUTD3_EXTERN autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t *code);
 
 /**
  * Open the link described by `link`, check that its device count equals the
  * geometry's (1..128), start the bus thread and run the handshake, Clear and
- * Synchronize. Blocks. `config` NULL → defaults.
+ * Synchronize. Blocks (a few bus cycles), allocates. `config` NULL → defaults.
  */
 AUTD3_EXTERN autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link_option_t *link,
                                            const autd3_client_config_t *config, autd3_client_t **out);
 
 /**
  * Queue one frame (streaming). Blocks only while all `max_inflight` slots are
- * in use (back-pressure). On success `*req` is a handle to wait on or poll;
- * pass `req` NULL to fire and forget (the frame is still tracked and acked).
+ * in use (back-pressure); takes a short lock shared with other senders; no
+ * allocation. On success `*req` is a handle to wait on, poll or detach
+ * exactly once (a second use → AUTD3_E_INVALID_HANDLE); pass `req` NULL to
+ * fire and forget (the frame is still tracked and acked). A closed client
+ * (still alive, see Lifetime) → AUTD3_E_CLOSED.
  */
 AUTD3_EXTERN autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, autd3_request_t **req);
 
 /**
- * Wait for a request to complete and release the handle. AUTD3_OK when every
- * device acked it (data bytes in `resp` if non-NULL, not checked); TIMEOUT,
- * LINK or CLOSED otherwise.
+ * Wait for a request to complete and release the handle. Blocks; no lock, no
+ * allocation. `resp` (if non-NULL) gets every device's data byte and outcome
+ * in any case. Result: AUTD3_OK iff every device executed the frame (data
+ * bytes not checked: see autd3_response_check()); otherwise the error of the
+ * lowest-index device that did not, named in autd3_last_error():
+ * DEVICE_RESET (the device lost its state and did not execute it), TIMEOUT
+ * (the device did not ack it; the client resets it), OUTCOME_UNKNOWN (it may
+ * or may not have run it: reset or stale inputs while the frame was in its
+ * queue), SECOND_MASTER (another master drives the device); CLOSED or LINK
+ * when the client stopped first. A handle already waited on or detached →
+ * AUTD3_E_INVALID_HANDLE (never a hang; a stale handle is caught unless its
+ * slot was reused a multiple of 16 times since).
  */
 AUTD3_EXTERN autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp);
-/** Like autd3_request_wait() with a deadline: AUTD3_E_PENDING (handle still valid) if not done within `timeout_ms`. */
+/** Like autd3_request_wait() with a deadline: AUTD3_E_PENDING (handle still valid) if not done within `timeout_ms`. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, autd3_response_t *resp);
-/** Non-blocking: AUTD3_E_PENDING (handle still valid) if not done, else as autd3_request_wait(). */
+/**
+ * Non-blocking, no lock, no allocation: AUTD3_E_PENDING (handle still valid)
+ * if not done, else as autd3_request_wait(). RT-safe, except that the call
+ * releasing the last handle of a closed client frees the client.
+ */
 AUTD3_EXTERN autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp);
-/** Give the handle up without waiting (the frame stays in flight). */
-AUTD3_EXTERN void autd3_request_detach(autd3_request_t *req);
+/**
+ * Give the handle up without waiting (the frame stays in flight). Never
+ * blocks for long, no allocation. AUTD3_E_INVALID_HANDLE if the handle was
+ * already waited on or detached.
+ */
+AUTD3_EXTERN autd3_err_t autd3_request_detach(autd3_request_t *req);
 
-/** Stop-and-wait: send, wait, then autd3_response_check(). `resp` may be NULL. */
+/** Stop-and-wait: send, wait, then autd3_response_check(). `resp` may be NULL. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *frame, autd3_response_t *resp);
 
-/** Read every device's CPU and FPGA firmware versions (exclusive reads). `out` has N entries. */
+/** Read every device's CPU and FPGA firmware versions (exclusive reads). `out` has N entries. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out);
-/** Read every device's latched error detail (exclusive read). `out` has N bytes. */
+/** Read every device's latched error detail (exclusive read). `out` has N bytes. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out);
-/** Read every device's FPGA state byte (exclusive read). `out` has N bytes. */
+/** Read every device's FPGA state byte (exclusive read). `out` has N bytes. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_read_fpga_state(autd3_client_t *c, uint8_t *out);
 
-/** Number of devices. */
+/** Number of devices. RT-safe. */
 AUTD3_EXTERN size_t autd3_client_num_devices(const autd3_client_t *c);
-/** The client's link (for stats, state checks, emulator fault injection). Owned by the client. */
+/** The client's link (for stats, state checks, emulator fault injection). Owned by the client. RT-safe. */
 AUTD3_EXTERN autd3_link_t *autd3_client_link(autd3_client_t *c);
 
 /** Client-side counters (the last two appended in 0.1.0 for benchmarks). */
@@ -132,18 +151,53 @@ typedef struct autd3_client_stats {
   uint64_t retransmits; /**< cycles spent re-sending the head frame */
   uint64_t bus_cpu_ns;  /**< CPU time the bus thread has used so far (for CPU-use reports) */
   uint64_t bus_cycles;  /**< bus cycles the bus thread has run since the handshake */
+  /* appended for exactly-once accounting */
+  uint64_t device_resets;    /**< device reboots detected (link evidence or ack 0xFF) */
+  uint64_t reinits;          /**< per-device re-establishments completed */
+  uint64_t unknown_outcomes; /**< (frame, device) pairs resolved UNKNOWN */
+  uint64_t second_master;    /**< devices found driven by another master */
+  uint64_t device_timeouts;  /**< devices given up on after resync (TIMEOUT) */
 } autd3_client_stats_t;
 
-/** Read the client's counters (thread-safe). */
+/** Read the client's counters (thread-safe, RT-safe). `resets` counts per-device recoveries started. */
 AUTD3_EXTERN void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out);
+
+/** What the client is doing with one device (autd3_client_device_status_t.state). */
+typedef enum autd3_client_device_state {
+  AUTD3_CLIENT_DEVICE_READY = 0,      /**< in the stream: new frames are sent to it */
+  AUTD3_CLIENT_DEVICE_RECOVERING = 1, /**< being re-established (Reset, SetMode, Clear, Synchronize); frames staged now are NOT_EXECUTED on it */
+  AUTD3_CLIENT_DEVICE_FOREIGN = 2     /**< another master drives it (SECOND_MASTER); left alone until the client is closed */
+} autd3_client_device_state_t;
+
+/** One device as the client sees it. */
+typedef struct autd3_client_device_status {
+  uint32_t resets;            /**< times the device's state was lost or discarded (= autd3_client_device_resets()) */
+  uint32_t reinits;           /**< the `resets` count the last completed re-establishment covers; == resets and READY: fully re-established */
+  autd3_client_device_state_t state;
+} autd3_client_device_status_t;
+
+/**
+ * How many times device `dev`'s firmware state was lost (it rebooted) or
+ * discarded (the client reset it after it stopped acking).
+ * When this changes, everything the device executed before (patterns,
+ * modulation, silencer, ...) is gone: the client re-establishes only its
+ * open sequence (Reset, SetMode if low latency, Clear, Synchronize), the
+ * application must re-send its own state. 0 for a NULL client or a bad
+ * index. Thread-safe, RT-safe.
+ */
+AUTD3_EXTERN uint32_t autd3_client_device_resets(const autd3_client_t *c, uint16_t dev);
+/** Device `dev`'s status (thread-safe, RT-safe). AUTD3_E_INVALID_ARGUMENT for NULL or a bad index. */
+AUTD3_EXTERN autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *out);
 
 /**
  * Stop the bus thread, fail every request still in flight with AUTD3_E_CLOSED
  * (their handles stay valid until waited on or detached), close the link and
- * free the client. NULL is fine. Blocks for at most about one bus cycle (the
- * bus thread stops at its next cycle boundary). Senders blocked on
- * back-pressure in other threads wake and fail with AUTD3_E_CLOSED; no call
- * on the client may *start* after close has returned.
+ * free the client (frees; not RT-safe). NULL is fine. Blocks for about one
+ * bus cycle plus the link's close (the bus thread stops at its next cycle
+ * boundary). Senders blocked on
+ * back-pressure in other threads wake and fail with AUTD3_E_CLOSED. A second
+ * close is ignored while the client is still alive (see Lifetime above);
+ * after that it is undefined.
  */
 AUTD3_EXTERN void autd3_client_close(autd3_client_t *c);
 

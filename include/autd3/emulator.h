@@ -81,6 +81,14 @@ struct autd3_link;
  * fault clears them, `freeze = false` thaws a frozen device.
  */
 AUTD3_EXTERN autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const autd3_device_fault_t *fault);
+/**
+ * Power-cycle device `dev` of an emulator link at the next cycle (thread-safe):
+ * its firmware goes back to the boot state (ack 0xFF, FIFO empty, mode FIFO,
+ * not synchronized; injected faults end; counters kept) and the link reports
+ * it through autd3_link_report_device_reset() before that cycle's inputs, as
+ * an EtherCAT link that saw the device leave OP would.
+ */
+AUTD3_EXTERN autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uint16_t dev);
 /** Read device `dev`'s counters (thread-safe). */
 AUTD3_EXTERN autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out);
 

@@ -2,8 +2,12 @@
  * The client's bus thread: the handshake, then one iteration per bus cycle
  * (stage → autd3_link_cycle → route acks / age the head / count stale runs).
  *
- * Faithful to shinolab/autd3-sdk crates/autd3-rs/src/client/rt.rs (notes:
- * autd3-link-layer.md §1.2). Hot path: after open nothing here allocates,
+ * Follows shinolab/autd3-sdk crates/autd3-rs/src/client/rt.rs (handshake,
+ * staging, cumulative acks, resync) except where exactly-once needs more
+ * (docs/reliability.md "Exactly once"): the seq state is kept per device, a
+ * device reboot is an event and never an ack, and recovery (resync, giving
+ * up, re-establishing) touches only the devices that need it, so no device
+ * ever runs a frame twice. Hot path: after open nothing here allocates,
  * prints or takes a lock; every loop is bounded by the device count (≤ 128)
  * or the in-flight window (≤ 127); the only place it blocks is inside
  * autd3_link_cycle(), which paces the loop to the bus cycle.
@@ -22,16 +26,6 @@ static void stage_reset(struct autd3_client *c, uint8_t seq) {
     autd3_tx_encode(c->bus.tx + d * AUTD3_TX_FRAME_BYTES, seq, AUTD3_CMD_RESET, NULL, 0);
 }
 
-/* Write one frame into every device's tx image (Nop-filled per-device frames
- * come from the caller; a broadcast frame reads cmds[0]/payload[0]). */
-static void stage_frame(struct autd3_client *c, uint8_t seq, const struct autd3_request *r) {
-  for (size_t d = 0; d < c->num_devices; d++) {
-    size_t src = r->broadcast ? 0 : d;
-    autd3_tx_encode(c->bus.tx + d * AUTD3_TX_FRAME_BYTES, seq, r->cmds[src], r->payload + src * AUTD3_PAYLOAD_BYTES,
-                    AUTD3_PAYLOAD_BYTES);
-  }
-}
-
 /* Copy the link's (thread-local) message where user threads can read it. */
 static void keep_link_message(struct autd3_client *c, char *dst, size_t cap, const char *prefix) {
   size_t p = strlen(prefix);
@@ -43,6 +37,20 @@ static void keep_link_message(struct autd3_client *c, char *dst, size_t cap, con
   memcpy(dst + p, m, ml);
   dst[p + ml] = 0;
   (void)c;
+}
+
+/* Every device numbers the first data frame `seq`; the link's reset
+ * evidence so far is settled by the handshake's own Resets. */
+static void start_numbering(struct autd3_client *c, uint8_t seq) {
+  autd3__bus_t *b = &c->bus;
+  b->link_resets_any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
+  for (size_t d = 0; d < c->num_devices; d++) {
+    autd3__dev_t *v = &b->dev[d];
+    v->base_seq = seq;
+    v->last_ack = (uint8_t)(seq - 1);
+    v->base_g = v->done_g = v->ack_g = b->next_g;
+    v->link_resets = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
+  }
 }
 
 /* ---- handshake (rt.rs handshake / negotiate_low_latency) ---------------------------------- */
@@ -57,43 +65,182 @@ static autd3_err_t handshake(struct autd3_client *c) {
     autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
     if (err != AUTD3_OK) return err;
   }
-  c->bus.next_seq = 0;
+  start_numbering(c, 0);
   if (!c->cfg.low_latency) return AUTD3_OK;
 
   /* SetMode(LowLatency) with seq 0 until every device acks seq 0, bounded by
-   * max(timeout_cycles, 2) cycles; then the first data frame is seq 1. If the
-   * devices never ack, the client stays in FIFO mode numbering from 0, as the
-   * reference does. */
+   * max(timeout_cycles, 2) cycles; then the first data frame is seq 1. A
+   * device that never acks stays in FIFO mode numbering from 0, as in the
+   * reference; numbering is per device, so the devices that did ack still
+   * start at 1 (a shared choice would feed them a seq 0 they have passed). */
   autd3_frame_t f = autd3_frame_set_mode(AUTD3_MODE_LOW_LATENCY);
   for (size_t d = 0; d < c->num_devices; d++)
     autd3_tx_encode(c->bus.tx + d * AUTD3_TX_FRAME_BYTES, 0, f.cmd, f.payload, f.len);
   uint32_t bound = c->cfg.timeout_cycles > 2 ? c->cfg.timeout_cycles : 2;
-  for (uint32_t i = 0; i < bound; i++) {
+  size_t acked = 0;
+  for (uint32_t i = 0; i < bound && acked < c->num_devices; i++) {
     autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
     if (err != AUTD3_OK) return err;
-    bool all = valid;
-    for (size_t d = 0; all && d < c->num_devices; d++) all = c->bus.rx[d * AUTD3_RX_FRAME_BYTES] == 0;
-    if (all) {
-      c->bus.next_seq = 1;
-      return AUTD3_OK;
+    for (size_t d = 0; valid && d < c->num_devices; d++) {
+      autd3__dev_t *v = &c->bus.dev[d];
+      if (v->base_seq == 0 && c->bus.rx[d * AUTD3_RX_FRAME_BYTES] == 0) {
+        v->base_seq = 1;
+        v->last_ack = 0;
+        acked++;
+      }
     }
   }
   return AUTD3_OK;
 }
 
+/* ---- per-device bookkeeping ------------------------------------------------------------- */
+
+static uint8_t seq_of(const autd3__dev_t *d, uint32_t g) { return (uint8_t)(d->base_seq + (uint8_t)(g - d->base_g)); }
+
+static void set_dev_state(struct autd3_client *c, size_t d, uint8_t st) {
+  c->bus.dev[d].state = st;
+  atomic_store(&c->ds_state[d], st);
+}
+
+/* Record what device d did with the frame in slot r. A non-executed outcome
+ * makes the request fail; the lowest-index such device names the error. */
+static void resolve(struct autd3_client *c, struct autd3__slot *r, size_t d, uint8_t outcome, autd3_err_t code, uint8_t why,
+                    uint8_t ack) {
+  r->outcome[d] = outcome;
+  if (outcome == AUTD3_OUTCOME_EXECUTED) return;
+  if (outcome == AUTD3_OUTCOME_UNKNOWN) STAT_INC(c, st_unknown);
+  if (r->err_dev < 0 || (int)d < r->err_dev) {
+    r->err_dev = (int)d;
+    r->err_code = code;
+    r->err_why = why;
+    r->err_ack = ack;
+  }
+}
+
+/* End of device d's outstanding ordinals: [done_g, end). */
+static uint32_t out_end(const autd3__bus_t *b, const autd3__dev_t *v) {
+  if (v->state == AUTD3__DEV_RUN) return b->next_g;
+  return v->held ? v->held_end : v->done_g;
+}
+
+/* Whether device d has resolved frame g. */
+static bool resolved_by(const autd3__bus_t *b, const autd3__dev_t *v, uint32_t g) {
+  if ((int32_t)(g - v->done_g) < 0) return true;
+  return (int32_t)(g - out_end(b, v)) >= 0;
+}
+
+/* Resolve every frame still outstanding on device d. */
+static void resolve_outstanding(struct autd3_client *c, size_t d, uint8_t outcome, autd3_err_t code, uint8_t why, uint8_t ack) {
+  autd3__bus_t *b = &c->bus;
+  autd3__dev_t *v = &b->dev[d];
+  uint32_t end = out_end(b, v);
+  if (b->pend_len > 0) {
+    uint32_t head_g = pend_at(b, 0)->g;
+    for (uint32_t g = v->done_g; g != end; g++)
+      resolve(c, &c->slots[pend_at(b, g - head_g)->slot], d, outcome, code, why, ack);
+  }
+  v->done_g = b->next_g;
+  v->held = false;
+}
+
+/* Device d's ack window: the seqs it may still ack, (last_ack, seq of the
+ * newest frame it was sent]; `ack`'s offset into it. */
+static uint32_t ack_window(const autd3__bus_t *b, const autd3__dev_t *v) { return out_end(b, v) - v->ack_g; }
+static uint8_t ack_offset(const autd3__dev_t *v, uint8_t ack) { return (uint8_t)(ack - (uint8_t)(v->last_ack + 1)); }
+
+/* Device d acked `ack` (data byte `data`), inside its window: every frame up
+ * to it ran; the unresolved ones become EXECUTED (frames already resolved
+ * UNKNOWN by a stale give-up are only skipped over). */
+static void take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t data) {
+  autd3__bus_t *b = &c->bus;
+  autd3__dev_t *v = &b->dev[d];
+  uint32_t end = v->ack_g + ack_offset(v, ack) + 1;
+  if ((int32_t)(end - v->done_g) > 0) {
+    uint32_t head_g = pend_at(b, 0)->g; /* unresolved frames are pending */
+    for (uint32_t g = v->done_g; g != end; g++) {
+      struct autd3__slot *r = &c->slots[pend_at(b, g - head_g)->slot];
+      r->data[d] = data;
+      resolve(c, r, d, AUTD3_OUTCOME_EXECUTED, AUTD3_OK, AUTD3__WHY_NONE, ack);
+    }
+    v->done_g = end;
+  }
+  v->ack_g = end;
+  v->last_ack = ack;
+  v->stale_mark = b->stale_epoch;
+}
+
+/* Start re-establishing device d (its open sequence, for it alone): Reset
+ * seq 0, Reset seq 1, SetMode if low latency, Clear, Synchronize. Its
+ * outstanding frames must be resolved already, or held. */
+static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
+  autd3__dev_t *v = &c->bus.dev[d];
+  if (v->state == AUTD3__DEV_RUN) c->bus.recovering++;
+  set_dev_state(c, d, AUTD3__DEV_RECOVER);
+  v->phase = AUTD3__PH_RESET0;
+  v->phase_cycles = 0;
+  v->saw_ff = false;
+  v->rec_why = why;
+  STAT_INC(c, st_resets);
+  atomic_fetch_add(&c->ds_resets[d], 1);
+}
+
+/* Device d lost (or may have lost) its firmware state: the frames it had
+ * outstanding were delivered before the reset, so whether it ran them is
+ * unknown (a frame may have been executed just before the reboot and its ack
+ * never seen, or re-executed from the tx image by the rebooted device when
+ * its seq happened to match); they are never re-sent. */
+static void device_reset(struct autd3_client *c, size_t d, uint8_t why, uint8_t ack) {
+  STAT_INC(c, st_device_resets);
+  if (c->bus.dev[d].state == AUTD3__DEV_FOREIGN) return; /* another master owns it: leave it alone */
+  resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, why, ack);
+  recover_start(c, d, why);
+}
+
 /* ---- staging --------------------------------------------------------------------------------- */
+
+static void encode_for(struct autd3_client *c, size_t d, uint8_t seq, const struct autd3__slot *r) {
+  size_t src = r->broadcast ? 0 : d;
+  autd3_tx_encode(c->bus.tx + d * AUTD3_TX_FRAME_BYTES, seq, r->cmds[src], r->payload + src * AUTD3_PAYLOAD_BYTES,
+                  AUTD3_PAYLOAD_BYTES);
+}
+
+/* The recovery frame of device d for this cycle. */
+static void stage_recovery(struct autd3_client *c, size_t d) {
+  autd3__dev_t *v = &c->bus.dev[d];
+  uint8_t *tx = c->bus.tx + d * AUTD3_TX_FRAME_BYTES;
+  switch (v->phase) {
+    case AUTD3__PH_RESET0: autd3_tx_encode(tx, 0, AUTD3_CMD_RESET, NULL, 0); break;
+    case AUTD3__PH_RESET1: autd3_tx_encode(tx, 1, AUTD3_CMD_RESET, NULL, 0); break;
+    case AUTD3__PH_SETMODE: {
+      uint8_t mode = AUTD3_MODE_LOW_LATENCY;
+      autd3_tx_encode(tx, 0, AUTD3_CMD_SET_MODE, &mode, 1);
+      break;
+    }
+    case AUTD3__PH_CLEAR: autd3_tx_encode(tx, v->rec_seq, AUTD3_CMD_CLEAR, NULL, 0); break;
+    default: autd3_tx_encode(tx, v->rec_seq, AUTD3_CMD_SYNCHRONIZE, NULL, 0); break;
+  }
+}
+
+static bool ghosts_allow_staging(struct autd3_client *c);
 
 static void stage(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
-  if (b->reset_remaining > 0) {
-    stage_reset(c, 0);
-    return;
-  }
+  size_t n = c->num_devices;
+  if (b->recovering > 0)
+    for (size_t d = 0; d < n; d++)
+      if (b->dev[d].state == AUTD3__DEV_RECOVER) stage_recovery(c, d);
   if (b->resync_active) {
-    /* Stop-and-wait on the oldest unacked frame, with its original seq. */
+    /* Stop-and-wait, per device: each device gets the oldest frame it has
+     * not acked, with its own seq. A device that already ran a frame never
+     * sees it again (the old whole-chain retransmit relied on the duplicate
+     * filter for that; renumbering after a reset defeated it). */
     if (b->pend_len > 0) {
-      autd3__pending_t *h = pend_at(b, 0);
-      stage_frame(c, h->seq, &c->slots[h->slot]);
+      uint32_t head_g = pend_at(b, 0)->g;
+      for (size_t d = 0; d < n; d++) {
+        autd3__dev_t *v = &b->dev[d];
+        if (v->state != AUTD3__DEV_RUN || v->done_g == b->next_g) continue;
+        encode_for(c, d, seq_of(v, v->done_g), &c->slots[pend_at(b, v->done_g - head_g)->slot]);
+      }
       STAT_INC(c, st_retransmits);
     }
     return;
@@ -101,102 +248,238 @@ static void stage(struct autd3_client *c) {
   uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
   uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
   if (head == tail || b->pend_len >= c->cfg.max_inflight) return; /* nothing new: tx keeps the last frame */
-  struct autd3_request *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
+  if (b->ghosts && !ghosts_allow_staging(c)) return;
+  struct autd3__slot *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
   /* Exclusive reads go out alone: only into an empty pipeline, and nothing
    * joins them while they are in flight (notes §1.2 "stage"). */
   if (b->pend_len > 0 && (r->exclusive || c->slots[pend_at(b, 0)->slot].exclusive)) return;
   atomic_store_explicit(&c->ring_head, (head + 1) & AUTD3__RING_MASK, memory_order_release);
 
-  uint8_t seq = b->next_seq++;
-  stage_frame(c, seq, r);
+  uint32_t g = b->next_g++;
   autd3__pending_t *p = pend_at(b, b->pend_len++);
   p->slot = r->index;
-  p->seq = seq;
+  p->g = g;
   p->age = 0;
-  p->acked[0] = p->acked[1] = 0;
+  for (size_t d = 0; d < n; d++) {
+    autd3__dev_t *v = &b->dev[d];
+    if (v->state == AUTD3__DEV_RUN) {
+      encode_for(c, d, seq_of(v, g), r);
+    } else {
+      /* Not sent to this device at all: provably not executed. */
+      resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED,
+              v->state == AUTD3__DEV_FOREIGN ? AUTD3_E_SECOND_MASTER
+              : v->rec_why == AUTD3__WHY_TIMEOUT || v->rec_why == AUTD3__WHY_STALE ? AUTD3_E_TIMEOUT
+                                                                                   : AUTD3_E_DEVICE_RESET,
+              v->state == AUTD3__DEV_FOREIGN ? AUTD3__WHY_FOREIGN : AUTD3__WHY_RECOVERING, v->last_ack);
+    }
+  }
   STAT_INC(c, st_sent);
 }
 
-/* ---- completion helpers ---------------------------------------------------------------- */
+/* ---- per-cycle processing --------------------------------------------------------------------- */
 
-static int first_missing(const autd3__bus_t *b, const autd3__pending_t *p) {
-  for (int d = 0; d < 128; d++) {
-    uint64_t want = b->all_acked[d / 64] & (1ull << (d % 64));
-    if (want && !(p->acked[d / 64] & (1ull << (d % 64)))) return d;
+/* The link's own evidence of device resets (autd3_link_report_device_reset):
+ * one atomic load per cycle when nothing happened. It is checked before this
+ * cycle's acks are routed, so a rebooted device's 0xFF is never read as an ack. */
+static void check_link_evidence(struct autd3_client *c) {
+  autd3__bus_t *b = &c->bus;
+  uint32_t any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
+  if (any == b->link_resets_any) return;
+  b->link_resets_any = any;
+  for (size_t d = 0; d < c->num_devices; d++) {
+    uint32_t k = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
+    if (k == b->dev[d].link_resets) continue;
+    b->dev[d].link_resets = k;
+    device_reset(c, d, AUTD3__WHY_RESET_EVIDENCE, 0xFF);
   }
-  return -1;
 }
 
-static void fail_pending(struct autd3_client *c, autd3_err_t err, bool name_device) {
+/* One valid cycle of device d's re-establishment. Every phase is bounded
+ * (timeout_cycles × max_resync_rounds valid cycles); a phase that runs out
+ * starts over from the Resets (the device may have been frozen and missed
+ * them), and the frames staged meanwhile keep failing for this device. */
+static void recover_step(struct autd3_client *c, size_t d, bool valid) {
   autd3__bus_t *b = &c->bus;
+  autd3__dev_t *v = &b->dev[d];
+  uint8_t ack = b->rx[d * AUTD3_RX_FRAME_BYTES];
+  v->phase_cycles++;
+  if (v->held && valid && ack != v->last_ack) {
+    /* Given up on after a timeout (age_head): late acks still count; a
+     * change to 0xFF confirms the Reset, unless seq 0xFF itself is
+     * outstanding (then the two cannot be told apart). */
+    bool in_window = ack_offset(v, ack) < ack_window(b, v);
+    if (ack == 0xFF) {
+      v->saw_ff = true;
+      if (in_window)
+        resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, ack);
+      else if (b->stale_epoch != v->held_stale) /* an ack may have gone unseen */
+        resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, ack);
+      else
+        resolve_outstanding(c, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_TIMEOUT, ack);
+      v->last_ack = 0xFF;
+    } else if (in_window) {
+      take_acks(c, d, ack, b->rx[d * AUTD3_RX_FRAME_BYTES + 1]);
+      if (v->done_g == v->held_end) v->held = false; /* it ran them all after all */
+    }
+  }
+  switch (v->phase) {
+    case AUTD3__PH_RESET0:
+      if (v->phase_cycles >= c->cfg.reset_resend_cycles) {
+        v->phase = AUTD3__PH_RESET1;
+        v->phase_cycles = 0;
+      }
+      return;
+    case AUTD3__PH_RESET1:
+      /* Leave only once the device shows the post-Reset ack 0xFF: before
+       * that, an old ack could pass for the Clear's. */
+      if (valid && ack == 0xFF && !v->held) v->saw_ff = true;
+      if (v->phase_cycles >= c->cfg.reset_resend_cycles && v->saw_ff && !v->held) {
+        v->phase = c->cfg.low_latency ? AUTD3__PH_SETMODE : AUTD3__PH_CLEAR;
+        v->rec_seq = 0;
+        v->phase_cycles = 0;
+        return;
+      }
+      break;
+    case AUTD3__PH_SETMODE:
+      /* As the handshake: if the device never acks, it stays in FIFO mode
+       * and numbering starts at 0. */
+      if ((valid && ack == 0) || v->phase_cycles >= (c->cfg.timeout_cycles > 2 ? c->cfg.timeout_cycles : 2)) {
+        v->rec_seq = valid && ack == 0 ? 1 : 0;
+        v->phase = AUTD3__PH_CLEAR;
+        v->phase_cycles = 0;
+      }
+      return;
+    case AUTD3__PH_CLEAR:
+      if (valid && ack == v->rec_seq) {
+        v->rec_seq++;
+        v->phase = AUTD3__PH_SYNC;
+        v->phase_cycles = 0;
+        return;
+      }
+      break;
+    default: /* PH_SYNC */
+      if (valid && ack == v->rec_seq) {
+        /* Back in the stream: the next staged frame gets rec_seq + 1. */
+        v->last_ack = v->rec_seq;
+        v->base_seq = (uint8_t)(v->rec_seq + 1);
+        v->base_g = v->done_g = v->ack_g = b->next_g;
+        v->stale_mark = b->stale_epoch;
+        set_dev_state(c, d, AUTD3__DEV_RUN);
+        b->recovering--;
+        STAT_INC(c, st_reinits);
+        /* Covers every reset so far (a reset during a recovery restarts it). */
+        atomic_store(&c->ds_reinits[d], atomic_load(&c->ds_resets[d]));
+        return;
+      }
+      break;
+  }
+  if (v->phase_cycles >= b->stale_limit) {
+    /* Still no confirmation of the Reset: a hung device may yet run what it
+     * had queued. */
+    if (v->held) resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, v->last_ack);
+    v->phase = AUTD3__PH_RESET0;
+    v->phase_cycles = 0;
+    v->saw_ff = false;
+  }
+}
+
+/* Cumulative acks, per device: device d's ack acknowledges every frame of
+ * its own window (last_ack, seq of the newest frame staged] up to it; the
+ * data byte is recorded for each of them (reads are exclusive for that
+ * reason, rt.rs route_acks). An ack outside the window is an event, never an
+ * ack: 0xFF is a reboot, anything else another writer (SECOND_MASTER).
+ * Seq 0xFF is a legit seq, so 0xFF inside the window is ambiguous; the link's
+ * evidence (checked before) settles it where the link has any. Otherwise: a
+ * device reboots in far more than a bus cycle, and while it does the link
+ * sees its inputs stale or lost, while a legit wrap comes with none. So 0xFF
+ * after at least timeout_cycles stale cycles since the device last made
+ * progress counts as a possible reboot (its frames: UNKNOWN, the device is
+ * re-established), and otherwise as the ack it is (a lone stale cycle, a
+ * common glitch, must not cost the device its state). */
+static void route_acks(struct autd3_client *c) {
+  autd3__bus_t *b = &c->bus;
+  for (size_t d = 0; d < c->num_devices; d++) {
+    autd3__dev_t *v = &b->dev[d];
+    if (v->state != AUTD3__DEV_RUN) continue;
+    const uint8_t *rx = b->rx + d * AUTD3_RX_FRAME_BYTES;
+    uint8_t ack = rx[0];
+    if (ack == v->last_ack) continue; /* nothing new */
+    if (ack_offset(v, ack) < ack_window(b, v)) {
+      if (ack == 0xFF && b->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
+        device_reset(c, d, AUTD3__WHY_ACK_FF_STALE, ack);
+        continue;
+      }
+      take_acks(c, d, ack, rx[1]);
+    } else if (ack == 0xFF) {
+      device_reset(c, d, AUTD3__WHY_ACK_FF, ack);
+    } else {
+      /* Backwards, or a seq never sent: someone else writes this device's
+       * outputs. Its frames are failed (whether it ran them depends on the
+       * other writer's seqs) and it is left alone from now on. */
+      STAT_INC(c, st_foreign);
+      resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_SECOND_MASTER, AUTD3__WHY_FOREIGN, ack);
+      v->last_ack = ack;
+      set_dev_state(c, d, AUTD3__DEV_FOREIGN);
+    }
+  }
+}
+
+/* Complete the head frames every device has resolved. */
+static bool pop_resolved(struct autd3_client *c) {
+  autd3__bus_t *b = &c->bus;
+  bool progressed = false;
   while (b->pend_len > 0) {
     autd3__pending_t *p = pend_at(b, 0);
-    struct autd3_request *r = &c->slots[p->slot];
-    r->missing_device = name_device ? first_missing(b, p) : -1;
+    for (size_t d = 0; d < c->num_devices; d++)
+      if (!resolved_by(b, &b->dev[d], p->g)) return progressed;
+    struct autd3__slot *r = &c->slots[p->slot];
     b->pend_head = (b->pend_head + 1) % AUTD3__RING_CAP;
     b->pend_len--;
-    autd3__client_complete(c, r, err);
+    autd3__client_complete(c, r, r->err_dev < 0 ? AUTD3_OK : r->err_code);
+    progressed = true;
   }
+  return progressed;
 }
 
 static void resync_clear(autd3__bus_t *b) {
   b->resync_active = false;
   b->resync_rounds = 0;
-  b->reset_tried = false;
-}
-
-/* ---- per-cycle processing --------------------------------------------------------------------- */
-
-/* Cumulative acks (rt.rs route_acks): device d's ack seq acknowledges every
- * pending frame up to it; the data byte is recorded for the frames that
- * device had not acked before. Pop the fully acked head frames. */
-static void route_acks(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
-  if (b->pend_len == 0) return;
-  uint8_t front = pend_at(b, 0)->seq;
-  uint8_t span = (uint8_t)(pend_at(b, b->pend_len - 1)->seq - front);
-  for (size_t d = 0; d < c->num_devices; d++) {
-    const uint8_t *rx = c->bus.rx + d * AUTD3_RX_FRAME_BYTES;
-    uint8_t off = (uint8_t)(rx[0] - front);
-    if (off > span) continue; /* older than the head, or 0xFF after Reset */
-    uint64_t bit = 1ull << (d % 64);
-    for (uint32_t i = 0; i <= off; i++) {
-      autd3__pending_t *p = pend_at(b, i);
-      if (!(p->acked[d / 64] & bit)) {
-        p->acked[d / 64] |= bit;
-        c->slots[p->slot].data[d] = rx[1];
-      }
-    }
-  }
-  bool progressed = false;
-  while (b->pend_len > 0) {
-    autd3__pending_t *p = pend_at(b, 0);
-    if (p->acked[0] != b->all_acked[0] || p->acked[1] != b->all_acked[1]) break;
-    struct autd3_request *r = &c->slots[p->slot];
-    b->pend_head = (b->pend_head + 1) % AUTD3__RING_CAP;
-    b->pend_len--;
-    autd3__client_complete(c, r, AUTD3_OK);
-    progressed = true;
-  }
-  if (progressed && b->resync_active) {
-    b->resync_rounds = 0;
-    b->reset_tried = false;
-    if (b->pend_len > 0) pend_at(b, 0)->age = 0;
-  }
 }
 
 /* Age the head (rt.rs ResyncState::advance_head): after timeout_cycles enter
  * resync; every further timeout is a round; after max_resync_rounds rounds
- * reset once; after another max_resync_rounds rounds give up. */
-static void age_head(struct autd3_client *c) {
+ * the devices still holding the head are given up on and re-established
+ * alone; the devices that kept up are not touched (the reference's
+ * chain-wide reset renumbered and re-sent frames they had already run).
+ * A given-up device may be hung with frames in its queue that it would still
+ * run if it resumed, so its outstanding frames are held, not failed, until
+ * it confirms the client's Reset (ack 0xFF; the Reset empties its queue):
+ * acks it makes before that still count as EXECUTED, and once confirmed,
+ * with no stale input in between, the rest are NOT_EXECUTED (TIMEOUT). If it
+ * never confirms within the phase bound they are UNKNOWN (recover_step). */
+static void age_head(struct autd3_client *c, bool progressed) {
   autd3__bus_t *b = &c->bus;
   if (b->pend_len == 0) {
     if (b->resync_active) resync_clear(b);
     return;
   }
   autd3__pending_t *h = pend_at(b, 0);
+  if (progressed && b->resync_active) {
+    b->resync_rounds = 0;
+    h->age = 0;
+  }
   if (++h->age < c->cfg.timeout_cycles) return;
   h->age = 0;
+  /* A head held only by a device given up on already (its frames wait for
+   * its Reset's confirmation, bounded in recover_step) needs no resync, and
+   * resync would stop new frames for the devices that are fine. */
+  bool run_holds = false;
+  for (size_t d = 0; d < c->num_devices && !run_holds; d++)
+    run_holds = b->dev[d].state == AUTD3__DEV_RUN && b->dev[d].done_g == h->g;
+  if (!run_holds) {
+    resync_clear(b);
+    return;
+  }
   if (!b->resync_active) {
     b->resync_active = true;
     b->resync_rounds = 0;
@@ -204,41 +487,62 @@ static void age_head(struct autd3_client *c) {
     return;
   }
   if (++b->resync_rounds < c->cfg.max_resync_rounds) return;
-  b->resync_rounds = 0;
-  if (b->reset_tried) {
-    fail_pending(c, AUTD3_E_TIMEOUT, true);
-    resync_clear(b);
-  } else {
-    b->reset_tried = true;
-    b->reset_remaining = c->cfg.reset_resend_cycles;
-    STAT_INC(c, st_resets);
+  for (size_t d = 0; d < c->num_devices; d++) {
+    autd3__dev_t *v = &b->dev[d];
+    if (v->state != AUTD3__DEV_RUN || v->done_g != h->g) continue;
+    STAT_INC(c, st_timeouts);
+    v->held = true;
+    v->held_end = b->next_g;
+    v->held_stale = b->stale_epoch;
+    recover_start(c, d, AUTD3__WHY_TIMEOUT);
   }
+  resync_clear(b);
+  pop_resolved(c);
 }
 
-/* After the Reset cycles the devices expect seq 0: renumber what is pending
- * from 0 and resend it stop-and-wait (rt.rs advance_reset_phase). */
-static void advance_reset(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
-  if (--b->reset_remaining > 0) return;
-  uint8_t seq = 0;
-  for (uint32_t i = 0; i < b->pend_len; i++) {
-    autd3__pending_t *p = pend_at(b, i);
-    p->seq = seq++;
-    p->acked[0] = p->acked[1] = 0;
-    p->age = 0;
-  }
-  b->next_seq = seq;
-  b->resync_active = b->pend_len > 0;
-  b->resync_rounds = 0;
-}
-
+/* Inputs stale for the whole budget: nothing tells what the devices did with
+ * the frames in flight, so they are UNKNOWN on the devices that had them and
+ * complete now. The devices most likely kept running (only their answers were
+ * lost), so they stay in the stream: their window keeps those frames
+ * ([ack_g, done_g), "ghosts") so that their later acks are still recognised,
+ * and are never mistaken for another master. A device that never catches up
+ * is given up on through the usual resync path (age_head) once new frames
+ * wait on it, or in stage() if ghosts alone fill its window. */
 static void on_stale(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
-  if (++b->stale_run >= b->stale_limit) {
-    fail_pending(c, AUTD3_E_TIMEOUT, false);
-    resync_clear(b);
-    b->stale_run = 0;
+  b->stale_epoch++;
+  if (++b->stale_run < b->stale_limit) return;
+  b->stale_run = 0;
+  for (size_t d = 0; d < c->num_devices; d++) {
+    autd3__dev_t *v = &b->dev[d];
+    if (v->state != AUTD3__DEV_RUN || v->done_g == b->next_g) continue;
+    resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_STALE, v->last_ack);
+    b->ghosts = true;
   }
+  resync_clear(b);
+  pop_resolved(c);
+}
+
+/* stage(): may a new frame be staged? Not while ghosts fill some device's
+ * window to max_inflight (its seqs would become ambiguous). With nothing
+ * pending such a device can never catch up through new frames' resync: it is
+ * re-established (its ghosts are UNKNOWN already). */
+static bool ghosts_allow_staging(struct autd3_client *c) {
+  autd3__bus_t *b = &c->bus;
+  bool any = false, allow = true;
+  for (size_t d = 0; d < c->num_devices; d++) {
+    autd3__dev_t *v = &b->dev[d];
+    if (v->state != AUTD3__DEV_RUN || v->ack_g == v->done_g) continue;
+    any = true;
+    if (b->next_g - v->ack_g < c->cfg.max_inflight) continue;
+    if (b->pend_len == 0) {
+      recover_start(c, d, AUTD3__WHY_STALE);
+    } else {
+      allow = false;
+    }
+  }
+  b->ghosts = any;
+  return allow;
 }
 
 /* ---- teardown --------------------------------------------------------------------------------- */
@@ -246,15 +550,27 @@ static void on_stale(struct autd3_client *c) {
 /* The loop has ended (close or link error): refuse new pushes, fail what is
  * in flight and what is still queued, and wake blocked senders. */
 static void teardown(struct autd3_client *c, autd3_err_t why) {
+  autd3__bus_t *b = &c->bus;
   c->dead_reason = why;
   atomic_store(&c->dead, true);
-  fail_pending(c, why, false);
+  /* In flight: delivered, so UNKNOWN where not yet resolved. */
+  uint8_t w = why == AUTD3_E_LINK ? AUTD3__WHY_LINK : AUTD3__WHY_CLOSED;
+  for (size_t d = 0; d < c->num_devices; d++) resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, why, w, 0);
+  while (b->pend_len > 0) {
+    struct autd3__slot *r = &c->slots[pend_at(b, 0)->slot];
+    b->pend_head = (b->pend_head + 1) % AUTD3__RING_CAP;
+    b->pend_len--;
+    /* The close/link error is the request's result whatever the devices did. */
+    autd3__client_complete(c, r, r->err_dev < 0 ? AUTD3_OK : why);
+  }
   uint32_t tail = atomic_fetch_or(&c->ring_tail, AUTD3__RING_CLOSED) & AUTD3__RING_MASK;
   uint32_t head = atomic_load(&c->ring_head);
   while (head != tail) { /* bounded: ≤ 127 entries */
-    struct autd3_request *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
+    struct autd3__slot *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
     head = (head + 1) & AUTD3__RING_MASK;
     atomic_store(&c->ring_head, head);
+    /* Queued, never staged: not executed anywhere. */
+    for (size_t d = 0; d < c->num_devices; d++) resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, why, w, 0);
     autd3__client_complete(c, r, why);
   }
   sem_post(&c->free_sem); /* the "baton": see slot_acquire() */
@@ -264,8 +580,7 @@ void *autd3__client_bus_main(void *arg) {
   struct autd3_client *c = arg;
   autd3__bus_t *b = &c->bus;
   size_t n = c->num_devices;
-  b->all_acked[0] = n >= 64 ? ~0ull : (1ull << n) - 1;
-  b->all_acked[1] = n >= 128 ? ~0ull : n > 64 ? (1ull << (n - 64)) - 1 : 0;
+  (void)n;
   b->stale_limit = c->cfg.timeout_cycles * c->cfg.max_resync_rounds;
 
   autd3_err_t err = AUTD3_OK;
@@ -303,14 +618,17 @@ void *autd3__client_bus_main(void *arg) {
       why = AUTD3_E_LINK;
       break;
     }
-    if (b->reset_remaining > 0) {
-      advance_reset(c);
-    } else if (valid) {
+    check_link_evidence(c);
+    if (b->recovering > 0)
+      for (size_t d = 0; d < n; d++)
+        if (b->dev[d].state == AUTD3__DEV_RECOVER) recover_step(c, d, valid);
+    if (valid) {
       b->stale_run = 0;
       route_acks(c);
-      age_head(c);
+      age_head(c, pop_resolved(c));
     } else {
       on_stale(c);
+      pop_resolved(c); /* frames the link's evidence resolved */
     }
   }
   /* The final CPU figure, for stats read after the thread has stopped (while

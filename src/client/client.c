@@ -24,7 +24,6 @@ autd3_client_config_t autd3_client_config_default(void) {
       .reset_resend_cycles = 2,
       .rt_priority = 0,
       .rt_cpu = -1,
-      .validate_state = true,
   };
   return c;
 }
@@ -63,7 +62,9 @@ static void client_free(struct autd3_client *c) {
   sem_destroy(&c->free_sem);
   sem_destroy(&c->hs_done);
   pthread_mutex_destroy(&c->send_lock);
+  atomic_store(&c->magic, 0);
   free(c->slots);
+  free(c->cells);
   free(c->slot_mem);
   free(c->bus.tx);
   free(c->bus.rx);
@@ -78,15 +79,16 @@ static void client_unref(struct autd3_client *c) {
  * detached requests: atomics and a semaphore post only. The client cannot be
  * freed here while the bus thread runs (close holds its reference until the
  * thread is joined). */
-static void slot_release(struct autd3_request *r) {
+static void slot_release(struct autd3__slot *r) {
   struct autd3_client *c = r->client;
+  atomic_store_explicit(&r->handle, r->gen << 2 | AUTD3__H_NONE, memory_order_relaxed);
   atomic_store_explicit(&r->flags, 0, memory_order_relaxed);
   atomic_store_explicit(&r->state, AUTD3__SLOT_FREE, memory_order_release);
   sem_post(&c->free_sem);
   client_unref(c);
 }
 
-void autd3__client_complete(struct autd3_client *c, struct autd3_request *r, autd3_err_t result) {
+void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3_err_t result) {
   r->result = result;
   atomic_fetch_add_explicit(result == AUTD3_OK ? &c->st_completed : &c->st_failed, 1, memory_order_relaxed);
   uint32_t old = atomic_fetch_or_explicit(&r->flags, AUTD3__REQ_COMPLETED, memory_order_acq_rel);
@@ -112,35 +114,71 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
   c->link = link;
   c->num_devices = (uint16_t)n;
   c->cfg = *cfg;
-  c->num_slots = cfg->max_inflight;
   atomic_init(&c->refs, 1);
   /* Everything the bus thread touches is allocated here, once: slots with
    * room for a per-device frame, the tx/rx images. */
-  size_t per_slot = n + n * AUTD3_PAYLOAD_BYTES + n;
-  c->slots = calloc(c->num_slots, sizeof *c->slots);
-  c->slot_mem = calloc(c->num_slots, per_slot);
+  size_t per_slot = n + n * AUTD3_PAYLOAD_BYTES + n + n;
+  c->slots = calloc(cfg->max_inflight, sizeof *c->slots);
+  c->cells = calloc((size_t)cfg->max_inflight * AUTD3__HANDLE_CELLS, sizeof *c->cells);
+  c->slot_mem = calloc(cfg->max_inflight, per_slot);
   c->bus.tx = calloc(n, AUTD3_TX_FRAME_BYTES);
   c->bus.rx = calloc(n, AUTD3_RX_FRAME_BYTES);
-  sem_init(&c->free_sem, 0, c->num_slots);
-  sem_init(&c->hs_done, 0, 0);
-  pthread_mutex_init(&c->send_lock, NULL);
-  for (uint32_t i = 0; c->slots && i < c->num_slots; i++) sem_init(&c->slots[i].done, 0, 0);
-  if (c->slots == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
-    if (c->slots == NULL) c->num_slots = 0;
-    client_free(c);
+  if (c->slots == NULL || c->cells == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
+    free(c->slots);
+    free(c->cells);
+    free(c->slot_mem);
+    free(c->bus.tx);
+    free(c->bus.rx);
+    free(c);
     return autd3_set_error(AUTD3_E_NOMEM, "client: out of memory for %u slots of %zu devices", cfg->max_inflight, n);
   }
+  /* Each primitive is destroyed by client_free() only once initialised:
+   * num_slots counts the slots whose semaphore exists. */
+  bool ok = sem_init(&c->free_sem, 0, cfg->max_inflight) == 0;
+  if (ok && sem_init(&c->hs_done, 0, 0) != 0) {
+    sem_destroy(&c->free_sem);
+    ok = false;
+  }
+  if (ok && pthread_mutex_init(&c->send_lock, NULL) != 0) {
+    sem_destroy(&c->hs_done);
+    sem_destroy(&c->free_sem);
+    ok = false;
+  }
+  if (!ok) {
+    free(c->slots);
+    free(c->cells);
+    free(c->slot_mem);
+    free(c->bus.tx);
+    free(c->bus.rx);
+    free(c);
+    return autd3_set_error(AUTD3_E_INTERNAL, "client: cannot initialise its semaphores/mutex: %s", strerror(errno));
+  }
+  for (uint32_t i = 0; i < cfg->max_inflight; i++) {
+    if (sem_init(&c->slots[i].done, 0, 0) != 0) {
+      autd3_err_t e = autd3_set_error(AUTD3_E_INTERNAL, "client: cannot initialise slot semaphore %u: %s", i, strerror(errno));
+      client_free(c);
+      return e;
+    }
+    c->num_slots = i + 1;
+  }
   for (uint32_t i = 0; i < c->num_slots; i++) {
-    struct autd3_request *r = &c->slots[i];
+    struct autd3__slot *r = &c->slots[i];
     uint8_t *m = c->slot_mem + (size_t)i * per_slot;
     r->client = c;
     r->index = (uint8_t)i;
     r->cmds = m;
     r->payload = m + n;
     r->data = m + n + n * AUTD3_PAYLOAD_BYTES;
+    r->outcome = r->data + n;
     atomic_init(&r->state, AUTD3__SLOT_FREE);
     atomic_init(&r->flags, 0);
+    atomic_init(&r->handle, 0);
   }
+  for (size_t i = 0; i < (size_t)c->num_slots * AUTD3__HANDLE_CELLS; i++) {
+    c->cells[i].slot = &c->slots[i / AUTD3__HANDLE_CELLS];
+    atomic_init(&c->cells[i].gen, UINT32_MAX);
+  }
+  atomic_init(&c->magic, AUTD3__CLIENT_MAGIC);
   *out = c;
   return AUTD3_OK;
 }
@@ -212,6 +250,11 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
 
 void autd3_client_close(autd3_client_t *c) {
   if (c == NULL) return;
+  /* A second close while the client still exists (requests not yet
+   * released keep it alive) is detected and ignored; after the last release
+   * the memory is gone and any call is undefined (client.h). */
+  uint32_t magic = AUTD3__CLIENT_MAGIC;
+  if (!atomic_compare_exchange_strong(&c->magic, &magic, 0)) return;
   atomic_store(&c->closing, true);
   /* The bus thread notices `closing` at its next cycle boundary (≤ one bus
    * cycle), fails everything in flight or queued with CLOSED and returns. */
@@ -239,6 +282,32 @@ void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out) {
   if (m->thread_started && !atomic_load(&m->dead)) out->bus_cpu_ns = autd3__thread_cpu_ns_of(&m->thread);
   if (out->bus_cpu_ns == 0) out->bus_cpu_ns = atomic_load_explicit(&m->st_cpu_ns, memory_order_relaxed);
   out->bus_cycles = atomic_load_explicit(&m->st_cycles, memory_order_relaxed);
+  out->device_resets = atomic_load_explicit(&m->st_device_resets, memory_order_relaxed);
+  out->reinits = atomic_load_explicit(&m->st_reinits, memory_order_relaxed);
+  out->unknown_outcomes = atomic_load_explicit(&m->st_unknown, memory_order_relaxed);
+  out->second_master = atomic_load_explicit(&m->st_foreign, memory_order_relaxed);
+  out->device_timeouts = atomic_load_explicit(&m->st_timeouts, memory_order_relaxed);
+}
+
+uint32_t autd3_client_device_resets(const autd3_client_t *c, uint16_t dev) {
+  if (c == NULL || dev >= c->num_devices) return 0;
+  return atomic_load(&((autd3_client_t *)c)->ds_resets[dev]);
+}
+
+autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *out) {
+  if (c == NULL || out == NULL)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_device_status: %s is NULL", c ? "out" : "client");
+  if (dev >= c->num_devices)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_device_status: device %u out of range (%u devices)",
+                           (unsigned)dev, (unsigned)c->num_devices);
+  autd3_client_t *m = (autd3_client_t *)c; /* atomics are read-only here */
+  /* reinits before resets and state last: a reader never sees a finished
+   * re-establishment that the counters do not account for. */
+  uint32_t reinits = atomic_load(&m->ds_reinits[dev]);
+  out->resets = atomic_load(&m->ds_resets[dev]);
+  out->reinits = reinits;
+  out->state = (autd3_client_device_state_t)atomic_load(&m->ds_state[dev]);
+  return AUTD3_OK;
 }
 
 /* ---- send ----------------------------------------------------------------------------- */
@@ -250,7 +319,7 @@ static autd3_err_t closed_error(struct autd3_client *c) {
 }
 
 /* Take a free slot; blocks while all max_inflight are in use (back-pressure). */
-static autd3_err_t slot_acquire(struct autd3_client *c, struct autd3_request **out) {
+static autd3_err_t slot_acquire(struct autd3_client *c, struct autd3__slot **out) {
   if (atomic_load(&c->dead)) return closed_error(c);
   autd3_err_t err = sem_wait_intr(&c->free_sem);
   if (err != AUTD3_OK) return err;
@@ -273,15 +342,18 @@ static autd3_err_t slot_acquire(struct autd3_client *c, struct autd3_request **o
 }
 
 static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
-  struct autd3_request *r = NULL;
+  struct autd3__slot *r = NULL;
   autd3_err_t err = slot_acquire(c, &r);
   if (err != AUTD3_OK) return err;
   size_t n = c->num_devices;
   r->broadcast = frame->device_cmds == NULL;
   r->exclusive = exclusive;
-  r->missing_device = -1;
   r->result = AUTD3_E_PENDING;
+  r->err_dev = -1;
+  r->err_code = AUTD3_OK;
+  r->err_why = AUTD3__WHY_NONE;
   memset(r->data, 0, n);
+  memset(r->outcome, AUTD3_OUTCOME_NONE, n);
   if (r->broadcast) {
     r->cmds[0] = frame->cmd;
     memcpy(r->payload, frame->payload, frame->len);
@@ -290,6 +362,11 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
     memcpy(r->cmds, frame->device_cmds, n);
     memcpy(r->payload, frame->device_payloads, n * AUTD3_PAYLOAD_BYTES);
   }
+  /* A new generation and its handle cell (client_internal.h). */
+  r->gen++;
+  struct autd3_request *cell = &c->cells[(size_t)r->index * AUTD3__HANDLE_CELLS + r->gen % AUTD3__HANDLE_CELLS];
+  atomic_store_explicit(&cell->gen, r->gen, memory_order_relaxed);
+  atomic_store_explicit(&r->handle, r->gen << 2 | (req ? AUTD3__H_OUT : AUTD3__H_NONE), memory_order_release);
   /* Fire-and-forget: detached from the start, the bus thread frees it. */
   atomic_store_explicit(&r->flags, req ? 0u : AUTD3__REQ_DETACHED, memory_order_relaxed);
 
@@ -309,12 +386,14 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
     slot_release(r);
     return err;
   }
-  if (req) *req = r;
+  if (req) *req = cell;
   return AUTD3_OK;
 }
 
 static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
   if (c == NULL || frame == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_send: %s is NULL", c ? "frame" : "client");
+  if (atomic_load(&c->magic) != AUTD3__CLIENT_MAGIC)
+    return autd3_set_error(AUTD3_E_CLOSED, "autd3_client_send: the client was closed (autd3_client_close)");
   if (frame->len > AUTD3_PAYLOAD_BYTES)
     return autd3_set_error(AUTD3_E_PAYLOAD, "frame len = %u: must be <= %d", frame->len, AUTD3_PAYLOAD_BYTES);
   if (frame->device_cmds != NULL && frame->device_payloads == NULL)
@@ -332,49 +411,126 @@ autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, aut
   return client_submit(c, frame, false, req);
 }
 
+/* ---- handles ------------------------------------------------------------------------------ */
+
+/* Claim a handle for one operation: a single CAS checks that it is the
+ * slot's current generation and that nobody else is waiting on it, so a
+ * second wait, a wait after detach, or two concurrent waits fail with
+ * INVALID_HANDLE instead of hanging on a semaphore nobody will post. */
+static autd3_err_t handle_claim(autd3_request_t *req, const char *fn, struct autd3__slot **out, uint32_t *gen) {
+  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: NULL request", fn);
+  struct autd3__slot *r = req->slot;
+  uint32_t g = atomic_load_explicit(&req->gen, memory_order_relaxed);
+  uint32_t expect = g << 2 | AUTD3__H_OUT;
+  if (!atomic_compare_exchange_strong_explicit(&r->handle, &expect, g << 2 | AUTD3__H_WAITING, memory_order_acq_rel,
+                                               memory_order_relaxed))
+    return autd3_set_error(AUTD3_E_INVALID_HANDLE,
+                           "%s: the request handle was already waited on or detached (or is in use by another wait)", fn);
+  *out = r;
+  *gen = g;
+  return AUTD3_OK;
+}
+
+/* Give a claimed handle back (the request is still pending). */
+static void handle_unclaim(struct autd3__slot *r, uint32_t g) {
+  atomic_store_explicit(&r->handle, g << 2 | AUTD3__H_OUT, memory_order_release);
+}
+
 /* ---- completion ------------------------------------------------------------------------- */
 
+static void set_request_error(struct autd3__slot *r) {
+  struct autd3_client *c = r->client;
+  uint8_t cmd = r->cmds[r->broadcast || r->err_dev < 0 ? 0 : r->err_dev];
+  const char *name = autd3_cmd_name(cmd);
+  int d = r->err_dev;
+  autd3_err_t res = r->result;
+  switch (r->err_why) {
+    case AUTD3__WHY_RESET_EVIDENCE:
+      autd3_set_error(res, "device %d was reset (reported by the link) with frame (cmd 0x%02x %s) outstanding: "
+                      "whether it executed it is unknown; the client re-establishes the device", d, cmd, name);
+      break;
+    case AUTD3__WHY_ACK_FF:
+      autd3_set_error(res, "device %d answered ack 0xFF outside its window (a reboot) with frame (cmd 0x%02x %s) outstanding: "
+                      "whether it executed it is unknown; the client re-establishes the device", d, cmd, name);
+      break;
+    case AUTD3__WHY_ACK_FF_STALE:
+      autd3_set_error(res, "device %d answered ack 0xFF after stale cycles: a reboot or the ack of seq 255, the protocol "
+                      "cannot tell; whether it executed frame (cmd 0x%02x %s) is unknown; the client re-establishes the device",
+                      d, cmd, name);
+      break;
+    case AUTD3__WHY_RECOVERING:
+      autd3_set_error(res, "device %d did not execute frame (cmd 0x%02x %s): it was being re-established after %s", d, cmd,
+                      name, res == AUTD3_E_TIMEOUT ? "a timeout" : "losing its state (reset)");
+      break;
+    case AUTD3__WHY_TIMEOUT:
+      autd3_set_error(res, "frame (cmd 0x%02x %s) not acked by device %d: timeout_cycles %u x max_resync_rounds %u after "
+                      "resync; the device then confirmed the client's Reset (which discarded it) and is re-established",
+                      cmd, name, d, c->cfg.timeout_cycles, c->cfg.max_resync_rounds);
+      break;
+    case AUTD3__WHY_HUNG:
+      autd3_set_error(res, "frame (cmd 0x%02x %s) not acked by device %d: timeout_cycles %u x max_resync_rounds %u after "
+                      "resync, and the device has not confirmed the client's Reset: it may still run what it had queued, "
+                      "so whether it executes the frame is unknown (device hung?)",
+                      cmd, name, d, c->cfg.timeout_cycles, c->cfg.max_resync_rounds);
+      break;
+    case AUTD3__WHY_STALE:
+      autd3_set_error(res, "frame (cmd 0x%02x %s): inputs stale for %u consecutive cycles, so whether device %d executed it "
+                      "is unknown", cmd, name, c->cfg.timeout_cycles * c->cfg.max_resync_rounds, d);
+      break;
+    case AUTD3__WHY_FOREIGN:
+      autd3_set_error(res, "device %d answered ack 0x%02x, a seq this client did not send or one it had passed: another "
+                      "master drives it (frame cmd 0x%02x %s not accepted from this client)", d, r->err_ack, cmd, name);
+      break;
+    default:
+      if (res == AUTD3_E_LINK)
+        /* The bus thread's message lives in its own thread-local slot; it left
+         * a copy in the client before completing, which we now make ours. */
+        autd3_set_error(res, "link cycle failed: %s", c->link_msg);
+      else if (res == AUTD3_E_CLOSED)
+        autd3_set_error(res, "client closed while the frame was in flight");
+      else
+        autd3_set_error(res, "request failed");
+      break;
+  }
+}
+
 /* The request is complete (its `done` was consumed): report and free it. */
-static autd3_err_t request_finish(struct autd3_request *r, autd3_response_t *resp) {
+static autd3_err_t request_finish(struct autd3__slot *r, autd3_response_t *resp) {
   struct autd3_client *c = r->client;
   autd3_err_t res = r->result;
   if (resp) {
     memset(resp, 0, sizeof *resp);
     resp->num_devices = c->num_devices;
     memcpy(resp->data, r->data, c->num_devices);
+    memcpy(resp->outcome, r->outcome, c->num_devices);
   }
-  switch (res) {
-    case AUTD3_OK: break;
-    case AUTD3_E_LINK:
-      /* The bus thread's message lives in its own thread-local slot; it left
-       * a copy in the client before completing, which we now make ours. */
-      autd3_set_error(res, "link cycle failed: %s", c->link_msg);
-      break;
-    case AUTD3_E_TIMEOUT:
-      if (r->missing_device >= 0)
-        autd3_set_error(res, "frame (cmd 0x%02x %s) not acked by device %d: timeout_cycles %u x max_resync_rounds %u, "
-                        "after resync and a reset",
-                        r->cmds[0], autd3_cmd_name(r->cmds[0]), r->missing_device, c->cfg.timeout_cycles, c->cfg.max_resync_rounds);
-      else
-        autd3_set_error(res, "frame (cmd 0x%02x %s) failed: inputs stale for %u consecutive cycles",
-                        r->cmds[0], autd3_cmd_name(r->cmds[0]), c->cfg.timeout_cycles * c->cfg.max_resync_rounds);
-      break;
-    case AUTD3_E_CLOSED: autd3_set_error(res, "client closed while the frame was in flight"); break;
-    default: autd3_set_error(res, "request failed"); break;
+  if (res != AUTD3_OK) {
+    /* CLOSED/LINK take precedence over per-device detail of the same frame. */
+    if (res == AUTD3_E_CLOSED || res == AUTD3_E_LINK) r->err_why = AUTD3__WHY_NONE;
+    set_request_error(r);
   }
   slot_release(r);
   return res;
 }
 
 autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp) {
-  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_request_wait: NULL request");
-  autd3_err_t err = sem_wait_intr(&req->done);
+  struct autd3__slot *r = NULL;
+  uint32_t g = 0;
+  autd3_err_t err = handle_claim(req, "autd3_request_wait", &r, &g);
   if (err != AUTD3_OK) return err;
-  return request_finish(req, resp);
+  err = sem_wait_intr(&r->done);
+  if (err != AUTD3_OK) {
+    handle_unclaim(r, g);
+    return err;
+  }
+  return request_finish(r, resp);
 }
 
 autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, autd3_response_t *resp) {
-  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_request_wait_for: NULL request");
+  struct autd3__slot *r = NULL;
+  uint32_t g = 0;
+  autd3_err_t err = handle_claim(req, "autd3_request_wait_for", &r, &g);
+  if (err != AUTD3_OK) return err;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   ts.tv_sec += timeout_ms / 1000;
@@ -384,28 +540,42 @@ autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, au
     ts.tv_nsec -= 1000000000L;
   }
   /* sem_clockwait (glibc ≥ 2.30) so a wall-clock step cannot stretch the wait. */
-  while (sem_clockwait(&req->done, CLOCK_MONOTONIC, &ts) != 0) {
-    if (errno == ETIMEDOUT) return autd3_set_error(AUTD3_E_PENDING, "request not complete within %u ms", timeout_ms);
-    if (errno != EINTR) return autd3_set_error(AUTD3_E_INTERNAL, "sem_clockwait: %s", strerror(errno));
+  while (sem_clockwait(&r->done, CLOCK_MONOTONIC, &ts) != 0) {
+    int e = errno;
+    if (e == EINTR) continue;
+    handle_unclaim(r, g);
+    if (e == ETIMEDOUT) return autd3_set_error(AUTD3_E_PENDING, "request not complete within %u ms", timeout_ms);
+    return autd3_set_error(AUTD3_E_INTERNAL, "sem_clockwait: %s", strerror(e));
   }
-  return request_finish(req, resp);
+  return request_finish(r, resp);
 }
 
 autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp) {
-  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_request_poll: NULL request");
-  if (sem_trywait(&req->done) != 0) return autd3_set_error(AUTD3_E_PENDING, "request not complete yet");
-  return request_finish(req, resp);
+  struct autd3__slot *r = NULL;
+  uint32_t g = 0;
+  autd3_err_t err = handle_claim(req, "autd3_request_poll", &r, &g);
+  if (err != AUTD3_OK) return err;
+  if (sem_trywait(&r->done) != 0) {
+    handle_unclaim(r, g);
+    return autd3_set_error(AUTD3_E_PENDING, "request not complete yet");
+  }
+  return request_finish(r, resp);
 }
 
-void autd3_request_detach(autd3_request_t *req) {
-  if (req == NULL) return;
-  uint32_t old = atomic_fetch_or_explicit(&req->flags, AUTD3__REQ_DETACHED, memory_order_acq_rel);
+autd3_err_t autd3_request_detach(autd3_request_t *req) {
+  struct autd3__slot *r = NULL;
+  uint32_t g = 0;
+  autd3_err_t err = handle_claim(req, "autd3_request_detach", &r, &g);
+  if (err != AUTD3_OK) return err;
+  uint32_t old = atomic_fetch_or_explicit(&r->flags, AUTD3__REQ_DETACHED, memory_order_acq_rel);
   if (old & AUTD3__REQ_COMPLETED) {
     /* Already completed: its post is (or is about to be) there; take it so
      * the semaphore is zero when the slot is reused. */
-    sem_wait_intr(&req->done);
-    slot_release(req);
+    sem_wait_intr(&r->done);
+    slot_release(r);
   }
+  /* Otherwise the bus thread releases the slot when it completes it. */
+  return AUTD3_OK;
 }
 
 autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *frame, autd3_response_t *resp) {

@@ -29,37 +29,106 @@
 #define AUTD3__RING_CLOSED 0x80000000u /* bit of ring_tail: no more pushes */
 #define AUTD3__RING_MASK 0x7FFFFFFFu   /* free-running counters live in 31 bits */
 
-/* Request completion flags (struct autd3_request.flags). */
+/* Request completion flags (struct autd3__slot.flags). */
 #define AUTD3__REQ_COMPLETED 1u /* the bus thread wrote `result`/`data` */
 #define AUTD3__REQ_DETACHED 2u  /* the user gave the handle up */
 
-/* Pool ownership (struct autd3_request.state). */
+/* Pool ownership (struct autd3__slot.state). */
 #define AUTD3__SLOT_FREE 0u
 #define AUTD3__SLOT_BUSY 1u
 
-/* One request slot = one frame and its response (the public handle). */
-struct autd3_request {
-  struct autd3_client *client;
-  _Atomic uint32_t state; /* FREE / BUSY: who may acquire it */
-  _Atomic uint32_t flags; /* COMPLETED | DETACHED */
-  sem_t done;             /* posted once by the bus thread on completion unless detached */
-  uint8_t index;          /* position in client->slots */
-  bool broadcast;         /* cmds[0]/payload[0..624) for every device */
-  bool exclusive;         /* a value read: staged alone (see bus.c stage()) */
-  int missing_device;     /* TIMEOUT: first device that had not acked, -1 = stale run */
-  autd3_err_t result;     /* written by the bus thread before COMPLETED */
-  uint8_t *cmds;          /* N opcodes (1 used when broadcast) */
-  uint8_t *payload;       /* N × 624 bytes (624 used when broadcast) */
-  uint8_t *data;          /* N data bytes recorded from the acks */
+/* Why a device did not (or may not have) executed a frame: the detail of a
+ * request's error (struct autd3__slot.err_why), for its message. */
+enum {
+  AUTD3__WHY_NONE = 0,
+  AUTD3__WHY_RESET_EVIDENCE, /* the link reported the device's reset */
+  AUTD3__WHY_ACK_FF,         /* ack 0xFF outside the device's window: a reboot */
+  AUTD3__WHY_ACK_FF_STALE,   /* ack 0xFF inside the window after stale cycles: maybe a reboot */
+  AUTD3__WHY_RECOVERING,     /* staged while the client re-established the device */
+  AUTD3__WHY_TIMEOUT,        /* not acked after resync; the device then confirmed the client's Reset */
+  AUTD3__WHY_HUNG,           /* not acked after resync and the Reset not confirmed: it may still run it */
+  AUTD3__WHY_STALE,          /* inputs stale for the whole budget */
+  AUTD3__WHY_FOREIGN,        /* an ack the client never caused: another master */
+  AUTD3__WHY_CLOSED,
+  AUTD3__WHY_LINK
 };
 
-/* One frame in flight, bus-thread-owned. */
+/* Per-device client state (autd3__bus_t.dev[].state). */
+enum { AUTD3__DEV_RUN = 0, AUTD3__DEV_RECOVER = 1, AUTD3__DEV_FOREIGN = 2 };
+/* Re-establishment phases of one device (bus.c recover_*). */
+enum { AUTD3__PH_RESET0 = 0, AUTD3__PH_RESET1, AUTD3__PH_SETMODE, AUTD3__PH_CLEAR, AUTD3__PH_SYNC };
+
+/* Handle cells per slot: a handle is the address of one cell, and the cell a
+ * send uses rotates with the slot's generation, so a stale handle is caught
+ * unless its slot was reused a multiple of this many times since. */
+#define AUTD3__HANDLE_CELLS 16u
+/* struct autd3__slot.handle = generation << 2 | one of: */
+#define AUTD3__H_NONE 0u    /* no user handle (free, fire-and-forget, or released) */
+#define AUTD3__H_OUT 1u     /* the user holds the handle */
+#define AUTD3__H_WAITING 2u /* a wait/poll/detach on the handle is in progress */
+
+/* One request slot = one frame and its response. */
+struct autd3__slot {
+  struct autd3_client *client;
+  _Atomic uint32_t state;  /* FREE / BUSY: who may acquire it */
+  _Atomic uint32_t flags;  /* COMPLETED | DETACHED */
+  _Atomic uint32_t handle; /* generation << 2 | AUTD3__H_*: validates and claims user handles */
+  uint32_t gen;            /* sends on this slot so far (owner-written) */
+  sem_t done;              /* posted once by the bus thread on completion unless detached */
+  uint8_t index;           /* position in client->slots */
+  bool broadcast;          /* cmds[0]/payload[0..624) for every device */
+  bool exclusive;          /* a value read: staged alone (see bus.c stage()) */
+  autd3_err_t result;      /* written by the bus thread before COMPLETED */
+  /* The error of the lowest-index device that did not execute the frame. */
+  int err_dev;          /* -1 = none */
+  autd3_err_t err_code; /* DEVICE_RESET, OUTCOME_UNKNOWN, TIMEOUT, SECOND_MASTER, CLOSED, LINK */
+  uint8_t err_why;      /* AUTD3__WHY_* */
+  uint8_t err_ack;      /* the ack seen, for FOREIGN / ACK_FF */
+  uint8_t *cmds;        /* N opcodes (1 used when broadcast) */
+  uint8_t *payload;     /* N × 624 bytes (624 used when broadcast) */
+  uint8_t *data;        /* N data bytes recorded from the acks */
+  uint8_t *outcome;     /* N autd3_outcome_t */
+};
+
+/* The public handle: one cell of the handle table. */
+struct autd3_request {
+  struct autd3__slot *slot;
+  _Atomic uint32_t gen; /* generation of the send that handed this cell out */
+};
+
+/* One frame in flight, bus-thread-owned. Frames get consecutive ordinals
+ * `g` (wrapping u32); device d gives frame g the seq dev[d].base_seq +
+ * (g - dev[d].base_g), so each device has its own numbering. */
 typedef struct autd3__pending {
   uint8_t slot;
-  uint8_t seq;
+  uint32_t g;
   uint32_t age;
-  uint64_t acked[2]; /* per-device ack bitmask, 128 devices */
 } autd3__pending_t;
+
+/* Bus-thread state of one device. In RUN, the frames with ordinals
+ * [done_g, next_g) are outstanding on it, and done_g's seq is last_ack + 1.
+ * Outside RUN every frame staged is resolved for it at once, and only a
+ * device given up on after a timeout still holds [done_g, held_end): those
+ * are resolved once it confirms the client's Reset (bus.c age_head). */
+typedef struct autd3__dev {
+  uint32_t done_g;   /* frames before this ordinal are resolved for this device */
+  uint32_t ack_g;    /* ordinal of the frame after last_ack (= done_g, except after a stale
+                        give-up: [ack_g, done_g) were resolved UNKNOWN but may still be acked) */
+  uint32_t base_g;   /* ordinal ↔ seq mapping (see autd3__pending_t) */
+  uint8_t base_seq;
+  uint8_t last_ack;  /* the ack last accepted */
+  uint8_t state;     /* AUTD3__DEV_* */
+  uint8_t phase;     /* AUTD3__PH_* while recovering */
+  uint8_t rec_seq;   /* seq of the current recovery frame */
+  uint8_t rec_why;   /* AUTD3__WHY_* that started the recovery */
+  bool saw_ff;       /* recovery: an ack 0xFF seen since the Resets started */
+  bool held;         /* frames [done_g, held_end) wait for the Reset's confirmation */
+  uint32_t held_end;
+  uint32_t held_stale; /* bus stale_epoch when it was given up on */
+  uint32_t phase_cycles;
+  uint32_t stale_mark;  /* bus stale_epoch when this device last made progress */
+  uint32_t link_resets; /* the link's reset count for this device, as last seen */
+} autd3__dev_t;
 
 /* State only the bus thread touches (after open's handshake). */
 typedef struct autd3__bus {
@@ -67,11 +136,15 @@ typedef struct autd3__bus {
   uint8_t *rx; /* N × 2 */
   autd3__pending_t pend[AUTD3__RING_CAP];
   uint32_t pend_head, pend_len;
-  uint8_t next_seq;
-  bool resync_active, reset_tried;
+  uint32_t next_g;
+  bool resync_active;
   uint32_t resync_rounds;
-  uint32_t stale_run, stale_limit, reset_remaining;
-  uint64_t all_acked[2];
+  uint32_t stale_run, stale_limit;
+  uint32_t stale_epoch; /* bumped on every stale cycle */
+  uint32_t recovering;  /* devices not in RUN because of a recovery */
+  uint32_t link_resets_any;
+  bool ghosts; /* some device has ack_g != done_g (bus.c on_stale) */
+  autd3__dev_t dev[AUTD3_MAX_DEVICES];
 } autd3__bus_t;
 
 struct autd3_client {
@@ -81,7 +154,8 @@ struct autd3_client {
   _Atomic int refs; /* 1 for the open client + 1 per busy slot; the last one frees */
 
   /* slot pool */
-  struct autd3_request *slots;
+  struct autd3__slot *slots;
+  struct autd3_request *cells; /* num_slots × AUTD3__HANDLE_CELLS handles */
   uint32_t num_slots; /* = cfg.max_inflight */
   uint8_t *slot_mem;
   sem_t free_sem;            /* counts FREE slots (+1 "baton" once the bus thread is gone) */
@@ -92,6 +166,7 @@ struct autd3_client {
   _Atomic uint32_t ring_head; /* consumer position */
   _Atomic uint32_t ring_tail; /* producer position | RING_CLOSED */
 
+  _Atomic uint32_t magic; /* AUTD3__CLIENT_MAGIC while open; cleared by close */
   _Atomic bool closing; /* close() asked the bus thread to stop */
   _Atomic bool dead;    /* the bus thread stopped: new sends fail at once */
   autd3_err_t dead_reason;  /* CLOSED or LINK, written before `dead` */
@@ -108,11 +183,18 @@ struct autd3_client {
   /* counters (bus thread writes, anyone reads) */
   _Atomic uint64_t st_sent, st_completed, st_failed, st_resyncs, st_resets, st_retransmits;
   _Atomic uint64_t st_cpu_ns, st_cycles;
+  _Atomic uint64_t st_device_resets, st_reinits, st_unknown, st_foreign, st_timeouts;
+  /* per device, for autd3_client_device_status() */
+  _Atomic uint32_t ds_resets[AUTD3_MAX_DEVICES];
+  _Atomic uint32_t ds_reinits[AUTD3_MAX_DEVICES];
+  _Atomic uint8_t ds_state[AUTD3_MAX_DEVICES];
 };
+
+#define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */
 
 /* bus.c: the bus thread's entry point (arg = the client). */
 void *autd3__client_bus_main(void *arg);
 /* client.c: finish a slot on the bus thread (no lock, no allocation). */
-void autd3__client_complete(struct autd3_client *c, struct autd3_request *r, autd3_err_t result);
+void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3_err_t result);
 
 #endif

@@ -55,13 +55,31 @@ __attribute__((unused)) static struct {
   _Atomic uint64_t cycles;
   uint8_t log_seq[FX_LOG_MAX], log_cmd[FX_LOG_MAX]; /* distinct consecutive (seq, cmd) of device 0 */
   _Atomic int log_len;
+  /* One-shot hook on device hook_dev, fired at the first cycle whose frame for
+   * it has seq hook_seq (not a Reset), before the device sees that frame:
+   * FX_HOOK_REBOOT power-cycles it without telling the client (a link with no
+   * reset evidence), FX_HOOK_FOREIGN moves it to ack foreign_ack as if another
+   * master had driven it there. From that cycle on, hook_stale cycles report
+   * invalid inputs. */
+  _Atomic int hook_kind; /* FX_HOOK_*; 0 = none; set last by the test thread */
+  int hook_dev;
+  uint8_t hook_seq, foreign_ack;
+  uint32_t hook_stale;
+  uint32_t stale_left; /* bus thread only */
 } fx_tl = {.num_devices_override = -1, .fail_after_cycles = -1};
+
+#define FX_HOOK_REBOOT 1
+#define FX_HOOK_FOREIGN 2
+#define FX_HOOK_DESYNC 3 /* the device loses its place in the numbering (alive, ignores our seqs) */
 
 typedef struct {
   struct autd3_link hdr;
   autd3_dev_t *devs;
   uint16_t n;
 } fx_testlink_t;
+
+/* The last testlink opened (for a test that checks its devices' counters). */
+__attribute__((unused)) static fx_testlink_t *fx_tl_last;
 
 static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
   fx_testlink_t *t = (fx_testlink_t *)l;
@@ -76,13 +94,32 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
     atomic_store(&fx_tl.log_len, len + 1);
   }
   uint64_t now = autd3__now_ns();
+  int kind = atomic_load(&fx_tl.hook_kind);
+  if (kind != 0 && fx_tl.hook_dev < t->n) {
+    const uint8_t *htx = tx + (size_t)fx_tl.hook_dev * AUTD3_TX_FRAME_BYTES;
+    if (htx[0] == fx_tl.hook_seq && htx[1] != AUTD3_CMD_RESET) {
+      autd3_dev_t *hd = &t->devs[fx_tl.hook_dev];
+      if (kind == FX_HOOK_REBOOT) {
+        autd3_dev_power_cycle(hd, now);
+      } else if (kind == FX_HOOK_DESYNC) {
+        hd->expected_seq = (uint8_t)(hd->expected_seq + 100); /* ignores every frame from now on */
+      } else {
+        hd->ack = fx_tl.foreign_ack;
+        hd->expected_seq = (uint8_t)(fx_tl.foreign_ack + 1);
+      }
+      fx_tl.stale_left = fx_tl.hook_stale;
+      atomic_store(&fx_tl.hook_kind, 0);
+    }
+  }
   for (uint16_t d = 0; d < t->n; d++) {
     autd3_dev_recv_frame(&t->devs[d], tx + (size_t)d * AUTD3_TX_FRAME_BYTES, now);
     rx[d * 2] = t->devs[d].ack;
     rx[d * 2 + 1] = t->devs[d].data;
   }
-  *rx_valid = true;
-  autd3_link_count_cycle(l, true, false);
+  bool valid = fx_tl.stale_left == 0;
+  if (!valid) fx_tl.stale_left--;
+  *rx_valid = valid;
+  autd3_link_count_cycle(l, valid, false);
   return AUTD3_OK;
 }
 
@@ -106,6 +143,7 @@ static inline autd3_err_t fx_tl_open(const autd3_link_option_t *o, const autd3_g
     autd3_dev_set_sync0(&t->devs[d], now, 1000000); /* Synchronize needs an active SYNC0 */
   }
   autd3_link_init(&t->hdr, &fx_tl_vt, AUTD3_LINK_REMOTE, (uint16_t)n);
+  fx_tl_last = t;
   *out = &t->hdr;
   return AUTD3_OK;
 }

@@ -202,6 +202,21 @@ TEST(dropped_frames_retransmitted) {
   autd3_client_close(c);
 }
 
+/* Poll (bounded) until the client has re-established device `dev` after
+ * `resets` state losses: READY again with reinits == resets. */
+static void wait_device_ready(autd3_client_t *c, uint16_t dev, uint32_t resets) {
+  autd3_client_device_status_t st;
+  for (int i = 0; i < 20000; i++) {
+    ASSERT_OK(autd3_client_device_status(c, dev, &st));
+    if (st.state == AUTD3_CLIENT_DEVICE_READY && st.reinits == resets && st.resets == resets) return;
+    autd3__sleep_ns(500000);
+  }
+  ASSERT_OK(autd3_client_device_status(c, dev, &st));
+  ASSERT_EQ(st.state, AUTD3_CLIENT_DEVICE_READY);
+  ASSERT_EQ(st.resets, resets);
+  ASSERT_EQ(st.reinits, resets);
+}
+
 TEST(frozen_device_times_out_then_recovers) {
   autd3_client_config_t cfg = autd3_client_config_default();
   cfg.timeout_cycles = 4;
@@ -210,20 +225,45 @@ TEST(frozen_device_times_out_then_recovers) {
   autd3_device_fault_t freeze = {.freeze = true};
   ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &freeze));
   autd3_frame_t f = bench_frame();
-  ASSERT_ERR(autd3_client_send_checked(c, &f, NULL), AUTD3_E_TIMEOUT);
+  autd3_response_t resp;
+  /* A frozen device never confirms the client's Reset, and a hung firmware
+   * may still run what it had queued when it resumes: UNKNOWN, not a guess. */
+  ASSERT_ERR(autd3_client_send_checked(c, &f, &resp), AUTD3_E_OUTCOME_UNKNOWN);
   ASSERT_CONTAINS(autd3_last_error(), "device 1");
+  ASSERT_CONTAINS(autd3_last_error(), "not acked");
+  /* Device 0 ran it once (not replayed by any recovery). */
+  ASSERT_EQ(resp.outcome[0], AUTD3_OUTCOME_EXECUTED);
+  ASSERT_EQ(resp.outcome[1], AUTD3_OUTCOME_UNKNOWN);
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
   ASSERT_GE(s.resyncs, 1);
   ASSERT_EQ(s.resets, 1);
-  /* Thaw: the next frame recovers through resync and a reset (renumbering from seq 0). */
+  ASSERT_EQ(s.device_timeouts, 1);
+  ASSERT_EQ(autd3_client_device_resets(c, 1), 1);
+  ASSERT_EQ(autd3_client_device_resets(c, 0), 0);
+  /* Frames sent while device 1 is re-established run on device 0 only:
+   * never sent to device 1, so certainly NOT_EXECUTED there (TIMEOUT). */
+  ASSERT_ERR(autd3_client_send_checked(c, &f, &resp), AUTD3_E_TIMEOUT);
+  ASSERT_CONTAINS(autd3_last_error(), "device 1");
+  ASSERT_EQ(resp.outcome[0], AUTD3_OUTCOME_EXECUTED);
+  ASSERT_EQ(resp.outcome[1], AUTD3_OUTCOME_NOT_EXECUTED);
+  /* Thaw: the client re-establishes device 1 alone, then it is back in the stream. */
   autd3_device_fault_t none = {0};
   ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &none));
-  ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
+  wait_device_ready(c, 1, 1);
+  ASSERT_OK(autd3_client_send_checked(c, &f, &resp));
+  ASSERT_EQ(resp.outcome[1], AUTD3_OUTCOME_EXECUTED);
+  autd3_client_stats(c, &s);
+  ASSERT_EQ(s.reinits, 1);
+  /* Device 0: Clear, Synchronize and the three frames, each exactly once.
+   * Device 1 (frozen before the first frame reached it): Clear and
+   * Synchronize at open, again when re-established, and the last frame. */
+  ASSERT_EQ(fx_counters(c, 0).executed, 2 + 3);
+  ASSERT_EQ(fx_counters(c, 1).executed, 2 + 2 + 1);
   autd3_client_close(c);
 }
 
-TEST(stale_inputs_time_out) {
+TEST(stale_inputs_outcome_unknown) {
   autd3_client_config_t cfg = autd3_client_config_default();
   cfg.timeout_cycles = 4;
   cfg.max_resync_rounds = 2;
@@ -231,8 +271,12 @@ TEST(stale_inputs_time_out) {
   autd3_device_fault_t bad = {.invalidate_rx = 100000};
   ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 0, &bad));
   autd3_frame_t f = bench_frame();
-  ASSERT_ERR(autd3_client_send_checked(c, &f, NULL), AUTD3_E_TIMEOUT);
+  autd3_response_t resp;
+  /* The device got the frame but nothing tells whether it ran it. */
+  ASSERT_ERR(autd3_client_send_checked(c, &f, &resp), AUTD3_E_OUTCOME_UNKNOWN);
   ASSERT_CONTAINS(autd3_last_error(), "stale");
+  ASSERT_CONTAINS(autd3_last_error(), "device 0");
+  ASSERT_EQ(resp.outcome[0], AUTD3_OUTCOME_UNKNOWN);
   autd3_link_stats_t ls;
   autd3_link_stats(autd3_client_link(c), &ls);
   ASSERT_GE(ls.stale_cycles, 8);

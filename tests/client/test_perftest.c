@@ -5,6 +5,7 @@
  * reference's summary layout line for line. No timing is asserted.
  */
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../tools/perftest/perftest.h"
@@ -90,6 +91,24 @@ TEST(summary_layout_end_to_end) {
   ASSERT_EQ(rows, 30);
 }
 
+/* Any send that ends in a link error (here: a device power-cycled mid-run,
+ * whose in-flight frames end DEVICE_RESET / OUTCOME_UNKNOWN) → exit status 3. */
+TEST(link_errors_exit_nonzero) {
+  const char *exe = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
+  if (access(exe, X_OK) != 0) SKIP("%s not built (AUTD3_BUILD_TOOLS=OFF)", exe);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s --devices 2 --count 200 --mode streaming --inflight 16 --cycle-us 500 --emu-power-cycle 50 "
+           ">/dev/null 2>&1", exe);
+  int st = system(cmd);
+  ASSERT_TRUE(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 3);
+  /* The same run without the fault exits 0. */
+  snprintf(cmd, sizeof cmd, "%s --devices 2 --count 200 --mode streaming --inflight 16 --cycle-us 500 >/dev/null 2>&1", exe);
+  st = system(cmd);
+  ASSERT_TRUE(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
 TEST(rejects_bad_arguments) {
   const char *exe = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
   if (access(exe, X_OK) != 0) SKIP("%s not built (AUTD3_BUILD_TOOLS=OFF)", exe);
@@ -101,6 +120,7 @@ TEST(rejects_bad_arguments) {
       "--count 5 --interface eth0",                 /* EtherCAT option on the emulator */
       "--count 5 --link remote --timing ideal",     /* emulator option on remote */
       "--count 5 --data-len 621",                   /* XorHash max */
+      "--count 5 --link remote --emu-power-cycle 2", /* emulator-only fault */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char cmd[512];

@@ -291,3 +291,28 @@ TEST(late_caller_resynchronises) {
   printf("%s", diag);
   autd3_link_close(l);
 }
+
+/* autd3_emulator_power_cycle: the device boots (ack 0xFF, expects seq 0
+ * again) and the link reports it as reset evidence before that cycle's
+ * inputs; the other device is untouched. */
+TEST(power_cycle_reports_reset) {
+  autd3_link_t *l = open_emu(2, 200000, NULL);
+  set_all(2, 0, AUTD3_CMD_RESET);
+  for (int i = 0; i < 3; i++) cycle(l);
+  for (int s = 0; s < 5; s++) exchanges_until_ack(l, 2, (uint8_t)s, AUTD3_CMD_NOP);
+  ASSERT_EQ(autd3_link_device_resets(l, 0), 0);
+  ASSERT_EQ(autd3_link_device_resets(l, 1), 0);
+  ASSERT_OK(autd3_emulator_power_cycle(l, 1));
+  cycle(l); /* applied at this exchange, before its inputs are read */
+  ASSERT_EQ(autd3_link_device_resets(l, 1), 1);
+  ASSERT_EQ(autd3_link_device_resets(l, 0), 0);
+  ASSERT_EQ(rx[2], 0xFF); /* booted: seq 4 in the tx image is not its expected seq 0 */
+  ASSERT_EQ(rx[0], 4);
+  /* After the boot it numbers from 0 again. */
+  autd3_tx_encode(tx + AUTD3_TX_FRAME_BYTES, 0, AUTD3_CMD_NOP, NULL, 0);
+  for (int k = 0; k < 50 && rx[2] != 0; k++) cycle(l);
+  ASSERT_EQ(rx[2], 0);
+  ASSERT_ERR(autd3_emulator_power_cycle(l, 2), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(autd3_emulator_power_cycle(NULL, 0), AUTD3_E_INVALID_ARGUMENT);
+  autd3_link_close(l);
+}

@@ -266,7 +266,8 @@ static void *stream(void *arg) {
     autd3_err_t e = autd3_client_send_checked(s->c, &f, &r);
     if (e == AUTD3_OK)
       atomic_fetch_add(&s->ok, 1);
-    else if (e == AUTD3_E_TIMEOUT || e == AUTD3_E_LINK || e == AUTD3_E_DEVICE)
+    else if (e == AUTD3_E_TIMEOUT || e == AUTD3_E_LINK || e == AUTD3_E_DEVICE || e == AUTD3_E_OUTCOME_UNKNOWN ||
+             e == AUTD3_E_DEVICE_RESET)
       atomic_fetch_add(&s->failed, 1); /* an explicit error: not silently lost */
     else
       atomic_fetch_add(&s->other, 1);

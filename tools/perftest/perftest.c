@@ -55,6 +55,7 @@ typedef struct cli {
   int rt_priority, rt_core;
   const char *interface, *timing, *address, *twincat_server, *ams_net_id, *client_ams_net_id;
   int twincat_port;
+  uint64_t emu_power_cycle; /* emulator: power-cycle the last device after this many sends; 0 = never */
 } cli_t;
 
 static void usage(FILE *f) {
@@ -93,7 +94,15 @@ static void usage(FILE *f) {
           "  --twincat-server IP    twincat: remote TwinCAT host (default: local router)\n"
           "  --twincat-port PORT    twincat: ADS TCP port (default 48898)\n"
           "  --ams-net-id ID        twincat: AMS Net ID of the runtime\n"
-          "  --client-ams-net-id ID twincat: our AMS Net ID\n");
+          "  --client-ams-net-id ID twincat: our AMS Net ID\n"
+          "  --emu-power-cycle N    emulator: power-cycle the last device after N sends (fault test)\n"
+          "\n"
+          "exit status:\n"
+          "  0  every send completed (timeouts and device error codes are counted, not fatal)\n"
+          "  1  the client could not be opened or set up, or an output file could not be written\n"
+          "  2  bad command line\n"
+          "  3  at least one send ended in a link error (a link failure, a closed client, a device\n"
+          "     reset, an unknown outcome, another master: the \"link errors\" line of the summary)\n");
 }
 
 static void die(const char *fmt, const char *arg) {
@@ -133,7 +142,7 @@ static uint64_t parse_duration(const char *s) {
 enum {
   O_LINK = 256, O_DEVICES, O_COUNT, O_DURATION, O_MODE, O_INFLIGHT, O_CYCLE, O_SHIFT, O_WARMUP, O_DATALEN, O_SLEEP, O_CSV,
   O_JSON, O_PLOT, O_TIMEOUT, O_RESYNC, O_LL, O_RTPRIO, O_RTCORE, O_IFACE, O_TIMING, O_ADDR, O_TCSERVER, O_TCPORT, O_AMS,
-  O_CAMS, O_HELP
+  O_CAMS, O_HELP, O_EMU_PC
 };
 
 static void parse_cli(int argc, char **argv, cli_t *c) {
@@ -145,7 +154,8 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       {"max-resync-rounds", 1, 0, O_RESYNC}, {"low-latency", 0, 0, O_LL}, {"rt-priority", 1, 0, O_RTPRIO},
       {"rt-core", 1, 0, O_RTCORE}, {"interface", 1, 0, O_IFACE}, {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR},
       {"twincat-server", 1, 0, O_TCSERVER}, {"twincat-port", 1, 0, O_TCPORT}, {"ams-net-id", 1, 0, O_AMS},
-      {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+      {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP},
+      {"emu-power-cycle", 1, 0, O_EMU_PC}, {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
   c->link = "emulator";
   c->devices = 1;
@@ -197,6 +207,7 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       case O_TCPORT: c->twincat_port = (int)parse_u64("--twincat-port", optarg, 65535); break;
       case O_AMS: c->ams_net_id = optarg; break;
       case O_CAMS: c->client_ams_net_id = optarg; break;
+      case O_EMU_PC: c->emu_power_cycle = parse_u64("--emu-power-cycle", optarg, UINT64_MAX); break;
       case O_HELP: usage(stdout); exit(0);
       default: usage(stderr); exit(2);
     }
@@ -234,6 +245,7 @@ static autd3_link_option_t build_link_option(const cli_t *c, autd3_timing_model_
   char err[256];
   if (!autd3_tool_link_option(&f, &o, err, sizeof err)) die("%s", err);
   if (kind == AUTD3_LINK_EMULATOR) *timing = o.u.emulator.timing;
+  if (kind != AUTD3_LINK_EMULATOR && c->emu_power_cycle) die("--emu-power-cycle: only for --link emulator, not %s", c->link);
   return o;
 }
 
@@ -334,6 +346,16 @@ static uint8_t classify(autd3_err_t e, const autd3_response_t *r, uint8_t *code,
   return PT_LINK;
 }
 
+/* --emu-power-cycle: fault injection before send number `issued`. */
+static void maybe_power_cycle(autd3_client_t *cl, const cli_t *c, uint64_t issued) {
+  if (c->emu_power_cycle == 0 || issued != c->emu_power_cycle) return;
+  uint16_t dev = (uint16_t)(autd3_client_num_devices(cl) - 1);
+  if (autd3_emulator_power_cycle(autd3_client_link(cl), dev) != AUTD3_OK)
+    fprintf(stderr, "\nwarning: power-cycle of device %u failed: %s\n", (unsigned)dev, autd3_last_error());
+  else
+    fprintf(stderr, "\npower-cycled device %u after %" PRIu64 " sends\n", (unsigned)dev, issued);
+}
+
 static bool more_to_send(const cli_t *c, uint64_t issued, uint64_t start) {
   if (interrupted) return false;
   if (c->count) return issued < c->count;
@@ -347,6 +369,7 @@ static void run_stop_and_wait(autd3_client_t *cl, const cli_t *c, const autd3_fr
   while (!fatal && more_to_send(c, s->n, start)) {
     autd3_response_t r;
     memset(&r, 0, sizeof r);
+    maybe_power_cycle(cl, c, s->n);
     uint64_t t0 = now_ns();
     autd3_err_t e = autd3_client_send_checked(cl, f, &r);
     uint64_t rtt = now_ns() - t0;
@@ -372,6 +395,7 @@ static void run_streaming(autd3_client_t *cl, const cli_t *c, const autd3_frame_
   for (;;) {
     if (!fatal && len < c->inflight && more_to_send(c, issued, start)) {
       size_t at = (head + len) % AUTD3_MAX_INFLIGHT;
+      maybe_power_cycle(cl, c, issued);
       win[at].sent_at = now_ns();
       autd3_err_t e = autd3_client_send(cl, f, &win[at].req);
       if (e != AUTD3_OK) {
@@ -416,7 +440,6 @@ int main(int argc, char **argv) {
   cfg.low_latency = c.low_latency;
   cfg.rt_priority = c.rt_priority;
   cfg.rt_cpu = c.rt_core;
-  cfg.validate_state = false;
   if (autd3_client_config_validate(&cfg) != AUTD3_OK) die("%s", autd3_last_error());
 
   char timing_desc[128] = "";
@@ -489,6 +512,13 @@ int main(int argc, char **argv) {
   if (chk.err != AUTD3_OK) fprintf(stderr, "state check stopped: %s: %s\n", autd3_err_name(chk.err), chk.msg);
   fprintf(stderr, "state checks: %" PRIu64 " (%" PRIu64 " with a device not in OP), recoveries: %" PRIu64 "\n", chk.checks,
           chk.not_all_op, chk.recoveries);
+  if (st1.device_resets != st0.device_resets || st1.unknown_outcomes != st0.unknown_outcomes ||
+      st1.second_master != st0.second_master || st1.device_timeouts != st0.device_timeouts)
+    fprintf(stderr,
+            "client: device resets %" PRIu64 ", re-establishments %" PRIu64 ", unknown outcomes %" PRIu64
+            ", second master %" PRIu64 ", devices timed out %" PRIu64 "\n",
+            st1.device_resets - st0.device_resets, st1.reinits - st0.reinits, st1.unknown_outcomes - st0.unknown_outcomes,
+            st1.second_master - st0.second_master, st1.device_timeouts - st0.device_timeouts);
   autd3_client_close(cl);
 
   size_t drop = c.warmup < s.n ? (size_t)c.warmup : s.n;
@@ -536,6 +566,15 @@ int main(int argc, char **argv) {
       printf("plot written: %s\n", c.plot);
     }
   }
+  /* A run with link errors is not a clean measurement: say so in the exit
+   * status, so scripts (scripts/bench.sh, CI) cannot mistake it for one.
+   * Counted over every sample, warm-up included. */
+  uint64_t link_errors = 0;
+  for (size_t i = 0; i < s.n; i++) link_errors += s.v[i].status == PT_LINK;
   free(s.v);
+  if (link_errors > 0) {
+    fprintf(stderr, "autd3-perftest: %" PRIu64 " send(s) ended in a link error: exit status 3\n", link_errors);
+    return 3;
+  }
   return rc;
 }

@@ -40,6 +40,7 @@ typedef struct emu_slot {
   autd3_dev_t dev;
   autd3_device_fault_t pending; /* guarded by emu_link.mu */
   bool has_pending;             /* guarded by emu_link.mu */
+  bool power_cycle_pending;     /* guarded by emu_link.mu (autd3_emulator_power_cycle) */
   emu_counters_t counters;
 } emu_slot_t;
 
@@ -71,6 +72,13 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
   atomic_store_explicit(&l->any_pending, false, memory_order_relaxed);
   for (uint16_t i = 0; i < l->hdr.num_devices; i++) {
     emu_slot_t *s = &l->slots[i];
+    if (s->power_cycle_pending) {
+      /* Reported before this cycle's inputs are read, as link_driver.h asks:
+       * the client must never take the rebooted device's 0xFF for an ack. */
+      autd3_dev_power_cycle(&s->dev, t);
+      autd3_link_report_device_reset(&l->hdr, i);
+      s->power_cycle_pending = false;
+    }
     if (!s->has_pending) continue;
     autd3_dev_set_fault(&s->dev, &s->pending, t);
     s->has_pending = false;
@@ -241,5 +249,19 @@ autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3
   out->seq_mismatch = v[4];
   out->resets = v[5];
   out->errors = v[6];
+  return AUTD3_OK;
+}
+
+/* Power-cycle (autd3_emulator_power_cycle): a separate request from the
+ * faults of autd3_emulator_inject, applied first at the next cycle. */
+autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uint16_t dev) {
+  emu_slot_t *s;
+  autd3_err_t err = emu_slot(link, dev, "autd3_emulator_power_cycle", &s);
+  if (err != AUTD3_OK) return err;
+  emu_link_t *l = (emu_link_t *)link;
+  pthread_mutex_lock(&l->mu);
+  s->power_cycle_pending = true;
+  atomic_store_explicit(&l->any_pending, true, memory_order_release);
+  pthread_mutex_unlock(&l->mu);
   return AUTD3_OK;
 }
