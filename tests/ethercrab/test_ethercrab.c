@@ -388,7 +388,8 @@ static unsigned long long ignored_replies(autd3_link_t *l) {
 }
 
 /* A reply that arrives after its PDU timed out (the emulator holds it for 5x
- * pdu_timeout_ms) is counted and ignored, and later cycles still work.
+ * pdu_timeout_ms; 100 ms rather than 20 so that the scan at open survives a
+ * loaded CI machine) is counted and ignored, and later cycles still work.
  * EtherCrab 0.7.1's own tx_rx_task ended on such a reply (ReceiveFrame), so
  * every later cycle failed with a fatal LINK error. */
 TEST(late_reply) {
@@ -400,11 +401,11 @@ TEST(late_reply) {
   autd3_geometry_t *g = geometry(1);
   autd3_link_t *l = NULL;
   autd3_link_option_t o = crab_option("crab0");
-  o.u.ethercrab.pdu_timeout_ms = 20;
+  o.u.ethercrab.pdu_timeout_ms = 100;
   ASSERT_OK(autd3_link_open(&o, g, &l));
   ASSERT_GT(run_cycles(l, 20, NULL), 0);
   unsigned long long before = ignored_replies(l);
-  atomic_store(&t.hold_next_ms, 100u);
+  atomic_store(&t.hold_next_ms, 500u);
   /* Cycles go lost (not errors: run_cycles asserts OK) while the reply is
    * held; bounded wait for the late reply to reach the link. */
   for (int i = 0; i < 200 && ignored_replies(l) == before; i++) run_cycles(l, 10, NULL);
