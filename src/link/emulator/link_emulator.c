@@ -137,8 +137,7 @@ static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t
  * (the EtherCAT slave controller keeps answering), so the client sees
  * Timeout errors, not a lost slave. */
 static autd3_err_t emu_check_state(struct autd3_link *link, autd3_link_status_t *out) {
-  (void)link;
-  (void)out; /* zeroed by autd3_link_check_state(): every device AUTD3_DEVICE_OP */
+  for (uint16_t d = 0; d < link->num_devices; d++) out->state[d] = AUTD3_DEVICE_OP;
   return AUTD3_OK;
 }
 
