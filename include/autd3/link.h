@@ -85,19 +85,24 @@ typedef struct autd3_link_stats {
   uint64_t lost_cycles;
 } autd3_link_stats_t;
 
-/** EtherCAT-level state of one device as seen by the state checker. */
+/**
+ * EtherCAT-level state of one device as seen by the state checker. UNKNOWN is
+ * zero on purpose: a status nobody filled in (a link that cannot observe its
+ * devices, such as Remote) never reads as operational.
+ */
 typedef enum autd3_device_state {
-  AUTD3_DEVICE_OP = 0,
-  AUTD3_DEVICE_SAFE_OP = 1,
-  AUTD3_DEVICE_SAFE_OP_ERROR = 2,
-  AUTD3_DEVICE_LOST = 3,
-  AUTD3_DEVICE_OTHER = 4
+  AUTD3_DEVICE_UNKNOWN = 0,        /**< the link cannot observe the device's state */
+  AUTD3_DEVICE_OP = 1,             /**< operational */
+  AUTD3_DEVICE_SAFE_OP = 2,        /**< SAFE-OP without error (being brought back to OP) */
+  AUTD3_DEVICE_SAFE_OP_ERROR = 3,  /**< SAFE-OP with the error flag (e.g. a watchdog expired) */
+  AUTD3_DEVICE_LOST = 4,           /**< no answer (unplugged, powered off) */
+  AUTD3_DEVICE_OTHER = 5           /**< any other AL state; see al_state */
 } autd3_device_state_t;
 
 /** Result of a state check. */
 typedef struct autd3_link_status {
   uint16_t num_devices;
-  uint8_t state[AUTD3_MAX_DEVICES];    /**< autd3_device_state_t per device */
+  uint8_t state[AUTD3_MAX_DEVICES];    /**< autd3_device_state_t per device; UNKNOWN where the link cannot tell */
   uint8_t al_state[AUTD3_MAX_DEVICES]; /**< raw AL status low byte where known (OTHER), else 0 */
   uint64_t recoveries;                 /**< times every device came back to OP after a problem */
 } autd3_link_status_t;
