@@ -14,9 +14,24 @@
 #ifndef AUTD3_LINK_DRIVER_H
 #define AUTD3_LINK_DRIVER_H
 
-#include <stdatomic.h>
-
 #include "autd3/link.h"
+
+/*
+ * The header's counters are C11 atomics, and C++ has no `_Atomic` (C++23's
+ * <stdatomic.h> maps it to std::atomic, whose layout the standard does not tie
+ * to C's). Only libautd3's C code touches them (through autd3_link_init(),
+ * autd3_link_count_cycle(), autd3_link_report_device_reset()), so C++ sees
+ * opaque storage of the same size and alignment: a lock-free C11 atomic of a
+ * 4- or 8-byte integer has the integer's size and is aligned to it, which
+ * tests/api checks by comparing offsetof/sizeof from both languages. A C++
+ * link implementation derives nothing else from these fields.
+ */
+#ifdef __cplusplus
+#  define AUTD3_LINK_ATOMIC_(T) alignas(sizeof(T)) T
+#else
+#  include <stdatomic.h>
+#  define AUTD3_LINK_ATOMIC_(T) _Atomic T
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,13 +70,14 @@ struct autd3_link {
   const autd3_link_vtable_t *vt;
   autd3_link_kind_t kind;
   uint16_t num_devices;
-  _Atomic uint64_t cycles;
-  _Atomic uint64_t stale_cycles;
-  _Atomic uint64_t lost_cycles;
+  /* Owned by libautd3 (atomics in C, opaque storage in C++; see above). */
+  AUTD3_LINK_ATOMIC_(uint64_t) cycles;
+  AUTD3_LINK_ATOMIC_(uint64_t) stale_cycles;
+  AUTD3_LINK_ATOMIC_(uint64_t) lost_cycles;
   /* Evidence of device resets (autd3_link_report_device_reset()): a count per
    * device and their sum, bumped after the per-device count. */
-  _Atomic uint32_t device_resets[AUTD3_MAX_DEVICES];
-  _Atomic uint32_t device_resets_any;
+  AUTD3_LINK_ATOMIC_(uint32_t) device_resets[AUTD3_MAX_DEVICES];
+  AUTD3_LINK_ATOMIC_(uint32_t) device_resets_any;
 };
 
 /** Initialise a link header (counters zero). */
