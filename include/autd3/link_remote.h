@@ -38,7 +38,10 @@ typedef struct autd3_remote_option {
   autd3_remote_pipeline_t pipeline; /**< default AUTD3_REMOTE_PIPELINE_AUTO */
 } autd3_remote_option_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_remote_option_t autd3_remote_option_default(void);
 
 #ifdef __cplusplus
