@@ -41,10 +41,11 @@ test-sanitize: deps
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS) -LE slow
 
-# Everything built with clang (-Werror clean there too), then a libFuzzer run
+# Everything built with clang and clang++ (-Werror clean there too; the C++
+# header test needs the same toolchain), then a libFuzzer run
 # of every fuzz target (fuzz/), library code instrumented.
 test-fuzz: deps
-	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DAUTD3_FUZZ=ON -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(WERROR) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DAUTD3_FUZZ=ON -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(WERROR) $(CMAKE_ARGS)
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	ctest --test-dir $(BUILD_FUZZ) --output-on-failure -j $(JOBS) -R '^fuzz\.'
 
