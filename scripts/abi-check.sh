@@ -40,7 +40,8 @@ if [ -z "$lib" ]; then
 fi
 lib=$(readlink -f "$lib")
 [ -f "$lib" ] || { echo "abi-check: $lib not found" >&2; exit 2; }
-if ! readelf -S "$lib" | grep -q '\.debug_info'; then
+# (No `grep -q` after a pipe: under pipefail, readelf's SIGPIPE would read as "no debug info".)
+if ! readelf -S "$lib" | grep '\.debug_info' > /dev/null; then
   echo "abi-check: SKIPPED: $lib has no debug info (build it as RelWithDebInfo or Debug)"; exit 77
 fi
 
@@ -61,8 +62,8 @@ if [ "$update" = 1 ]; then
 fi
 
 [ -f "$baseline" ] || { echo "abi-check: no baseline $baseline; run scripts/abi-check.sh --update" >&2; exit 1; }
-want=$(sed -n "s/.*<abi-corpus[^>]* architecture='\([^']*\)'.*/\1/p" "$baseline" | head -1)
-have=$(sed -n "s/.*<abi-corpus[^>]* architecture='\([^']*\)'.*/\1/p" "$tmp/current.abi" | head -1)
+want=$(grep -m1 -o "architecture='[^']*'" "$baseline" || true)
+have=$(grep -m1 -o "architecture='[^']*'" "$tmp/current.abi" || true)
 if [ -n "$want" ] && [ "$want" != "$have" ]; then
   echo "abi-check: SKIPPED: the baseline is for $want, this library is $have"; exit 77
 fi
