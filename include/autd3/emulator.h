@@ -28,7 +28,7 @@ typedef struct autd3_fw_version {
 
 /**
  * When an emulated device acts on a frame. A real AUTD3's port layer is not
- * public (shared/reference/device-timing-notes.md), so this is explicit.
+ * public (docs/device-model.md explains the choice), so this is explicit.
  */
 typedef struct autd3_timing_model {
   bool take_on_sync0;        /**< true: a new output image is taken at the next SYNC0 event; false: on arrival */
@@ -37,13 +37,25 @@ typedef struct autd3_timing_model {
   bool publish_on_sync0;     /**< true: (ack, data) become readable at the next SYNC0; false: once processed */
 } autd3_timing_model_t;
 
-/** The default model (take at SYNC0, FIFO 100 µs, low-latency 10 µs, publish when processed). */
+/**
+ * The default model (take at SYNC0, FIFO 100 µs, low-latency 10 µs, publish when processed).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_timing_model_t autd3_timing_model_default(void);
-/** The most pessimistic model (take at SYNC0, FIFO 900 µs, publish at SYNC0). */
+/**
+ * The most pessimistic model (take at SYNC0, FIFO 900 µs, publish at SYNC0).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_timing_model_t autd3_timing_model_pessimistic(void);
-/** The ideal model (take on arrival, zero latency, publish at once: same-cycle acks). */
+/**
+ * The ideal model (take on arrival, zero latency, publish at once: same-cycle acks).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_timing_model_t autd3_timing_model_ideal(void);
-/** Parse "default", "pessimistic", "ideal" or "take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now". */
+/**
+ * Parse "default", "pessimistic", "ideal" or "take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now".
+ * Context: any thread; RT-safe. Errors set the calling thread's message.
+ */
 AUTD3_EXTERN autd3_err_t autd3_timing_model_parse(const char *s, autd3_timing_model_t *out);
 
 /** Options of the in-process emulator link. The device count comes from the geometry. */
@@ -53,7 +65,10 @@ typedef struct autd3_emulator_option {
   autd3_fw_version_t version;   /**< reported firmware versions; default 0.1.0 / 0.1.0 */
 } autd3_emulator_option_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_emulator_option_t autd3_emulator_option_default(void);
 
 /** Counters of one emulated device. */
@@ -79,6 +94,7 @@ struct autd3_link;
  * Inject faults into device `dev` of an emulator link (thread-safe; applied at
  * the next cycle). Replaces the device's current faults (all fields): a zeroed
  * fault clears them, `freeze = false` thaws a frozen device.
+ * Context: any thread; takes the link's fault mutex for a copy (the bus thread only try-locks it, so never waits); no allocation.
  */
 AUTD3_EXTERN autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const autd3_device_fault_t *fault);
 /**
@@ -87,9 +103,13 @@ AUTD3_EXTERN autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t
  * not synchronized; injected faults end; counters kept) and the link reports
  * it through autd3_link_report_device_reset() before that cycle's inputs, as
  * an EtherCAT link that saw the device leave OP would.
+ * Context: any thread; takes the link's fault mutex briefly (the bus thread only try-locks it); no allocation.
  */
 AUTD3_EXTERN autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uint16_t dev);
-/** Read device `dev`'s counters (thread-safe). */
+/**
+ * Read device `dev`'s counters (thread-safe).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out);
 
 #ifdef __cplusplus

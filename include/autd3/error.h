@@ -69,16 +69,23 @@ typedef enum autd3_err {
 #undef AUTD3_ERR_ENUM_
 } autd3_err_t;
 
-/** Generic, static message for a code ("unknown error" for unknown codes). */
+/**
+ * Generic, static message for a code ("unknown error" for unknown codes).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN const char *autd3_strerror(autd3_err_t err);
 
-/** The code's name without prefix, e.g. "TIMEOUT"; "UNKNOWN" for unknown codes. */
+/**
+ * The code's name without prefix, e.g. "TIMEOUT"; "UNKNOWN" for unknown codes.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN const char *autd3_err_name(autd3_err_t err);
 
 /**
  * Detailed message of the last error raised on the calling thread, e.g.
  * "echocat: slave 1 (vendor 0x00000002, product 0x044c2c52, name \"EL1004\") is not an AUTD3 device".
  * Valid until the next libautd3 call on this thread. Never NULL ("" if none).
+ * Context: any thread; RT-safe. Reads the calling thread's message.
  */
 AUTD3_EXTERN const char *autd3_last_error(void);
 

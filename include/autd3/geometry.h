@@ -29,21 +29,39 @@ typedef struct autd3_device_pose {
   float rot[4];
 } autd3_device_pose_t;
 
-/** Identity pose at `x, y, z`. */
+/**
+ * Identity pose at `x, y, z`.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_device_pose_t autd3_device_pose_at(float x, float y, float z);
 
 /** Opaque geometry: an ordered list of devices (bus order). */
 typedef struct autd3_geometry autd3_geometry_t;
 
-/** Create a geometry of `n` devices (1..128). `poses` NULL → devices in a row along x. */
+/**
+ * Create a geometry of `n` devices (1..128). `poses` NULL → devices in a row along x.
+ * Context: any thread; allocates; never blocks.
+ */
 AUTD3_EXTERN autd3_err_t autd3_geometry_create(size_t n, const autd3_device_pose_t *poses, autd3_geometry_t **out);
-/** Free a geometry (NULL is fine). */
+/**
+ * Free a geometry (NULL is fine).
+ * Context: any thread, once no other call uses `g` (links and clients do not keep it after open); frees.
+ */
 AUTD3_EXTERN void autd3_geometry_free(autd3_geometry_t *g);
-/** Number of devices. */
+/**
+ * Number of devices.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN size_t autd3_geometry_num_devices(const autd3_geometry_t *g);
-/** Number of transducers of device `dev` (249 for an AUTD3), 0 if out of range. */
+/**
+ * Number of transducers of device `dev` (249 for an AUTD3), 0 if out of range.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN size_t autd3_geometry_num_transducers(const autd3_geometry_t *g, size_t dev);
-/** World position (mm) and emission direction (unit vector) of one transducer. */
+/**
+ * World position (mm) and emission direction (unit vector) of one transducer.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_err_t autd3_geometry_transducer(const autd3_geometry_t *g, size_t dev, size_t tr, float pos[3], float dir[3]);
 
 #ifdef __cplusplus

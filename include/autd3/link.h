@@ -64,15 +64,30 @@ typedef struct autd3_link_option {
   } u;
 } autd3_link_option_t;
 
-/** A tagged option for `kind` holding that kind's defaults. */
+/**
+ * A tagged option for `kind` holding that kind's defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_link_option_t autd3_link_option_default(autd3_link_kind_t kind);
-/** The common EtherCAT section of an echocat/SOEM/EtherCrab option, NULL for other kinds. */
+/**
+ * The common EtherCAT section of an echocat/SOEM/EtherCrab option, NULL for other kinds.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_ethercat_option_t *autd3_link_option_ethercat(autd3_link_option_t *o);
-/** Kind from its name ("echocat", "soem", ...); AUTD3_E_UNKNOWN_LINK if none. */
+/**
+ * Kind from its name ("echocat", "soem", ...); AUTD3_E_UNKNOWN_LINK if none.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_err_t autd3_link_kind_parse(const char *name, autd3_link_kind_t *out);
-/** Name of a kind ("unknown" if out of range). */
+/**
+ * Name of a kind ("unknown" if out of range).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN const char *autd3_link_kind_name(autd3_link_kind_t kind);
-/** Whether `kind` is available in this process (built in, or its library registered). */
+/**
+ * Whether `kind` is available in this process (built in, or its library registered).
+ * Context: any thread; RT-safe (reads the registry atomically).
+ */
 AUTD3_EXTERN bool autd3_link_kind_available(autd3_link_kind_t kind);
 
 /** Opaque link handle. */
@@ -85,19 +100,24 @@ typedef struct autd3_link_stats {
   uint64_t lost_cycles;
 } autd3_link_stats_t;
 
-/** EtherCAT-level state of one device as seen by the state checker. */
+/**
+ * EtherCAT-level state of one device as seen by the state checker. UNKNOWN is
+ * zero on purpose: a status nobody filled in (a link that cannot observe its
+ * devices, such as Remote) never reads as operational.
+ */
 typedef enum autd3_device_state {
-  AUTD3_DEVICE_OP = 0,
-  AUTD3_DEVICE_SAFE_OP = 1,
-  AUTD3_DEVICE_SAFE_OP_ERROR = 2,
-  AUTD3_DEVICE_LOST = 3,
-  AUTD3_DEVICE_OTHER = 4
+  AUTD3_DEVICE_UNKNOWN = 0,        /**< the link cannot observe the device's state */
+  AUTD3_DEVICE_OP = 1,             /**< operational */
+  AUTD3_DEVICE_SAFE_OP = 2,        /**< SAFE-OP without error (being brought back to OP) */
+  AUTD3_DEVICE_SAFE_OP_ERROR = 3,  /**< SAFE-OP with the error flag (e.g. a watchdog expired) */
+  AUTD3_DEVICE_LOST = 4,           /**< no answer (unplugged, powered off) */
+  AUTD3_DEVICE_OTHER = 5           /**< any other AL state; see al_state */
 } autd3_device_state_t;
 
 /** Result of a state check. */
 typedef struct autd3_link_status {
   uint16_t num_devices;
-  uint8_t state[AUTD3_MAX_DEVICES];    /**< autd3_device_state_t per device */
+  uint8_t state[AUTD3_MAX_DEVICES];    /**< autd3_device_state_t per device; UNKNOWN where the link cannot tell */
   uint8_t al_state[AUTD3_MAX_DEVICES]; /**< raw AL status low byte where known (OTHER), else 0 */
   uint64_t recoveries;                 /**< times every device came back to OP after a problem */
 } autd3_link_status_t;
@@ -106,17 +126,25 @@ typedef struct autd3_link_status {
  * Open a link for `geometry`'s device count. Blocks for as long as bring-up
  * takes (EtherCAT scan, DC alignment, OP). Allocates. Errors: INVALID_ARGUMENT,
  * INVALID_OPTION, NOT_BUILT (message names the CMake option), and the link's own.
+ * Context: any thread; blocks for the bring-up (seconds for EtherCAT, a TCP connect for Remote/TwinCAT); allocates; may start the link's own threads.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, autd3_link_t **out);
-/** Number of devices on the bus (fixed after open). */
+/**
+ * Number of devices on the bus (fixed after open).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN size_t autd3_link_num_devices(const autd3_link_t *link);
-/** Kind of an open link. */
+/**
+ * Kind of an open link.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_link_kind_t autd3_link_kind(const autd3_link_t *link);
 /**
  * One bus cycle: blocks until the cycle's deadline, sends `tx` (N × 626) and
  * fills `rx` (N × 2). `*rx_valid` false means this cycle's inputs are stale
  * (working counter mismatch or lost frame) and `rx` must be ignored. An error
  * is fatal for the link. Call from one thread at a time. No allocation.
+ * Context: one thread at a time (the bus thread); blocks only on the link's own timer and socket; no allocation; takes no lock a caller can hold.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
 /**
@@ -124,28 +152,38 @@ AUTD3_EXTERN autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx,
  * that do not implement it return at once). A bus loop that calls this, then
  * prepares `tx`, then calls autd3_link_cycle() sends what was staged latest.
  * Same thread and rules as autd3_link_cycle().
+ * Context: as autd3_link_cycle(): the bus thread; blocks on the link's own timer; no allocation.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link);
 /**
  * Times the link has seen device `dev` lose its firmware state (power cycle,
  * re-initialisation); 0 for an out-of-range `dev`. Thread-safe, lock-free.
+ * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN uint32_t autd3_link_device_resets(const autd3_link_t *link, uint16_t dev);
-/** Statistics (thread-safe, lock-free). */
+/**
+ * Statistics (thread-safe, lock-free).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out);
 /**
  * Check the devices' states and try to recover the ones that are not in OP.
  * Thread-safe with respect to autd3_link_cycle() (may be called from another
  * thread while the bus thread cycles); may block for a few cycles.
+ * Context: one checker thread at a time, concurrently with the bus thread; blocks for a few bus round trips; no allocation.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_check_state(autd3_link_t *link, autd3_link_status_t *out);
 /**
  * Link-specific diagnostics as text lines "name : value" (e.g. departure
  * jitter against the DC deadline, late wake-ups), written to `buf`
  * (NUL-terminated). Returns the length; 0 if the link has none. Thread-safe.
+ * Context: any thread; never blocks; no allocation.
  */
 AUTD3_EXTERN size_t autd3_link_diagnostics(autd3_link_t *link, char *buf, size_t cap);
-/** Close the link (EtherCAT links return the devices to INIT) and free it. NULL is fine. */
+/**
+ * Close the link (EtherCAT links return the devices to INIT) and free it. NULL is fine.
+ * Context: once, after every other call on the link returned; blocks (joins the link's threads, EtherCAT INIT); frees.
+ */
 AUTD3_EXTERN void autd3_link_close(autd3_link_t *link);
 
 #ifdef __cplusplus

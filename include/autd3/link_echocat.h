@@ -27,7 +27,10 @@ typedef struct autd3_echocat_option {
   uint32_t warmup_cycles;           /**< process-data cycles in SAFE-OP before requesting OP; default 200 */
 } autd3_echocat_option_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_echocat_option_t autd3_echocat_option_default(void);
 
 #ifdef __cplusplus

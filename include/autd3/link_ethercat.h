@@ -34,9 +34,15 @@ typedef struct autd3_ethercat_option {
   const char *capture_path;   /**< write every bus frame to this pcap file; NULL = off (default) */
 } autd3_ethercat_option_t;
 
-/** Defaults as documented per field. */
+/**
+ * Defaults as documented per field.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_ethercat_option_t autd3_ethercat_option_default(void);
-/** Check the common fields; AUTD3_E_INVALID_OPTION with a message naming the field. */
+/**
+ * Check the common fields; AUTD3_E_INVALID_OPTION with a message naming the field.
+ * Context: any thread; RT-safe. Errors set the calling thread's message.
+ */
 AUTD3_EXTERN autd3_err_t autd3_ethercat_option_validate(const autd3_ethercat_option_t *o);
 
 #ifdef __cplusplus

@@ -19,10 +19,16 @@ typedef struct autd3_ethercrab_option {
   uint32_t pdu_timeout_ms;          /**< EtherCrab PDU timeout; default 100 */
 } autd3_ethercrab_option_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_ethercrab_option_t autd3_ethercrab_option_default(void);
 
-/** Register the EtherCrab link (defined in libautd3-link-ethercrab; automatic when linked). */
+/**
+ * Register the EtherCrab link (defined in libautd3-link-ethercrab; automatic when linked).
+ * Context: any thread; RT-safe (an atomic store); call before opening an EtherCrab link.
+ */
 AUTD3_EXTERN void autd3_link_ethercrab_register(void);
 
 #ifdef __cplusplus

@@ -31,14 +31,17 @@ typedef enum autd3_remote_pipeline {
   AUTD3_REMOTE_PIPELINE_ON = 2    /**< always one request ahead */
 } autd3_remote_pipeline_t;
 
-/** Remote options. */
+/** Remote options. autd3_link_check_state() reports AUTD3_DEVICE_UNKNOWN: ARMT v3 carries no device state. */
 typedef struct autd3_remote_option {
   const char *address; /**< "host:port", "[v6]:port"; names are resolved; default "127.0.0.1:8080" */
   uint32_t timeout_ms; /**< connect, read and write timeout; 0 = none (default) */
   autd3_remote_pipeline_t pipeline; /**< default AUTD3_REMOTE_PIPELINE_AUTO */
 } autd3_remote_option_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_remote_option_t autd3_remote_option_default(void);
 
 #ifdef __cplusplus

@@ -19,13 +19,17 @@ typedef struct autd3_soem_option {
   autd3_ethercat_option_t ethercat; /**< common EtherCAT options */
 } autd3_soem_option_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_soem_option_t autd3_soem_option_default(void);
 
 /**
  * Register the SOEM link with libautd3 (declared here, defined in
  * libautd3-link-soem). Linking that library registers it automatically; calling
  * this is only needed when a static link dropped the constructor.
+ * Context: any thread; RT-safe (an atomic store); call before opening a SOEM link.
  */
 AUTD3_EXTERN void autd3_link_soem_register(void);
 

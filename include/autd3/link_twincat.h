@@ -29,7 +29,10 @@ typedef struct autd3_twincat_option {
   bool no_notification;
 } autd3_twincat_option_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_twincat_option_t autd3_twincat_option_default(void);
 
 #ifdef __cplusplus

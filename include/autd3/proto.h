@@ -99,9 +99,15 @@ typedef enum autd3_dev_err {
 #undef AUTD3_DEV_ERR_ENUM_
 } autd3_dev_err_t;
 
-/** Name of an opcode ("UNKNOWN" if not in the table). */
+/**
+ * Name of an opcode ("UNKNOWN" if not in the table).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN const char *autd3_cmd_name(uint8_t cmd);
-/** Message of a device error code ("unknown device error" if not in the table). */
+/**
+ * Message of a device error code ("unknown device error" if not in the table).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN const char *autd3_dev_err_message(uint8_t code);
 
 /** Firmware mode for SetMode. */
@@ -122,23 +128,34 @@ typedef struct autd3_frame {
   const uint8_t *device_payloads;       /**< N × 624 bytes when device_cmds != NULL */
 } autd3_frame_t;
 
-/** A broadcast frame with no payload for `cmd` (Reset, Clear, Nop, Synchronize, reads). */
+/**
+ * A broadcast frame with no payload for `cmd` (Reset, Clear, Nop, Synchronize, reads).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_frame_t autd3_frame_simple(uint8_t cmd);
-/** SetMode frame (payload[0] = mode). */
+/**
+ * SetMode frame (payload[0] = mode).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_frame_t autd3_frame_set_mode(autd3_fw_mode_t mode);
 /**
  * XorHash (test/benchmark command): u16 sleep_ms at 0, u16 data_len at 2,
  * data at 4. The device sleeps sleep_ms, then answers 0 if the XOR of the
  * data is 0, else INVALID_DATA. len > 620 → AUTD3_E_PAYLOAD.
+ * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_err_t autd3_frame_xor_hash(autd3_frame_t *out, uint16_t sleep_ms, const uint8_t *data, size_t len);
 /**
  * The perftest frame: sleep_ms, then `len` bytes of 0xA5 whose last byte is
  * the XOR of the others (so the device answers 0). len ≤ 620.
+ * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_err_t autd3_frame_xor_hash_bench(autd3_frame_t *out, uint16_t sleep_ms, size_t len);
 
-/** Write one device's 626-byte tx frame: seq, cmd, then payload (zero-filled). */
+/**
+ * Write one device's 626-byte tx frame: seq, cmd, then payload (zero-filled).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN void autd3_tx_encode(uint8_t tx[AUTD3_TX_FRAME_BYTES], uint8_t seq, uint8_t cmd, const uint8_t *payload, size_t len);
 
 #ifdef __cplusplus

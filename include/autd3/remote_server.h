@@ -73,22 +73,41 @@ typedef struct autd3_remote_server_stats {
 
 typedef struct autd3_remote_server autd3_remote_server_t;
 
-/** Defaults. */
+/**
+ * Defaults.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN autd3_remote_server_option_t autd3_remote_server_option_default(void);
 /**
  * Bind the listening socket (and with `devices` > 0 open the link and start the
  * bus thread). Allocates. Errors: INVALID_OPTION, CONNECT (cannot bind), the link's own.
+ * Context: any thread; blocks (bind; with `devices` > 0 the link's bring-up); allocates; starts the bus thread.
  */
 AUTD3_EXTERN autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, autd3_remote_server_t **out);
-/** Port actually bound (useful with port 0). */
+/**
+ * Port actually bound (useful with port 0).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN uint16_t autd3_remote_server_port(const autd3_remote_server_t *s);
-/** Serve clients until autd3_remote_server_stop(). Call from one thread. Returns AUTD3_OK after a stop. */
+/**
+ * Serve clients until autd3_remote_server_stop(). Call from one thread. Returns AUTD3_OK after a stop.
+ * Context: one thread; blocks until autd3_remote_server_stop(); allocates per client (the wrapped link).
+ */
 AUTD3_EXTERN autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s);
-/** Ask run() to return. Async-signal-safe (call it from a SIGINT handler) and thread-safe. */
+/**
+ * Ask run() to return. Async-signal-safe (call it from a SIGINT handler) and thread-safe.
+ * Context: any thread or a signal handler; never blocks (one write to a pipe); no allocation.
+ */
 AUTD3_EXTERN void autd3_remote_server_stop(autd3_remote_server_t *s);
-/** Counters (thread-safe). */
+/**
+ * Counters (thread-safe).
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN void autd3_remote_server_stats(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out);
-/** Close the client, stop the bus thread, close the link, free. Not while run() is running. NULL is fine. */
+/**
+ * Close the client, stop the bus thread, close the link, free. Not while run() is running. NULL is fine.
+ * Context: once, after run() returned; blocks (joins the bus thread, closes the link); frees.
+ */
 AUTD3_EXTERN void autd3_remote_server_destroy(autd3_remote_server_t *s);
 
 #ifdef __cplusplus

@@ -27,9 +27,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-/** Version of the library actually linked, as AUTD3_VERSION_HEX. Thread-safe. */
+/**
+ * Version of the library actually linked, as AUTD3_VERSION_HEX. Thread-safe.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN unsigned autd3_version(void);
-/** Version string "MAJOR.MINOR.PATCH" of the linked library. Thread-safe. */
+/**
+ * Version string "MAJOR.MINOR.PATCH" of the linked library. Thread-safe.
+ * Context: any thread; RT-safe.
+ */
 AUTD3_EXTERN const char *autd3_version_string(void);
 #ifdef __cplusplus
 }

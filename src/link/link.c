@@ -235,7 +235,8 @@ autd3_err_t autd3_link_check_state(autd3_link_t *link, autd3_link_status_t *out)
   if (link == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_link_check_state: NULL argument");
   memset(out, 0, sizeof *out);
   out->num_devices = link->num_devices;
-  if (link->vt->check_state == NULL) return AUTD3_OK; /* all OP (zeroed) */
+  /* Zeroed = AUTD3_DEVICE_UNKNOWN: a link without a checker (Remote) reports no state it has not seen. */
+  if (link->vt->check_state == NULL) return AUTD3_OK;
   return link->vt->check_state(link, out);
 }
 

@@ -700,7 +700,7 @@ TEST(hostile_frames) {
   buf[13] = 0xA4;
   (void)autd3_emu_process(e, buf, sizeof buf, g_now += 1000);
   /* a datagram addressing the top of the address space wraps nothing */
-  uint8_t big[64];
+  uint8_t big[64] = {0}; /* sent as FPRD/FPWR data: must be initialised */
   ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0xFFF0, big, 64), 1);
   ASSERT_EQ(dg(e, &g_now, FPWR, addr(0), 0xFFF0, big, 64), 1);
   autd3_emu_destroy(e);

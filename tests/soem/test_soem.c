@@ -265,8 +265,7 @@ static void open_cycle_close(const char *name, int n, const char *ifname) {
   for (int d = 0; d < n; d++) ASSERT_EQ(st.state[d], AUTD3_DEVICE_OP);
   autd3_link_stats_t stats;
   autd3_link_stats(link, &stats);
-  ASSERT_GE(stats.cycles, 3);
-  ASSERT_LE(stats.lost_cycles, stats.stale_cycles);
+  ASSERT_GE(stats.cycles, 3); /* lost <= stale is autd3_link_count_cycle()'s, tested in tests/api */
   char diag[1024];
   ASSERT_GT(autd3_link_diagnostics(link, diag, sizeof diag), 0);
   ASSERT_CONTAINS(diag, "expected wkc");

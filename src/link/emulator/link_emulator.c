@@ -145,8 +145,7 @@ static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t
  * (the EtherCAT slave controller keeps answering), so the client sees
  * Timeout errors, not a lost slave. */
 static autd3_err_t emu_check_state(struct autd3_link *link, autd3_link_status_t *out) {
-  (void)link;
-  (void)out; /* zeroed by autd3_link_check_state(): every device AUTD3_DEVICE_OP */
+  for (uint16_t d = 0; d < link->num_devices; d++) out->state[d] = AUTD3_DEVICE_OP;
   return AUTD3_OK;
 }
 
@@ -222,7 +221,7 @@ static autd3_err_t emu_slot(struct autd3_link *link, uint16_t dev, const char *f
 }
 
 autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const autd3_device_fault_t *fault) {
-  emu_slot_t *s;
+  emu_slot_t *s = NULL; /* set on AUTD3_OK; GCC -O3 cannot see that */
   autd3_err_t err = emu_slot(link, dev, "autd3_emulator_inject", &s);
   if (err != AUTD3_OK) return err;
   if (fault == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_inject: fault is NULL");
@@ -236,7 +235,7 @@ autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const a
 }
 
 autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out) {
-  emu_slot_t *s;
+  emu_slot_t *s = NULL;
   autd3_err_t err = emu_slot(link, dev, "autd3_emulator_counters", &s);
   if (err != AUTD3_OK) return err;
   if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_counters: out is NULL");

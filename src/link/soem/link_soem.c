@@ -635,6 +635,8 @@ static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geom
   }
   autd3_link_init(&l->hdr, &soem_vtable, AUTD3_LINK_SOEM, (uint16_t)n);
   atomic_flag_clear(&l->check_busy);
+  /* open returns only with every device in OP; the first check counts a recovery only after a problem */
+  memset(l->last_state, AUTD3_DEVICE_OP, sizeof l->last_state);
   l->sync0_period_ns = o->sync0_period_ns;
   l->sync0_shift_ns = o->sync0_shift_ns;
   l->cycle_ns = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;

@@ -66,11 +66,11 @@ const CODE_VERSION: i32 = 12;
 const CODE_LOST: i32 = 13;
 
 // Device state codes written by check (= autd3_device_state_t).
-const ST_OP: u8 = 0;
-const ST_SAFE_OP: u8 = 1;
-const ST_SAFE_OP_ERROR: u8 = 2;
-const ST_LOST: u8 = 3;
-const ST_OTHER: u8 = 4;
+const ST_OP: u8 = 1;
+const ST_SAFE_OP: u8 = 2;
+const ST_SAFE_OP_ERROR: u8 = 3;
+const ST_LOST: u8 = 4;
+const ST_OTHER: u8 = 5;
 
 const TX_BYTES: usize = 626; // AUTD3_TX_FRAME_BYTES
 const RX_BYTES: usize = 2; // AUTD3_RX_FRAME_BYTES
