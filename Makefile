@@ -19,7 +19,7 @@ deps:
 	@scripts/setup-deps.sh
 
 configure: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(WERROR) $(CMAKE_ARGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
