@@ -43,6 +43,7 @@
 #include "autd3/link_driver.h"
 #include "link/echocat/ecat.h"
 #include "link/link_internal.h"
+#include "nic/master_guard.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
 
@@ -94,6 +95,7 @@ typedef struct slave {
   bool no_lrw;
   uint32_t delay;
   bool lost;
+  bool reset_reported; /* its reset was reported (autd3_link_report_device_reset) and it is not back in OP yet */
 } slave_t;
 
 typedef struct cycle_res {
@@ -107,6 +109,7 @@ typedef struct echocat {
   autd3_echocat_option_t opt;
   char ifname[64];
   autd3_nic_t *nic;
+  autd3_master_guard_t *guard; /* the interface's lock, held from before the first frame until close */
   uint8_t mac[6];
   uint16_t n;
   slave_t sl[AUTD3_MAX_DEVICES];
@@ -149,6 +152,11 @@ typedef struct echocat {
   atomic_uint jit[JIT_BUCKETS + 1];
   atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc, guard_waits, unproven;
   atomic_bool rt_failed;
+  /* EtherCAT frames received that echocat did not send (another master on
+   * the chain): counted by whoever drives the NIC; the first one's source
+   * MAC is written before the count leaves 0 (release/acquire). */
+  atomic_uint_fast64_t foreign;
+  uint8_t foreign_mac[6];
   atomic_uint_fast64_t diag_ra, diag_out; /* read_ahead and out_rtt_ns for other threads */
 } echocat_t;
 
@@ -188,6 +196,12 @@ static autd3_err_t collect_until(echocat_t *ec, slot_t **set, int n, uint64_t de
     uint64_t t = autd3__now_ns();
     if (ec->cap.f)
       autd3__capture_write(&ec->cap, ec->rxbuf, len, autd3__realtime_ns());
+    if (!autd3__frame_from(ec->rxbuf, ec->mac)) { /* another master's frame (the source MAC is this open's own) */
+      if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) == 0)
+        memcpy(ec->foreign_mac, ec->rxbuf + 6, 6);
+      atomic_fetch_add_explicit(&ec->foreign, 1, memory_order_release);
+      continue;
+    }
     if (len < ECAT_ETH_HDR + ECAT_HDR + ECAT_DG_OVERHEAD)
       continue;
     uint8_t idx = ec->rxbuf[ECAT_ETH_HDR + ECAT_HDR + 1];
@@ -1114,9 +1128,24 @@ static autd3_err_t cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cyc
   return AUTD3_OK;
 }
 
+/* Another master's frames reached us: the devices execute its frames as
+ * well as ours, so nothing we send can be trusted to run exactly once. Fatal
+ * for the link (every later cycle fails the same way). */
+static autd3_err_t foreign_master_error(echocat_t *ec, const char *when) {
+  uint64_t n = atomic_load_explicit(&ec->foreign, memory_order_acquire);
+  char mac[18];
+  autd3__mac_format(ec->foreign_mac, mac);
+  return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                         "echocat %s: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
+                         "source MAC %s that echocat did not send; one master per chain: the link stops",
+                         ec->ifname, ec->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", mac);
+}
+
 static autd3_err_t ec_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
   echocat_t *ec = (echocat_t *)link;
   *rx_valid = false;
+  if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0)
+    return foreign_master_error(ec, "mid-run");
   static _Thread_local const void *tuned;
   if (tuned != ec) { /* once per bus thread: exact wake-ups, and the RT options */
     tuned = ec;
@@ -1140,6 +1169,10 @@ static autd3_err_t ec_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t 
   atomic_store(&ec->owner, OWN_NONE);
   if (e != AUTD3_OK)
     return e;
+  if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0) { /* this cycle's inputs may be the other master's doing */
+    autd3_link_count_cycle(link, false, res.lost);
+    return foreign_master_error(ec, "mid-run");
+  }
   *rx_valid = !res.lost && res.wkc_ok && res.all_op;
   autd3_link_count_cycle(link, *rx_valid, res.lost);
   return AUTD3_OK;
@@ -1208,6 +1241,17 @@ static autd3_err_t recover_slave(echocat_t *ec, uint16_t k) {
   return request_state(ec, one, 1, AL_OP);
 }
 
+/* Evidence that device k lost its firmware state (power-cycled): tell the
+ * link layer once per episode (until it is back in OP), before recover_slave
+ * requests OP, i.e. before any valid cycle carries its post-reset inputs
+ * (a valid cycle needs every device in OP). */
+static void report_reset(echocat_t *ec, uint16_t k) {
+  if (ec->sl[k].reset_reported)
+    return;
+  ec->sl[k].reset_reported = true;
+  autd3_link_report_device_reset(&ec->base, k);
+}
+
 static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *out) {
   echocat_t *ec = (echocat_t *)link;
   pthread_mutex_lock(&ec->check_lock);
@@ -1235,6 +1279,7 @@ static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *
     } else if (st == AL_OP && !err) {
       out->state[k] = AUTD3_DEVICE_OP;
       ec->sl[k].lost = false;
+      ec->sl[k].reset_reported = false;
       continue;
     } else if (st == AL_SAFEOP && err) {
       out->state[k] = AUTD3_DEVICE_SAFE_OP_ERROR;
@@ -1249,7 +1294,10 @@ static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *
     } else {
       out->state[k] = AUTD3_DEVICE_OTHER;
       out->al_state[k] = al[k];
-      /* answers at its address but fell back (INIT/PRE-OP): configure again */
+      /* answers at its address but fell back (INIT/PRE-OP): configure again;
+       * INIT means its firmware state is gone */
+      if (st == AL_INIT)
+        report_reset(ec, k);
       recover_slave(ec, k);
     }
     all_op = false;
@@ -1263,8 +1311,10 @@ static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *
     uint8_t a[2];
     uint16_t w = 0;
     if (dg1(ec, ECAT_APRD, POSITION(k), REG_STADR, NULL, 2, a, &w) == AUTD3_OK && w == 1 &&
-        ecat_get16(a) != STATION(k))
+        ecat_get16(a) != STATION(k)) {
+      report_reset(ec, k); /* it lost its station address: power-cycled */
       recover_slave(ec, k);
+    }
   }
   if (!all_op)
     ec->problem = true;
@@ -1294,6 +1344,10 @@ static uint64_t jit_pct(echocat_t *ec, uint64_t total, double p) {
 static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
   echocat_t *ec = (echocat_t *)link;
   uint64_t n = atomic_load(&ec->jit_n), cyc = atomic_load(&ec->cyc);
+  uint64_t foreign = atomic_load_explicit(&ec->foreign, memory_order_acquire);
+  char fmac[18] = "";
+  if (foreign)
+    autd3__mac_format(ec->foreign_mac, fmac);
   int w = snprintf(buf, cap,
                    "departure jitter p50 : %" PRIu64 " us\n"
                    "departure jitter p99 : %" PRIu64 " us\n"
@@ -1305,12 +1359,13 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
                    "read ahead of SYNC0  : %.0f us\n"
                    "outputs to reference : %.0f us\n"
                    "ignored frames       : %" PRIu64 "\n"
+                   "foreign master frames: %" PRIu64 "%s%s\n"
                    "rt priority/affinity : %s\n",
                    n ? jit_pct(ec, n, 50) : 0, n ? jit_pct(ec, n, 99) : 0, (double)atomic_load(&ec->jit_max) / 1000.0,
                    (uint64_t)atomic_load(&ec->late), (uint64_t)atomic_load(&ec->unproven),
                    (uint64_t)atomic_load(&ec->guard_waits), cyc ? (double)atomic_load(&ec->frames) / (double)cyc : 0.0,
                    (double)atomic_load(&ec->diag_ra) / 1000.0, (double)atomic_load(&ec->diag_out) / 1000.0,
-                   autd3__nic_ignored(ec->nic),
+                   autd3__nic_ignored(ec->nic), foreign, foreign ? " from " : "", foreign ? fmac : "",
                    atomic_load(&ec->rt_failed)                                           ? "refused by the OS"
                    : (ec->opt.ethercat.rt_priority > 0 || ec->opt.ethercat.rt_cpu >= 0) ? "applied"
                                                                                         : "not requested");
@@ -1324,6 +1379,7 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
 static void release(echocat_t *ec) {
   if (ec->nic)
     autd3__nic_close(ec->nic);
+  autd3__master_guard_release(ec->guard); /* after the last frame (close's INIT request) */
   autd3__capture_close(&ec->cap);
   pthread_mutex_destroy(&ec->check_lock);
   free(ec->zero_tx);
@@ -1361,14 +1417,20 @@ static const autd3_link_vtable_t ec_vt = {.cycle = ec_cycle,
 /* Open `ifname`, count, address and identify its slaves. */
 static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
   snprintf(ec->ifname, sizeof ec->ifname, "%s", ifname);
-  autd3_err_t e = autd3__nic_open(ifname, ec->opt.backend, &ec->nic);
+  /* One master per chain: the interface's lock and a short listen for a
+   * master already cycling, before our first frame (nic/master_guard.h). */
+  autd3_err_t e = autd3__master_guard_take(ifname, ec->opt.backend, "echocat", &ec->guard);
   if (e != AUTD3_OK)
     return e;
-  /* A fixed source MAC that no adapter has: the first ESC sets bit 0x02 in
-   * the returning frame (§1.1), so a reply never carries our adapter's own
-   * address (back ends that cannot filter by direction drop those). */
-  static const uint8_t src[6] = {0x0C, 0xEC, 0xA7, 0xAD, 0x00, 0x01};
-  memcpy(ec->mac, src, 6);
+  e = autd3__nic_open(ifname, ec->opt.backend, &ec->nic);
+  if (e != AUTD3_OK)
+    return e;
+  /* A source MAC that no adapter has and no other master uses (this open's
+   * own): the first ESC sets bit 0x02 in the returning frame (§1.1), so a
+   * reply never carries our adapter's own address (back ends that cannot
+   * filter by direction drop those), and a frame with any other source is
+   * another master's (collect_until). */
+  autd3__master_guard_mac(ec->guard, ec->mac);
   if (ec->opt.ethercat.capture_path && !ec->cap.f &&
       (e = autd3__capture_open(&ec->cap, ec->opt.ethercat.capture_path)) != AUTD3_OK)
     return e;
@@ -1427,6 +1489,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
       goto fail;
     char tried[512] = "";
     autd3_err_t first_perm = AUTD3_OK;
+    bool busy = false; /* some adapter has another master */
     e = AUTD3_E_NO_DEVICE;
     for (size_t i = 0; i < nn; i++) {
       e = probe(ec, names[i], &count);
@@ -1434,15 +1497,23 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
         break;
       if (e == AUTD3_E_PERMISSION)
         first_perm = e;
+      busy = busy || e == AUTD3_E_SECOND_MASTER;
       size_t l = strlen(tried);
       snprintf(tried + l, sizeof tried - l, "%s%s (%s)", l ? ", " : "", names[i], autd3_err_name(e));
       if (ec->nic)
         autd3__nic_close(ec->nic);
       ec->nic = NULL;
+      autd3__master_guard_release(ec->guard);
+      ec->guard = NULL;
       ec->n = 0;
     }
     if (e != AUTD3_OK) {
-      if (first_perm)
+      if (busy && !first_perm)
+        e = autd3_set_error(AUTD3_E_SECOND_MASTER,
+                            "echocat: interface = auto: no free adapter has only AUTD3 devices; another EtherCAT master "
+                            "drives some (tried: %s)",
+                            tried);
+      else if (first_perm)
         e = autd3_set_error(AUTD3_E_PERMISSION,
                             "echocat: cannot open raw sockets to scan for AUTD3 devices: needs CAP_NET_RAW and "
                             "CAP_NET_ADMIN (run as root or `sudo setcap cap_net_raw,cap_net_admin+ep <program>`)");
@@ -1550,6 +1621,10 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
                           ec->ifname, o->op_wait_timeout_ms, detail);
       goto fail;
     }
+  }
+  if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0) {
+    e = foreign_master_error(ec, "during open");
+    goto fail;
   }
   /* statistics count the caller's cycles only */
   for (int i = 0; i <= JIT_BUCKETS; i++)
