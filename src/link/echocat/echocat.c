@@ -1205,6 +1205,38 @@ static autd3_err_t ec_wait_next_cycle(struct autd3_link *link) {
 
 /* ---------------------------------------------------------------- state check and recovery */
 
+/* The reference clock (device 0) came back with a fresh clock while the
+ * others, and our phase estimate, still run on the old time base. Before it
+ * gets its station address back (from then on the cycle's FRMW reads it),
+ * give it an offset that continues the old base: one frame reads its system
+ * time (position-addressed) and then device 1's, which the frame reaches
+ * sl[1].delay later, so device 1 read (old base) T + delay at the moment
+ * device 0 read T (new base). The residual (ns) is left to the drift control. */
+static autd3_err_t rebase_reference(echocat_t *ec) {
+  if (ec->n < 2)
+    return AUTD3_OK; /* a single clock is its own base: the phase estimate re-locks (dc_sample) */
+  slot_t *s = &ec->xs;
+  slot_start(ec, s, false);
+  uint16_t o0 = ecat_dg_add(&s->f, ECAT_APRD, POSITION(0), REG_DCSYS, NULL, 8);
+  uint16_t oo = ecat_dg_add(&s->f, ECAT_APRD, POSITION(0), REG_DCOFS, NULL, 8);
+  uint16_t o1 = ecat_dg_add(&s->f, ECAT_FPRD, STATION(1), REG_DCSYS, NULL, 8);
+  autd3_err_t e = xfer(ec, s);
+  if (e != AUTD3_OK)
+    return e;
+  if (s->dg[0].wkc != 1 || s->dg[1].wkc != 1 || s->dg[2].wkc != 1)
+    return autd3_set_error(AUTD3_E_IO, "echocat %s: device 0 or 1 did not answer the reference clock re-base", ec->ifname);
+  uint64_t sys0 = ecat_get64(s->f.buf + o0), ofs0 = ecat_get64(s->f.buf + oo), sys1 = ecat_get64(s->f.buf + o1);
+  uint8_t v[8], sp[2], fl[2];
+  ecat_put64(v, ofs0 + (sys1 - ec->sl[1].delay) - sys0);
+  ecat_put16(sp, 0x1000); /* restart its drift filter, as reset_slaves does */
+  ecat_put16(fl, 0x0C00);
+  slot_start(ec, s, false);
+  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCOFS, v, 8);
+  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCSPEED, sp, 2);
+  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCFILT, fl, 2);
+  return xfer(ec, s);
+}
+
 /* A device at position k answers but lost its configuration (power-cycled):
  * configure it again as at open, up to SAFE-OP, then ask for OP. */
 static autd3_err_t recover_slave(echocat_t *ec, uint16_t k) {
@@ -1216,6 +1248,8 @@ static autd3_err_t recover_slave(echocat_t *ec, uint16_t k) {
   uint8_t in[AUTD3_MAX_DEVICES * 82];
   memset(in + (size_t)k * 82, 0, 82);
   if ((e = each(ec, one, 1, true, rs, 4, in, NULL, NULL)) != AUTD3_OK)
+    return e;
+  if (k == 0 && (e = rebase_reference(ec)) != AUTD3_OK)
     return e;
   if ((e = assign_addresses(ec, one, 1)) != AUTD3_OK)
     return e;
