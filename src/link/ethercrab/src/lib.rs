@@ -46,7 +46,7 @@ use ethercrab::{
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -134,6 +134,33 @@ pub struct OpenArgs {
     >,
     /// Passed back to `on_adapter`; owned by C, valid during the open call.
     pub on_adapter_user: *mut c_void,
+    /// Called on the state checker's thread when device `dev` (0-based) is
+    /// found back in INIT (its firmware state is gone: power-cycled), before
+    /// the checker re-configures it and requests OP, i.e. before any cycle
+    /// can carry its post-reset inputs as valid; NULL = no call.
+    pub on_device_reset: Option<unsafe extern "C" fn(user: *mut c_void, dev: u16)>,
+    /// Passed back to `on_device_reset`; owned by C, valid until close.
+    pub on_device_reset_user: *mut c_void,
+}
+
+/// C's device-reset hook, kept by the link (OpenArgs::on_device_reset).
+struct ResetHook {
+    f: Option<unsafe extern "C" fn(user: *mut c_void, dev: u16)>,
+    user: *mut c_void,
+}
+
+// SAFETY: C guarantees the hook may be called from any thread and its user
+// pointer stays valid until close (the link's owner is C's link object).
+unsafe impl Send for ResetHook {}
+unsafe impl Sync for ResetHook {}
+
+impl ResetHook {
+    fn call(&self, dev: usize) {
+        if let (Some(f), Ok(d)) = (self.f, u16::try_from(dev)) {
+            // SAFETY: see the impls above.
+            unsafe { f(self.user, d) };
+        }
+    }
 }
 
 /// What open found.
@@ -670,6 +697,7 @@ pub struct Link {
     state_timeout: Duration,
     expected_wkc: u16,
     checker: Mutex<Checker>,
+    on_reset: ResetHook,
     transport: Transport,
 }
 
@@ -909,10 +937,16 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
             let mut tried = Vec::new();
             let mut found = None;
             for name in candidate_interfaces() {
-                let Ok(t) = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)
-                else {
-                    tried.push(format!("{name}: cannot open"));
-                    continue;
+                let t = match Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)
+                {
+                    Ok(t) => t,
+                    Err(f) => {
+                        tried.push(format!(
+                            "{name}: {}",
+                            f.msg.trim_start_matches("ethercrab: ")
+                        ));
+                        continue;
+                    }
                 };
                 match discover(&t).await {
                     Ok(g) => {
@@ -1098,6 +1132,10 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
             states: vec![ST_OP; n],
             recoveries: 0,
         }),
+        on_reset: ResetHook {
+            f: args.on_device_reset,
+            user: args.on_device_reset_user,
+        },
         transport,
     })
 }
@@ -1294,7 +1332,8 @@ impl Link {
             .receive::<u16>(md)
             .await?;
         match s & 0x0F {
-            0x01 | 0x02 => {}
+            0x01 => self.on_reset.call(i), // INIT: its firmware state is gone
+            0x02 => {}
             0x08 => return Ok(ST_OP),
             0x04 => return Ok(ST_SAFE_OP),
             _ => return Ok(ST_OTHER),
@@ -1728,6 +1767,8 @@ mod tests {
             rt_cpu: -1,
             on_adapter: None,
             on_adapter_user: std::ptr::null_mut(),
+            on_device_reset: None,
+            on_device_reset_user: std::ptr::null_mut(),
         };
         let mut link: *mut Link = std::ptr::null_mut();
         let mut info = OpenInfo {
