@@ -43,6 +43,7 @@
 
 #include "autd3/link_driver.h"
 #include "nic/capture.h"
+#include "nic/master_guard.h"
 #include "platform/platform.h"
 
 #define SOEM_DEVICE_NAME "AUTD" /* SII name of every AUTD3 (ESI Type/Name, reference §4.1) */
@@ -78,10 +79,14 @@ typedef struct soem_link {
   /* capture (capture_path): SOEM owns its socket, so the shared passive tap
    * (src/nic/capture.h) records the adapter's frames like tcpdump would */
   autd3_capture_tap_t *cap;
+  /* one master per chain: the interface's lock, taken before SOEM's first
+   * frame and held until close (src/nic/master_guard.h) */
+  autd3_master_guard_t *guard;
   /* state checker (serialised by check_busy; never touched by cycle) */
   atomic_flag check_busy;
   uint64_t recoveries;
   uint8_t last_state[AUTD3_MAX_DEVICES]; /* autd3_device_state_t as of the last check */
+  bool reset_reported[AUTD3_MAX_DEVICES]; /* reset reported, device not back in OP yet */
 } soem_link_t;
 
 /* ---- small helpers ----------------------------------------------------------------- */
@@ -219,11 +224,11 @@ static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
 
 /* Interface "auto": the first adapter whose slaves are all AUTD3 (adapters.rs).
  * Loopback adapters are skipped (they can hold no EtherCAT slave). */
-static autd3_err_t find_autd_adapter(char *out, size_t cap) {
+static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_master_guard_t **guard) {
   ec_adaptert *head = ec_find_adapters();
   char scanned[256] = "";
   size_t used = 0;
-  bool permission = false;
+  bool permission = false, busy = false;
   bool found = false;
   for (ec_adaptert *a = head; a != NULL && !found; a = a->next) {
     unsigned idx = if_nametoindex(a->name);
@@ -235,22 +240,35 @@ static autd3_err_t find_autd_adapter(char *out, size_t cap) {
     if (fd >= 0) close(fd);
     if (loopback) continue;
     if (used < sizeof scanned) used += (size_t)snprintf(scanned + used, sizeof scanned - used, "%s%s", used ? ", " : "", a->name);
+    autd3_err_t err = probe_interface(a->name);
+    if (err == AUTD3_OK) err = autd3__master_guard_take(a->name, AUTD3_NIC_AUTO, "soem", guard);
+    if (err == AUTD3_E_PERMISSION) permission = true;
+    if (err == AUTD3_E_SECOND_MASTER) busy = true;
+    if (err != AUTD3_OK) continue;
     ecx_contextt *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL) break;
     bool open = false;
     int n = 0, bad = 0;
-    autd3_err_t err = soem_init(ctx, &open, a->name, &n);
+    err = soem_init(ctx, &open, a->name, &n);
     if (err == AUTD3_E_PERMISSION) permission = true;
     if (err == AUTD3_OK && all_autd(ctx, n, &bad)) {
       memcpy(out, a->name, strlen(a->name) + 1 < cap ? strlen(a->name) + 1 : cap); /* < IF_NAMESIZE, checked above */
       out[cap - 1] = 0;
-      found = true;
+      found = true; /* keep its guard */
+    } else {
+      autd3__master_guard_release(*guard);
+      *guard = NULL;
     }
     if (open) soem_close_ctx(ctx);
     free(ctx);
   }
   ec_free_adapters(head);
   if (found) return AUTD3_OK;
+  if (busy && !permission)
+    return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                           "soem: interface auto-detection: no free adapter with only AUTD3 devices; another EtherCAT master "
+                           "drives some (scanned: %s)",
+                           scanned);
   if (permission)
     return autd3_set_error(AUTD3_E_PERMISSION,
                            "soem: interface auto-detection could not open some adapters (%s): SOEM needs CAP_NET_RAW and "
@@ -501,6 +519,7 @@ static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t
     out->al_state[d] = 0;
     if ((s & 0x0f) == EC_STATE_OPERATIONAL) { /* the error flag alone does not stop OP (state_check.rs) */
       st = AUTD3_DEVICE_OP;
+      l->reset_reported[d] = false; /* a later reset is a new episode */
     } else if ((s & 0x0f) == EC_STATE_NONE) {
       st = AUTD3_DEVICE_LOST;
       ecx_recover_slave(ctx, slave, EC_TIMEOUTRET); /* re-address it if it came back without its station address */
@@ -513,6 +532,13 @@ static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t
     } else {
       st = AUTD3_DEVICE_OTHER;
       out->al_state[d] = (uint8_t)s;
+      /* Back in INIT: its firmware state is gone (power-cycled). Report it
+       * once per episode, before the re-configuration below (OP follows at a
+       * later check), so no valid cycle carries its post-reset inputs first. */
+      if ((s & 0x0f) == EC_STATE_INIT && !l->reset_reported[d]) {
+        l->reset_reported[d] = true;
+        autd3_link_report_device_reset(base, d);
+      }
       if (ecx_recover_slave(ctx, slave, RECOVER_TIMEOUT_US) > 0) {
         realign_dc(ctx, slave); /* before the hook in reconfig computes its SYNC0 start from its system time */
         ecx_reconfig_slave(ctx, slave, RECOVER_TIMEOUT_US);
@@ -552,6 +578,7 @@ static void soem_teardown(soem_link_t *l) {
     free(l->ctx);
   }
   autd3__capture_tap_stop(l->cap); /* after close's INIT request: the tap writes what it has queued */
+  autd3__master_guard_release(l->guard); /* after the last frame */
   free(l->iomap);
   free(l);
 }
@@ -568,7 +595,7 @@ static const autd3_link_vtable_t soem_vtable = {
 static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t *o, uint16_t expected) {
   autd3_err_t err;
   if (o->interface == NULL || o->interface[0] == 0 || strcmp(o->interface, "auto") == 0) {
-    err = find_autd_adapter(l->ifname, sizeof l->ifname);
+    err = find_autd_adapter(l->ifname, sizeof l->ifname, &l->guard);
     if (err != AUTD3_OK) return err;
   } else {
     if (strlen(o->interface) > IF_NAMESIZE - 1)
@@ -576,8 +603,13 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
                              IF_NAMESIZE - 1);
     memcpy(l->ifname, o->interface, strlen(o->interface) + 1); /* length checked just above */
   }
-  if (o->capture_path != NULL) {
+  if (l->guard == NULL) {
+    /* one master per chain, before SOEM's first frame (SOEM's own reasons
+     * for an unusable adapter first: their messages say what SOEM needs) */
     if ((err = probe_interface(l->ifname)) != AUTD3_OK) return err;
+    if ((err = autd3__master_guard_take(l->ifname, AUTD3_NIC_AUTO, "soem", &l->guard)) != AUTD3_OK) return err;
+  }
+  if (o->capture_path != NULL) {
     /* before SOEM's first frame, so the file shows the whole bring-up */
     if ((err = autd3__capture_tap_start(l->ifname, o->capture_path, &l->cap)) != AUTD3_OK) return err;
   }
