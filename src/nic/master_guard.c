@@ -49,9 +49,9 @@ static autd3_err_t listen_for_master(const char *ifname, autd3_nic_backend_t bac
   char mac[18];
   autd3__mac_format(buf + 6, mac);
   return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "%s %s: another EtherCAT master is active on interface %s: EtherCAT frames from source MAC %s "
+                         "%s: another EtherCAT master is active on interface %s: EtherCAT frames from source MAC %s "
                          "arrived before our first frame; one master per chain: stop the other master first",
-                         who, ifname, ifname, mac);
+                         who, ifname, mac);
 }
 
 autd3_err_t autd3__master_guard_take(const char *ifname, autd3_nic_backend_t backend, const char *who,
@@ -72,9 +72,9 @@ autd3_err_t autd3__master_guard_take(const char *ifname, autd3_nic_backend_t bac
     if (holder > 0)
       snprintf(pid, sizeof pid, "process %ld", holder);
     e = autd3_set_error(AUTD3_E_SECOND_MASTER,
-                        "%s %s: another EtherCAT master (%s) already drives interface %s (lock file %s); one master "
+                        "%s: another EtherCAT master (%s) already drives interface %s (lock file %s); one master "
                         "per chain: close it first",
-                        who, ifname, pid, ifname, g->lock.path);
+                        who, pid, ifname, g->lock.path);
   }
   if (e == AUTD3_OK)
     e = listen_for_master(ifname, backend, who, AUTD3_MASTER_LISTEN_NS);

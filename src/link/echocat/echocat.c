@@ -1136,9 +1136,9 @@ static autd3_err_t foreign_master_error(echocat_t *ec, const char *when) {
   char mac[18];
   autd3__mac_format(ec->foreign_mac, mac);
   return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "echocat %s: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
+                         "echocat: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
                          "source MAC %s that echocat did not send; one master per chain: the link stops",
-                         ec->ifname, ec->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", mac);
+                         ec->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", mac);
 }
 
 static autd3_err_t ec_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
