@@ -200,6 +200,20 @@ TEST(not_autd) {
   autd3_geometry_free(g);
 }
 
+/* Named "AUTD" but from another vendor: every link applies the same identity
+ * check (vendor, product and name; src/ecat/identity.h) with the same message. */
+TEST(not_autd_vendor) {
+  in_netns("not_autd_vendor", 2, "--override-device 1 --vendor 0x2", false);
+  autd3_geometry_t *g = geometry(2);
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NOT_AUTD);
+  printf("message: %s\n", autd3_last_error());
+  ASSERT_CONTAINS(autd3_last_error(), "device at position 1 on interface");
+  ASSERT_CONTAINS(autd3_last_error(), "vendor 0x00000002, product 0x00000001, name \"AUTD\"");
+  autd3_geometry_free(g);
+}
+
 TEST(no_device) {
   in_netns("no_device", 1, NULL, true);
   autd3_geometry_t *g = geometry(1);

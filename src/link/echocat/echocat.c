@@ -41,15 +41,12 @@
 #endif
 
 #include "autd3/link_driver.h"
+#include "ecat/identity.h"
 #include "link/echocat/ecat.h"
 #include "link/link_internal.h"
 #include "nic/master_guard.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
-
-#define AUTD3_VENDOR 0x000008A9u
-#define AUTD3_PRODUCT 0x00000001u
-#define AUTD3_NAME "AUTD"
 
 #define SM2_START 0x1800
 #define SM3_START 0x1F80
@@ -496,18 +493,12 @@ static autd3_err_t sii_read(echocat_t *ec, const uint16_t *list, int cnt) {
   return AUTD3_OK;
 }
 
-static bool is_autd(const slave_t *s) {
-  return s->vendor == AUTD3_VENDOR && s->product == AUTD3_PRODUCT && strcmp(s->name, AUTD3_NAME) == 0;
-}
-
 static autd3_err_t check_identity(echocat_t *ec, const uint16_t *list, int cnt) {
   for (int i = 0; i < cnt; i++) {
     const slave_t *s = &ec->sl[list[i]];
-    if (!is_autd(s))
-      return autd3_set_error(AUTD3_E_NOT_AUTD,
-                             "echocat %s: slave at position %u (vendor 0x%08x, product 0x%08x, name \"%s\") is not an "
-                             "AUTD3 device (expected vendor 0x%08x, product 0x%08x, name \"%s\")",
-                             ec->ifname, list[i], s->vendor, s->product, s->name, AUTD3_VENDOR, AUTD3_PRODUCT, AUTD3_NAME);
+    autd3_err_t e = autd3__ecat_check_identity("echocat", ec->ifname, list[i], s->vendor, s->product, s->name);
+    if (e != AUTD3_OK)
+      return e;
   }
   return AUTD3_OK;
 }

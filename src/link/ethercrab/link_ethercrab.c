@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "ecat/identity.h"
 #include "nic/capture.h"
 #include "nic/master_guard.h"
 #include "platform/platform.h"
@@ -62,6 +63,10 @@ typedef struct crab_open_args {
    * INIT, before it is re-configured and OP is requested; NULL = no call. */
   void (*on_device_reset)(void *user, uint16_t dev);
   void *on_device_reset_user;
+  /* The shared AUTD3 identity check (src/ecat/identity.h), called during
+   * discovery for every device; non-zero = a CRAB_* code, `msg` says why. */
+  int32_t (*check_identity)(const char *ifname, uint16_t position, uint32_t vendor, uint32_t product, const char *name,
+                            char *msg, size_t cap);
 } crab_open_args_t;
 
 typedef struct crab_open_info {
@@ -300,6 +305,14 @@ static int32_t crab_on_adapter(void *user, const char *ifname, char *msg, size_t
   return crab_code(e);
 }
 
+/* Discovery: the same AUTD3 identity check and message as echocat and SOEM. */
+static int32_t crab_check_identity(const char *ifname, uint16_t position, uint32_t vendor, uint32_t product,
+                                   const char *name, char *msg, size_t cap) {
+  if (autd3__ecat_check_identity("ethercrab", ifname, position, vendor, product, name) == AUTD3_OK) return CRAB_OK;
+  snprintf(msg, cap, "%s", autd3_last_error());
+  return CRAB_NOT_AUTD;
+}
+
 /* The shim found device `dev` back in INIT (power-cycled): report it once per
  * episode (until it is seen in OP again), before OP is requested. */
 static void crab_on_device_reset(void *user, uint16_t dev) {
@@ -379,6 +392,7 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
   args.on_device_reset = crab_on_device_reset;
   args.on_device_reset_user = L;
+  args.check_identity = crab_check_identity;
   crab_open_info_t info;
   memset(&info, 0, sizeof info);
   char msg[MSG_CAP] = "";

@@ -11,7 +11,7 @@
  * (shinolab/autd3-sdk crates/autd3-rs-link-soem/src/{link,context,sync}.rs;
  * summarised in shared/reference/autd3-link-layer.md §4.2):
  *   adapter (given or auto-detected) -> ecx_init -> ecx_config_init -> every
- *   slave named "AUTD" -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
+ *   slave an AUTD3 (src/ecat/identity.h) -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
  *   -> DC alignment wait -> ecx_config_map_group (does PRE-OP->SAFE-OP) ->
  *   SAFE-OP check -> warm-up cycles, OP request, wait for OP with a stable WKC.
  * cycle() is paced to the DC phase (§4.3), check_state() is the new-generation
@@ -42,11 +42,11 @@
 #include <soem/soem.h>
 
 #include "autd3/link_driver.h"
+#include "ecat/identity.h"
 #include "nic/capture.h"
 #include "nic/master_guard.h"
 #include "platform/platform.h"
 
-#define SOEM_DEVICE_NAME "AUTD" /* SII name of every AUTD3 (ESI Type/Name, reference §4.1) */
 #define TX_BYTES AUTD3_TX_FRAME_BYTES
 #define RX_BYTES AUTD3_RX_FRAME_BYTES
 #define WARMUP_CYCLES 200u          /* process-data cycles in SAFE-OP before OP is requested (link.rs) */
@@ -212,9 +212,11 @@ static autd3_err_t soem_init(ecx_contextt *ctx, bool *ctx_open, const char *ifna
   return AUTD3_OK;
 }
 
+/* Every slave an AUTD3 (the shared identity check, src/ecat/identity.h)? *bad = the first that is not (1-based). */
 static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
   for (int i = 1; i <= n; i++) {
-    if (strcmp(ctx->slavelist[i].name, SOEM_DEVICE_NAME) != 0) {
+    const ec_slavet *s = &ctx->slavelist[i];
+    if (!autd3__ecat_is_autd(s->eep_man, s->eep_id, s->name)) {
       *bad = i;
       return false;
     }
@@ -618,9 +620,8 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   if ((err = soem_init(ctx, &l->ctx_open, l->ifname, &n)) != AUTD3_OK) return err;
   int bad = 0;
   if (!all_autd(ctx, n, &bad))
-    return autd3_set_error(AUTD3_E_NOT_AUTD, "soem: slave %d on \"%s\" (vendor 0x%08x, product 0x%08x, name \"%s\") is not an AUTD3 device",
-                           bad - 1, l->ifname, (unsigned)ctx->slavelist[bad].eep_man, (unsigned)ctx->slavelist[bad].eep_id,
-                           ctx->slavelist[bad].name);
+    return autd3__ecat_check_identity("soem", l->ifname, (uint16_t)(bad - 1), ctx->slavelist[bad].eep_man,
+                                      ctx->slavelist[bad].eep_id, ctx->slavelist[bad].name);
   if (n != expected)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "soem: %d AUTD3 device%s on \"%s\", but the geometry has %u", n,
                            n == 1 ? "" : "s", l->ifname, (unsigned)expected);
