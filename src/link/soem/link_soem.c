@@ -43,6 +43,7 @@
 
 #include "autd3/link_driver.h"
 #include "ecat/identity.h"
+#include "ecat/regs.h" /* register numbers: the tree's one map */
 #include "nic/capture.h"
 #include "nic/master_guard.h"
 #include "platform/platform.h"
@@ -297,7 +298,7 @@ static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_
   int worst_dev = -1;
   for (;;) {
     uint64_t dc = 0;
-    ecx_FRMW(&ctx->port, ctx->slavelist[1].configadr, ECT_REG_DCSYSTIME, sizeof dc, &dc, EC_TIMEOUTRET);
+    ecx_FRMW(&ctx->port, ctx->slavelist[1].configadr, REG_DCSYS, sizeof dc, &dc, EC_TIMEOUTRET);
     uint64_t now = autd3__now_ns();
     if (now - last_check >= ALIGN_CHECK_NS) {
       last_check = now;
@@ -306,7 +307,7 @@ static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_
       worst_dev = -1;
       for (int i = 2; i <= n; i++) {
         uint32_t raw = 0;
-        if (ecx_FPRD(&ctx->port, ctx->slavelist[i].configadr, ECT_REG_DCSYSDIFF, sizeof raw, &raw, EC_TIMEOUTRET) != 1) {
+        if (ecx_FPRD(&ctx->port, ctx->slavelist[i].configadr, REG_DCDIFF, sizeof raw, &raw, EC_TIMEOUTRET) != 1) {
           complete = false;
           continue;
         }
@@ -462,17 +463,17 @@ static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
   if (slave <= 1 || !s->hasdc || !ref->hasdc) return;
   int32_t zero = 0;
   uint64_t t_ref = 0, off_ref = 0, t_k = 0;
-  if (ecx_BWR(&ctx->port, 0, ECT_REG_DCTIME0, sizeof zero, &zero, EC_TIMEOUTRET) <= 0) return;
-  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSOF, sizeof t_ref, &t_ref, EC_TIMEOUTRET) != 1 ||
-      ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
-      ecx_FPRD(&ctx->port, s->configadr, ECT_REG_DCSOF, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
+  if (ecx_BWR(&ctx->port, 0, REG_DCRT0, sizeof zero, &zero, EC_TIMEOUTRET) <= 0) return;
+  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCRTPU, sizeof t_ref, &t_ref, EC_TIMEOUTRET) != 1 ||
+      ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
+      ecx_FPRD(&ctx->port, s->configadr, REG_DCRTPU, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
     return;
   uint64_t offset = htoell(etohll(t_ref) + etohll(off_ref) + (uint64_t)s->pdelay - etohll(t_k));
   int32_t delay = htoel(s->pdelay);
   uint16_t speed = htoes(0x1000); /* SOEM's reset value; rewriting it restarts the drift filter */
-  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSOFFSET, sizeof offset, &offset, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSDELAY, sizeof delay, &delay, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSPEEDCNT, sizeof speed, &speed, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, REG_DCDELAY, sizeof delay, &delay, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
 }
 
 /* The reference clock (device 0) itself came back with a fresh clock: the
@@ -487,18 +488,18 @@ static void rebase_reference(ecx_contextt *ctx) {
   if (ctx->slavecount < 2 || !ref->hasdc || !other->hasdc) return;
   uint64_t s_other = 0, s_ref = 0;
   uint64_t a0 = autd3__now_ns();
-  if (ecx_FPRD(&ctx->port, other->configadr, ECT_REG_DCSYSTIME, sizeof s_other, &s_other, EC_TIMEOUTRET) != 1) return;
+  if (ecx_FPRD(&ctx->port, other->configadr, REG_DCSYS, sizeof s_other, &s_other, EC_TIMEOUTRET) != 1) return;
   uint64_t a1 = autd3__now_ns();
-  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSTIME, sizeof s_ref, &s_ref, EC_TIMEOUTRET) != 1) return;
+  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCSYS, sizeof s_ref, &s_ref, EC_TIMEOUTRET) != 1) return;
   uint64_t b1 = autd3__now_ns();
   /* the reference's system time is its local time plus its current offset */
   uint64_t off_ref = 0;
-  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
+  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
   uint64_t target = etohll(s_other) + ((a1 + b1) / 2 - (a0 + a1) / 2);
   uint64_t offset = htoell(etohll(off_ref) + target - etohll(s_ref));
   uint16_t speed = htoes(0x1000);
-  ecx_FPWR(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof offset, &offset, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, ref->configadr, ECT_REG_DCSPEEDCNT, sizeof speed, &speed, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, ref->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, ref->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
 }
 
 /* New-generation state check (state_check.rs) plus SOEM's classic slave
