@@ -103,7 +103,8 @@ typedef struct ethercrab_link {
   struct crab_link *crab;
   autd3_capture_tap_t *cap; /* capture_path: EtherCrab owns its socket, so the shared tap records the adapter */
   autd3_master_guard_t *guard; /* one master per chain: the interface's lock, held until close */
-  bool reset_reported[AUTD3_MAX_DEVICES]; /* checker thread: reset reported, device not back in OP yet */
+  /* reset reported, device not back in OP yet; atomic: checks may run on several threads */
+  atomic_bool reset_reported[AUTD3_MAX_DEVICES];
   uint32_t period_ns;     /* SYNC0 period */
   uint64_t send_period_ns; /* send_cycle_ns (a multiple of the SYNC0 period) */
   uint64_t next_at_ns;     /* next send, host monotonic time; 0 = at once (right after open) */
@@ -256,7 +257,7 @@ static autd3_err_t crab_check_state(struct autd3_link *l, autd3_link_status_t *o
   int32_t rc = autd3crab_check(L->crab, out->state, out->al_state, l->num_devices, &out->recoveries, msg, sizeof msg);
   if (rc != CRAB_OK) return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: state check failed");
   for (uint16_t d = 0; d < l->num_devices; d++)
-    if (out->state[d] == AUTD3_DEVICE_OP) L->reset_reported[d] = false; /* a later reset is a new episode */
+    if (out->state[d] == AUTD3_DEVICE_OP) atomic_store(&L->reset_reported[d], false); /* a later reset is a new episode */
   return AUTD3_OK;
 }
 
@@ -317,8 +318,7 @@ static int32_t crab_check_identity(const char *ifname, uint16_t position, uint32
  * episode (until it is seen in OP again), before OP is requested. */
 static void crab_on_device_reset(void *user, uint16_t dev) {
   ethercrab_link_t *L = user;
-  if (dev >= L->base.num_devices || L->reset_reported[dev]) return;
-  L->reset_reported[dev] = true;
+  if (dev >= L->base.num_devices || atomic_exchange(&L->reset_reported[dev], true)) return;
   autd3_link_report_device_reset(&L->base, dev);
 }
 
