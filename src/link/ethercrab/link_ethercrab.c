@@ -101,7 +101,9 @@ void autd3crab_close(struct crab_link *link);
 typedef struct ethercrab_link {
   struct autd3_link base;
   struct crab_link *crab;
-  autd3_capture_tap_t *cap; /* capture_path: EtherCrab owns its socket, so the shared tap records the adapter */
+  /* EtherCrab owns its socket, so the shared passive tap watches the adapter
+   * for another master's frames and, with capture_path, records it */
+  autd3_capture_tap_t *cap;
   autd3_master_guard_t *guard; /* one master per chain: the interface's lock, held until close */
   /* reset reported, device not back in OP yet; atomic: checks may run on several threads */
   atomic_bool reset_reported[AUTD3_MAX_DEVICES];
@@ -129,6 +131,21 @@ typedef struct ethercrab_link {
   _Atomic uint64_t phase_early; /* arrived in the half period before the target edge */
   _Atomic uint64_t phase_samples;
 } ethercrab_link_t;
+
+/* The source MAC EtherCrab sends with (crate ethercrab 0.7 src/lib.rs MAINDEVICE_ADDR). */
+static const uint8_t CRAB_MASTER_MAC[6] = {0x10, 0x10, 0x10, 0x10, 0x10, 0x10};
+
+/* Another master's frames on the chain (the tap's watch): fatal for the link. */
+static autd3_err_t foreign_master_error(ethercrab_link_t *L, const char *ifname, const char *when) {
+  uint8_t mac[6] = {0};
+  uint64_t n = autd3__tap_foreign(L->cap, mac);
+  char s[18];
+  autd3__mac_format(mac, s);
+  return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                         "ethercrab: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
+                         "source MAC %s that EtherCrab did not send; one master per chain: the link stops",
+                         ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+}
 
 static autd3_err_t map_code(int32_t code) {
   switch (code) {
@@ -217,6 +234,7 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   ethercrab_link_t *L = (ethercrab_link_t *)l;
   if (tx == NULL || rx == NULL || rx_valid == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "ethercrab: cycle: NULL buffer");
   *rx_valid = false;
+  if (autd3__tap_foreign(L->cap, NULL) != 0) return foreign_master_error(L, L->ifname, "mid-run");
   if (!L->waited) crab_sleep(L);
   L->waited = false;
   crab_cycle_out_t out;
@@ -227,6 +245,10 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   atomic_store_explicit(&L->exchange_last_ns, dt, memory_order_relaxed);
   if (dt > atomic_load_explicit(&L->exchange_max_ns, memory_order_relaxed))
     atomic_store_explicit(&L->exchange_max_ns, dt, memory_order_relaxed);
+  if (rc == CRAB_OK && autd3__tap_foreign(L->cap, NULL) != 0) { /* these inputs may be the other master's doing */
+    autd3_link_count_cycle(l, false, false);
+    return foreign_master_error(L, L->ifname, "mid-run");
+  }
   if (rc == CRAB_OK) {
     *rx_valid = out.rx_valid != 0;
     atomic_store_explicit(&L->last_wkc, out.working_counter, memory_order_relaxed);
@@ -299,8 +321,9 @@ static int32_t crab_on_adapter(void *user, const char *ifname, char *msg, size_t
     snprintf(msg, cap, "%s", autd3_last_error());
     return crab_code(e);
   }
-  if (c->path == NULL) return CRAB_OK;
-  e = autd3__capture_tap_start(ifname, c->path, &c->tap);
+  /* the watch for a master that starts after the listen (and the capture) */
+  const autd3_tap_options_t to = {c->path, CRAB_MASTER_MAC};
+  e = autd3__tap_start(ifname, &to, &c->tap);
   if (e == AUTD3_OK) return CRAB_OK;
   snprintf(msg, cap, "ethercrab: capture on \"%s\": %s", ifname, autd3_last_error());
   return crab_code(e);
@@ -333,13 +356,15 @@ static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
                    "exchange max : %.3f us\n"
                    "dc phase last : %.3f us after SYNC0+shift\n"
                    "dc phase early : %llu of %llu frames reached the devices before SYNC0+shift\n"
-                   "ignored replies : %llu\n",
+                   "ignored replies : %llu\n"
+                   "foreign master frames : %llu\n",
                    L->ifname, (unsigned)L->expected_wkc, (unsigned)atomic_load(&L->last_wkc),
                    (unsigned long long)atomic_load(&L->late_wakeups), (double)atomic_load(&L->exchange_last_ns) / 1e3,
                    (double)atomic_load(&L->exchange_max_ns) / 1e3, (double)atomic_load(&L->phase_last_ns) / 1e3,
                    (unsigned long long)atomic_load(&L->phase_early), (unsigned long long)atomic_load(&L->phase_samples),
                    /* late replies to timed-out PDUs etc., dropped by the shim's tx/rx driver */
-                   (unsigned long long)autd3crab_ignored_replies(L->crab));
+                   (unsigned long long)autd3crab_ignored_replies(L->crab),
+                   (unsigned long long)autd3__tap_foreign(L->cap, NULL));
   if (n < 0) return 0;
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
@@ -405,6 +430,13 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   }
   L->cap = ad.tap;
   L->guard = ad.guard;
+  if (autd3__tap_foreign(L->cap, NULL) != 0) { /* another master's frames during the bring-up */
+    autd3_err_t fe = foreign_master_error(L, info.interface, "during open");
+    char keep[MSG_CAP];
+    snprintf(keep, sizeof keep, "%s", autd3_last_error());
+    crab_close(&L->base);
+    return autd3_set_error(fe, "%s", keep);
+  }
   L->period_ns = e->sync0_period_ns;
   L->send_period_ns = e->send_cycle_ns != 0 ? e->send_cycle_ns : e->sync0_period_ns;
   L->expected_wkc = info.expected_wkc;

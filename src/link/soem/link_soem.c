@@ -77,8 +77,9 @@ typedef struct soem_link {
   _Atomic uint64_t diag_max_late_ns;  /* worst lateness against the deadline */
   _Atomic uint64_t diag_max_txrx_ns;  /* worst send+receive duration */
   _Atomic int64_t diag_dc_phase_ns;   /* DC time mod cycle at the last good cycle */
-  /* capture (capture_path): SOEM owns its socket, so the shared passive tap
-   * (src/nic/capture.h) records the adapter's frames like tcpdump would */
+  /* SOEM owns its socket, so the shared passive tap (src/nic/capture.h)
+   * watches the adapter for another master's frames and, with capture_path,
+   * records every frame like tcpdump would */
   autd3_capture_tap_t *cap;
   /* one master per chain: the interface's lock, taken before SOEM's first
    * frame and held until close (src/nic/master_guard.h) */
@@ -400,12 +401,39 @@ static autd3_err_t wait_for_op(soem_link_t *l, uint32_t timeout_ms) {
   }
 }
 
+/* ---- one master per chain ------------------------------------------------------------------------ */
+
+/* The source MAC SOEM sends with: its primary MAC (nicdrv.c priMAC, from
+ * ec_options.h EC_PRIMARY_MAC_ARRAY), each 16-bit word in network order as
+ * ec_setupheader writes it. */
+static void soem_master_mac(uint8_t mac[6]) {
+  for (int i = 0; i < 3; i++) {
+    mac[2 * i] = (uint8_t)(priMAC[i] >> 8);
+    mac[2 * i + 1] = (uint8_t)priMAC[i];
+  }
+}
+
+/* Another master's frames on the chain (the tap's watch): the devices execute
+ * its frames too. Fatal for the link: every later cycle fails the same way. */
+static autd3_err_t foreign_master_error(soem_link_t *l, const char *when) {
+  uint8_t mac[6] = {0};
+  uint64_t n = autd3__tap_foreign(l->cap, mac);
+  char s[18];
+  autd3__mac_format(mac, s);
+  return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                         "soem: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from source "
+                         "MAC %s that SOEM did not send; one master per chain: the link stops",
+                         l->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+}
+
 /* ---- vtable ------------------------------------------------------------------------------------ */
 
 static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
   soem_link_t *l = (soem_link_t *)base;
   ecx_contextt *ctx = l->ctx;
   uint16_t n = base->num_devices;
+  *rx_valid = false;
+  if (autd3__tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "mid-run");
   if (l->next_at_ns != 0) {
     uint64_t now = autd3__now_ns();
     if (now < l->next_at_ns) autd3__sleep_until_ns(l->next_at_ns, 0);
@@ -441,6 +469,10 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   /* A WKC other than 3 per device means some slave did not read or write its
    * process data this cycle (not in OP, lost, or a frame was lost): stale. */
   bool valid = wkc == l->expected_wkc;
+  if (autd3__tap_foreign(l->cap, NULL) != 0) { /* these inputs may be the other master's doing */
+    autd3_link_count_cycle(base, false, false);
+    return foreign_master_error(l, "mid-run");
+  }
   for (uint16_t i = 0; i < n; i++) memcpy(rx + (size_t)i * RX_BYTES, ctx->slavelist[i + 1].inputs, RX_BYTES);
   *rx_valid = valid;
   autd3_link_count_cycle(base, valid, false);
@@ -561,11 +593,13 @@ static size_t soem_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
   soem_link_t *l = (soem_link_t *)base;
   int r = snprintf(buf, cap,
                    "interface : %s\nexpected wkc : %d\nlast wkc : %lld\nlate wake-ups (>100 us) : %llu\n"
-                   "max lateness : %llu ns\nmax send+receive : %llu ns\ndc phase at send : %lld ns\ncaptured frames : %llu\n",
+                   "max lateness : %llu ns\nmax send+receive : %llu ns\ndc phase at send : %lld ns\ncaptured frames : %llu\n"
+                   "foreign master frames : %llu\n",
                    l->ifname, l->expected_wkc, (long long)atomic_load(&l->diag_last_wkc),
                    (unsigned long long)atomic_load(&l->diag_late_cycles), (unsigned long long)atomic_load(&l->diag_max_late_ns),
                    (unsigned long long)atomic_load(&l->diag_max_txrx_ns), (long long)atomic_load(&l->diag_dc_phase_ns),
-                   (unsigned long long)autd3__capture_tap_frames(l->cap));
+                   (unsigned long long)autd3__capture_tap_frames(l->cap),
+                   (unsigned long long)autd3__tap_foreign(l->cap, NULL));
   if (r < 0) return 0;
   return (size_t)r < cap ? (size_t)r : cap - 1;
 }
@@ -612,9 +646,14 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
     if ((err = probe_interface(l->ifname)) != AUTD3_OK) return err;
     if ((err = autd3__master_guard_take(l->ifname, AUTD3_NIC_AUTO, "soem", &l->guard)) != AUTD3_OK) return err;
   }
-  if (o->capture_path != NULL) {
-    /* before SOEM's first frame, so the file shows the whole bring-up */
-    if ((err = autd3__capture_tap_start(l->ifname, o->capture_path, &l->cap)) != AUTD3_OK) return err;
+  {
+    /* before SOEM's first frame: the watch for another master (a master that
+     * starts after the guard's listen), and the capture file shows the whole
+     * bring-up */
+    uint8_t mac[6];
+    soem_master_mac(mac);
+    const autd3_tap_options_t to = {o->capture_path, mac};
+    if ((err = autd3__tap_start(l->ifname, &to, &l->cap)) != AUTD3_OK) return err;
   }
   ecx_contextt *ctx = l->ctx;
   int n = 0;
@@ -652,7 +691,9 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   }
   /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (reference §4.1). */
   l->expected_wkc = ctx->grouplist[0].outputsWKC * 2 + ctx->grouplist[0].inputsWKC;
-  return wait_for_op(l, o->op_wait_timeout_ms);
+  if ((err = wait_for_op(l, o->op_wait_timeout_ms)) != AUTD3_OK) return err;
+  if (autd3__tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "during open");
+  return AUTD3_OK;
 }
 
 static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
