@@ -25,13 +25,14 @@
 #include "autd3/emulator.h"
 #include "autd3/error.h"
 #include "device/device.h"
+#include "ecat/identity.h"
 
 #define AUTD3_EMU_MAX_DEVICES 128
 #define AUTD3_EMU_SII_BYTES 4096 /* 32 Kbit EEPROM (the full PDO list needs > 2 KiB, §4.3) */
 
 /* AUTD3 identity (SII, §5.1) */
-#define AUTD3_EMU_VENDOR 0x000008A9u
-#define AUTD3_EMU_PRODUCT 0x00000001u
+#define AUTD3_EMU_VENDOR AUTD3_ECAT_VENDOR /* the identity every EtherCAT link checks (src/ecat/identity.h) */
+#define AUTD3_EMU_PRODUCT AUTD3_ECAT_PRODUCT
 #define AUTD3_EMU_REVISION 0x00000001u
 
 /* Process RAM layout (§3.8) */

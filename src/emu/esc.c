@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "ecat/regs.h"
 #include "emu/emu.h"
 
 /* ---- little-endian helpers ---- */
@@ -25,29 +26,7 @@ static void wr64(uint8_t *p, uint64_t v) { wr32(p, (uint32_t)v); wr32(p + 4, (ui
 /* Does [a, a+n) overlap [r, r+rn)? (64-bit: no wrap) */
 static bool overlaps(uint32_t a, uint32_t n, uint32_t r, uint32_t rn) { return a < r + rn && r < a + n; }
 
-#define REG_AL_CTRL 0x0120
-#define REG_AL_STATUS 0x0130
-#define REG_AL_CODE 0x0134
-#define REG_EEP_CTRL 0x0502
-#define REG_EEP_ADDR 0x0504
-#define REG_EEP_DATA 0x0508
-#define REG_FMMU 0x0600
-#define REG_SM 0x0800
-#define REG_DC_RECV 0x0900
-#define REG_DC_SYSTIME 0x0910
-#define REG_DC_RECV_PU 0x0918
-#define REG_DC_OFFSET 0x0920
-#define REG_DC_DELAY 0x0928
-#define REG_DC_DIFF 0x092C
-#define REG_DC_SPEED 0x0930
-#define REG_DC_FILTER 0x0934
-#define REG_DC_ACT 0x0981
-#define REG_DC_ACT_STATUS 0x0984
-#define REG_DC_START0 0x0990
-#define REG_DC_CYCLE0 0x09A0
-#define REG_WD_DIV 0x0400
-#define REG_WD_SM 0x0420
-#define REG_WD_SM_STATUS 0x0440
+/* Registers and command codes: the shared map (src/ecat/regs.h). */
 
 #define NUM_FMMU 8 /* 0x0004 */
 #define NUM_SM 8   /* 0x0005 */
@@ -74,7 +53,7 @@ static int64_t rate_part(const autd3_esc_t *e, uint64_t t) {
 }
 
 uint64_t autd3_esc_systime(const autd3_esc_t *e, uint64_t t) {
-  return autd3_esc_local(e, t) + rd64(e->mem + REG_DC_OFFSET) + (uint64_t)(e->corr_ns + rate_part(e, t));
+  return autd3_esc_local(e, t) + rd64(e->mem + REG_DCOFS) + (uint64_t)(e->corr_ns + rate_part(e, t));
 }
 
 /* The firmware's time base: the device's DC local time, kept non-decreasing
@@ -84,7 +63,7 @@ static uint64_t fw_now(autd3_esc_t *e, uint64_t t) {
   return l > e->dev.now_ns ? l : e->dev.now_ns;
 }
 
-uint8_t autd3_esc_al_state(const autd3_esc_t *e) { return e->mem[REG_AL_STATUS] & 0x0F; }
+uint8_t autd3_esc_al_state(const autd3_esc_t *e) { return e->mem[REG_ALSTAT] & 0x0F; }
 
 /* ---- SYNC0: the firmware sees SYNC0 edges on its local time base ---- */
 static void sync0_handoff(autd3_esc_t *e) {
@@ -92,13 +71,13 @@ static void sync0_handoff(autd3_esc_t *e) {
     autd3_dev_set_sync0(&e->dev, 0, 0);
     return;
   }
-  int64_t shift = (int64_t)(rd64(e->mem + REG_DC_OFFSET) + (uint64_t)e->corr_ns);
+  int64_t shift = (int64_t)(rd64(e->mem + REG_DCOFS) + (uint64_t)e->corr_ns);
   e->sync0_local_shift = shift;
   autd3_dev_set_sync0(&e->dev, e->sync0_start - (uint64_t)shift, e->sync0_cycle);
 }
 
 static uint64_t next_sync0(const autd3_esc_t *e, uint64_t sys) {
-  if (!e->sync0_on || e->sync0_cycle == 0) return rd64(e->mem + REG_DC_START0);
+  if (!e->sync0_on || e->sync0_cycle == 0) return rd64(e->mem + REG_DCSTART0);
   if (sys <= e->sync0_start) return e->sync0_start;
   uint64_t k = (sys - e->sync0_start + e->sync0_cycle - 1) / e->sync0_cycle;
   return e->sync0_start + k * e->sync0_cycle;
@@ -124,24 +103,24 @@ static void registers_reset(autd3_esc_t *e, bool last) {
   m[0x0007] = 0x0F;          /* ports 0, 1: MII */
   wr16(m + 0x0008, 0x01FC);  /* DC, 64-bit DC, enhanced link detection, enhanced SYNC activation */
   wr16(m + 0x0110, last ? 0x5613 : 0x5A33); /* DL status (§3.1) */
-  m[REG_AL_STATUS] = ESC_AL_INIT;
+  m[REG_ALSTAT] = ESC_AL_INIT;
   wr16(m + 0x0140, rd16(e->sii + 0));      /* PDI control/ESC config from SII word 0 */
   wr16(m + 0x0150, rd16(e->sii + 2));
   wr16(m + 0x0982, rd16(e->sii + 4));
-  wr16(m + REG_WD_DIV, 0x09C2);             /* 100 µs units at 25 MHz */
+  wr16(m + REG_WDDIV, 0x09C2);             /* 100 µs units at 25 MHz */
   wr16(m + 0x0410, 1000);
-  wr16(m + REG_WD_SM, e->cfg->sm_watchdog_100us); /* ESC default 1000 = 100 ms; --sm-watchdog-ms */
-  wr16(m + REG_EEP_CTRL, 0x0040);           /* idle, 8-byte reads supported */
-  wr16(m + REG_DC_SPEED, 0x1000);
-  m[REG_DC_FILTER] = 0x04;
-  m[REG_DC_FILTER + 1] = 0x0C;
+  wr16(m + REG_WDSM, e->cfg->sm_watchdog_100us); /* ESC default 1000 = 100 ms; --sm-watchdog-ms */
+  wr16(m + REG_EEPCTL, 0x0040);           /* idle, 8-byte reads supported */
+  wr16(m + REG_DCSPEED, 0x1000);
+  m[REG_DCFILT] = 0x04;
+  m[REG_DCFILT + 1] = 0x0C;
 }
 
 /* SMs 2 and 3 are PDI-deactivated (0x0807+8n bit0) outside SAFE-OP/OP, as the
  * AUTD3's slave stack does: process data is refused (no WKC) until then. */
 static void pdi_sm_enable(autd3_esc_t *e, bool on) {
-  e->mem[REG_SM + 2 * 8 + 7] = on ? 0 : 1;
-  e->mem[REG_SM + 3 * 8 + 7] = on ? 0 : 1;
+  e->mem[REG_SM0 + 2 * 8 + 7] = on ? 0 : 1;
+  e->mem[REG_SM0 + 3 * 8 + 7] = on ? 0 : 1;
 }
 
 void autd3_esc_power_on(autd3_esc_t *e, const autd3_emu_config_t *cfg, uint16_t pos, uint64_t now_ns) {
@@ -180,8 +159,8 @@ void autd3_esc_power_on(autd3_esc_t *e, const autd3_emu_config_t *cfg, uint16_t 
 /* ---- AL state machine (§6.1) ---- */
 static void al_set(autd3_esc_t *e, uint8_t state, uint16_t code) {
   uint8_t old = autd3_esc_al_state(e);
-  e->mem[REG_AL_STATUS] = (uint8_t)(state | (code ? 0x10 : 0));
-  wr16(e->mem + REG_AL_CODE, code);
+  e->mem[REG_ALSTAT] = (uint8_t)(state | (code ? 0x10 : 0));
+  wr16(e->mem + REG_ALCODE, code);
   bool pd = state == ESC_AL_SAFEOP || state == ESC_AL_OP;
   bool was = old == ESC_AL_SAFEOP || old == ESC_AL_OP;
   if (pd && !was) {
@@ -192,7 +171,7 @@ static void al_set(autd3_esc_t *e, uint8_t state, uint16_t code) {
 }
 
 static bool sm_is(const autd3_esc_t *e, int n, uint16_t start, uint16_t len, uint8_t dir) {
-  const uint8_t *sm = e->mem + REG_SM + n * 8;
+  const uint8_t *sm = e->mem + REG_SM0 + n * 8;
   return rd16(sm) == start && rd16(sm + 2) == len && (sm[4] & 0x03) == 0 && ((sm[4] >> 2) & 0x03) == dir &&
          (sm[6] & 1);
 }
@@ -200,7 +179,7 @@ static bool sm_is(const autd3_esc_t *e, int n, uint16_t start, uint16_t len, uin
 /* An active FMMU of `type` (1 read, 2 write) mapping physical address phys. */
 static bool fmmu_maps(const autd3_esc_t *e, uint8_t type, uint16_t phys) {
   for (int i = 0; i < NUM_FMMU; i++) {
-    const uint8_t *f = e->mem + REG_FMMU + i * 16;
+    const uint8_t *f = e->mem + REG_FMMU0 + i * 16;
     if ((f[12] & 1) && (f[11] & type) && rd16(f + 4) > 0 && phys >= rd16(f + 8) && phys < rd16(f + 8) + rd16(f + 4))
       return true;
   }
@@ -209,7 +188,7 @@ static bool fmmu_maps(const autd3_esc_t *e, uint8_t type, uint16_t phys) {
 
 /* SM0/SM1 as the SII declares them: mailbox mode, write resp. read, enabled. */
 static bool mailbox_sms_ok(const autd3_esc_t *e) {
-  const uint8_t *s0 = e->mem + REG_SM, *s1 = e->mem + REG_SM + 8;
+  const uint8_t *s0 = e->mem + REG_SM0, *s1 = e->mem + REG_SM0 + 8;
   return rd16(s0) == 0x1000 && rd16(s0 + 2) == 128 && (s0[4] & 0x0F) == 0x06 && (s0[6] & 1) &&
          rd16(s1) == 0x1400 && rd16(s1 + 2) == 128 && (s1[4] & 0x0F) == 0x02 && (s1[6] & 1);
 }
@@ -220,8 +199,8 @@ static uint16_t check_safeop(const autd3_esc_t *e, const autd3_emu_config_t *cfg
   if (!sm_is(e, 3, AUTD3_EMU_SM3_START, AUTD3_EMU_SM3_LEN, 0) || !fmmu_maps(e, 1, AUTD3_EMU_SM3_START))
     return ESC_ALSC_INVALID_INPUT_CFG;
   if (cfg && cfg->dc_required) {
-    if ((e->mem[REG_DC_ACT] & 0x03) != 0x03) return ESC_ALSC_INVALID_DC_SYNC;
-    uint32_t c = rd32(e->mem + REG_DC_CYCLE0);
+    if ((e->mem[REG_DCACT] & 0x03) != 0x03) return ESC_ALSC_INVALID_DC_SYNC;
+    uint32_t c = rd32(e->mem + REG_DCCYC0);
     if (c == 0 || c % 500000u != 0) return ESC_ALSC_INVALID_SYNC0_CYCLE;
   }
   return ESC_ALSC_OK;
@@ -231,7 +210,7 @@ static void al_control(autd3_esc_t *e, uint16_t v) {
   uint8_t req = v & 0x0F;
   bool ack = (v & 0x10) != 0;
   uint8_t cur = autd3_esc_al_state(e);
-  bool err = (e->mem[REG_AL_STATUS] & 0x10) != 0;
+  bool err = (e->mem[REG_ALSTAT] & 0x10) != 0;
   /* With the error flag set a request without acknowledge is ignored, except
    * a request for INIT (lenient: a master can always get a device down). */
   if (err && !ack && req != ESC_AL_INIT) return;
@@ -277,21 +256,21 @@ static void al_control(autd3_esc_t *e, uint16_t v) {
 /* ---- SII EEPROM interface (§3.4) ---- */
 static void eeprom_command(autd3_esc_t *e) {
   uint8_t *m = e->mem;
-  uint16_t ctrl = rd16(m + REG_EEP_CTRL);
+  uint16_t ctrl = rd16(m + REG_EEPCTL);
   uint8_t cmd = (uint8_t)((ctrl >> 8) & 0x07);
   uint8_t wen = ctrl & 0x01;
   uint16_t err = 0;
-  uint32_t word = rd32(m + REG_EEP_ADDR);
+  uint32_t word = rd32(m + REG_EEPADR);
   if (cmd == 1) { /* read 8 bytes (bit6 of the status says we can) */
     for (int i = 0; i < 8; i++) {
       uint64_t b = (uint64_t)word * 2 + (uint64_t)i;
-      m[REG_EEP_DATA + i] = b < AUTD3_EMU_SII_BYTES ? e->sii[b] : 0xFF;
+      m[REG_EEPDAT + i] = b < AUTD3_EMU_SII_BYTES ? e->sii[b] : 0xFF;
     }
   } else if (cmd == 2) { /* write one word, only with write enable in the same access */
     if (!wen) err = 0x4000;
     else if ((uint64_t)word * 2 + 1 < AUTD3_EMU_SII_BYTES) {
-      e->sii[word * 2] = m[REG_EEP_DATA];
-      e->sii[word * 2 + 1] = m[REG_EEP_DATA + 1];
+      e->sii[word * 2] = m[REG_EEPDAT];
+      e->sii[word * 2 + 1] = m[REG_EEPDAT + 1];
     } else err = 0x2000; /* NACK: beyond the device */
   } else if (cmd == 4) { /* reload: alias and config words */
     wr16(m + 0x0012, rd16(e->sii + 8));
@@ -299,21 +278,21 @@ static void eeprom_command(autd3_esc_t *e) {
     err = 0x2000;
   }
   /* done at once: not busy, command bits clear, error bits from this command */
-  wr16(m + REG_EEP_CTRL, (uint16_t)(0x0040 | err));
+  wr16(m + REG_EEPCTL, (uint16_t)(0x0040 | err));
 }
 
 /* ---- DC (§3.7, §8.3) ---- */
 static void dc_latch(autd3_esc_t *e, uint64_t t, uint64_t ret_t, bool last) {
   uint64_t l = autd3_esc_local(e, t);
-  wr32(e->mem + REG_DC_RECV, (uint32_t)l);
-  if (!last) wr32(e->mem + REG_DC_RECV + 4, (uint32_t)autd3_esc_local(e, ret_t)); /* port 1 on the way back */
-  wr64(e->mem + REG_DC_RECV_PU, l);
+  wr32(e->mem + REG_DCRT0, (uint32_t)l);
+  if (!last) wr32(e->mem + REG_DCRT0 + 4, (uint32_t)autd3_esc_local(e, ret_t)); /* port 1 on the way back */
+  wr64(e->mem + REG_DCRTPU, l);
 }
 
 static void dc_compare(autd3_esc_t *e, const uint8_t *data, uint32_t ado, uint16_t n, uint64_t t) {
   /* Only 8-byte writes, or 4-byte writes of the low half, are a compare (§8.3). */
-  if (!(ado == REG_DC_SYSTIME && (n == 4 || n >= 8))) return;
-  uint64_t local = autd3_esc_systime(e, t) - rd32(e->mem + REG_DC_DELAY);
+  if (!(ado == REG_DCSYS && (n == 4 || n >= 8))) return;
+  uint64_t local = autd3_esc_systime(e, t) - rd32(e->mem + REG_DCDELAY);
   uint64_t recv = n >= 8 ? rd64(data) : ((local & 0xFFFFFFFF00000000ull) | rd32(data));
   int64_t dt = n >= 8 ? (int64_t)(local - recv) : (int64_t)(int32_t)(uint32_t)(local - recv);
   /* saturate: 0x092C holds 31 bits anyway, and a master may write anything */
@@ -336,24 +315,24 @@ static void dc_compare(autd3_esc_t *e, const uint8_t *data, uint32_t ado, uint16
     if (e->rate_ppb > SLEW_PPM * 1000) e->rate_ppb = SLEW_PPM * 1000;
     if (e->rate_ppb < -SLEW_PPM * 1000) e->rate_ppb = -SLEW_PPM * 1000;
   }
-  uint8_t depth = e->mem[REG_DC_FILTER] & 0x0F;
+  uint8_t depth = e->mem[REG_DCFILT] & 0x0F;
   e->filt_ns = depth == 0 ? dt : e->filt_ns + ((dt - e->filt_ns) / (1 << depth));
   uint64_t mag = (uint64_t)(e->filt_ns < 0 ? -e->filt_ns : e->filt_ns);
   if (mag > 0x7FFFFFFF) mag = 0x7FFFFFFF;
   /* bit 31 set: local copy smaller than the received time (Beckhoff's convention; §14.5) */
-  wr32(e->mem + REG_DC_DIFF, (uint32_t)mag | (e->filt_ns < 0 ? 0x80000000u : 0));
+  wr32(e->mem + REG_DCDIFF, (uint32_t)mag | (e->filt_ns < 0 ? 0x80000000u : 0));
   /* keep the firmware's SYNC0 grid (local time) on the corrected system time */
-  int64_t moved = (int64_t)(rd64(e->mem + REG_DC_OFFSET) + (uint64_t)e->corr_ns) - e->sync0_local_shift;
+  int64_t moved = (int64_t)(rd64(e->mem + REG_DCOFS) + (uint64_t)e->corr_ns) - e->sync0_local_shift;
   if (e->sync0_on && (moved > 200 || moved < -200)) sync0_handoff(e);
 }
 
 static void dc_activation(autd3_esc_t *e, uint64_t t) {
-  uint8_t act = e->mem[REG_DC_ACT];
-  e->mem[REG_DC_ACT_STATUS] = act & 0x07;
-  uint32_t cycle = rd32(e->mem + REG_DC_CYCLE0);
+  uint8_t act = e->mem[REG_DCACT];
+  e->mem[REG_DCACTST] = act & 0x07;
+  uint32_t cycle = rd32(e->mem + REG_DCCYC0);
   if ((act & 0x03) == 0x03 && cycle > 0) {
     uint64_t sys = autd3_esc_systime(e, t);
-    uint64_t start = rd64(e->mem + REG_DC_START0);
+    uint64_t start = rd64(e->mem + REG_DCSTART0);
     if (start < sys) start += ((sys - start) / cycle + 1) * cycle; /* a start in the past: next pulse */
     e->sync0_on = true;
     e->sync0_start = start;
@@ -369,7 +348,7 @@ static void dc_activation(autd3_esc_t *e, uint64_t t) {
 static bool ram_access_ok(const autd3_esc_t *e, uint32_t a, uint32_t n, bool write) {
   bool covered2 = false, covered3 = false;
   for (int i = 0; i < NUM_SM; i++) {
-    const uint8_t *sm = e->mem + REG_SM + i * 8;
+    const uint8_t *sm = e->mem + REG_SM0 + i * 8;
     uint16_t start = rd16(sm), len = rd16(sm + 2);
     if (len == 0 || !(sm[6] & 1) || !overlaps(a, n, start, len)) continue;
     if (sm[7] & 1) return false;                          /* PDI deactivated */
@@ -390,9 +369,9 @@ static bool ram_access_ok(const autd3_esc_t *e, uint32_t a, uint32_t n, bool wri
 /* Refresh dynamic values in [a, a+n) before ECAT reads them. */
 static void refresh(autd3_esc_t *e, uint32_t a, uint32_t n, uint64_t t) {
   uint8_t *m = e->mem;
-  if (overlaps(a, n, REG_DC_SYSTIME, 8)) wr64(m + REG_DC_SYSTIME, autd3_esc_systime(e, t));
-  if (overlaps(a, n, REG_DC_START0, 8) && e->sync0_on) wr64(m + REG_DC_START0, next_sync0(e, autd3_esc_systime(e, t)));
-  if (overlaps(a, n, REG_SM + 8 + 5, 1)) m[REG_SM + 8 + 5] = e->mbx_in_full ? 0x08 : 0; /* SM1 "mailbox full" */
+  if (overlaps(a, n, REG_DCSYS, 8)) wr64(m + REG_DCSYS, autd3_esc_systime(e, t));
+  if (overlaps(a, n, REG_DCSTART0, 8) && e->sync0_on) wr64(m + REG_DCSTART0, next_sync0(e, autd3_esc_systime(e, t)));
+  if (overlaps(a, n, REG_SM0 + 8 + 5, 1)) m[REG_SM0 + 8 + 5] = e->mbx_in_full ? 0x08 : 0; /* SM1 "mailbox full" */
   if (overlaps(a, n, AUTD3_EMU_SM3_START, AUTD3_EMU_SM3_LEN)) {
     uint8_t st = autd3_esc_al_state(e);
     if (st == ESC_AL_SAFEOP || st == ESC_AL_OP) { /* inputs are valid from SAFE-OP on */
@@ -413,14 +392,14 @@ static bool reg_writable(uint32_t r) {
   if (r >= 0x0300 && r <= 0x0313) return true;  /* error counters (writes clear) */
   if (r == 0x0400 || r == 0x0401 || r == 0x0410 || r == 0x0411 || r == 0x0420 || r == 0x0421) return true;
   if (r == 0x0500 || (r >= 0x0502 && r <= 0x050F)) return true; /* SII interface (0x0501 PDI-owned) */
-  if (r >= REG_FMMU && r < REG_FMMU + 0x100) return true;
-  if (r >= REG_SM && r < REG_SM + 0x80) { uint32_t o = (r - REG_SM) & 7; return o <= 4 || o == 6; }
-  if (r >= REG_DC_OFFSET && r < REG_DC_DIFF) return true;   /* offset, delay */
-  if (r >= REG_DC_SPEED && r <= 0x0931) return true;
-  if (r >= REG_DC_FILTER && r <= 0x0935) return true;
-  if (r == 0x0980 || r == REG_DC_ACT) return true;
-  if (r >= REG_DC_START0 && r < REG_DC_START0 + 8) return true;
-  if (r >= REG_DC_CYCLE0 && r < REG_DC_CYCLE0 + 8) return true;
+  if (r >= REG_FMMU0 && r < REG_FMMU0 + 0x100) return true;
+  if (r >= REG_SM0 && r < REG_SM0 + 0x80) { uint32_t o = (r - REG_SM0) & 7; return o <= 4 || o == 6; }
+  if (r >= REG_DCOFS && r < REG_DCDIFF) return true;   /* offset, delay */
+  if (r >= REG_DCSPEED && r <= 0x0931) return true;
+  if (r >= REG_DCFILT && r <= 0x0935) return true;
+  if (r == 0x0980 || r == REG_DCACT) return true;
+  if (r >= REG_DCSTART0 && r < REG_DCSTART0 + 8) return true;
+  if (r >= REG_DCCYC0 && r < REG_DCCYC0 + 8) return true;
   return false;
 }
 
@@ -433,7 +412,7 @@ static bool esc_read(autd3_esc_t *e, uint32_t a, uint32_t n, uint8_t *out, bool 
   refresh(e, a, n, t);
   if (or_read) for (uint32_t i = 0; i < n; i++) out[i] |= e->mem[a + i];
   else memcpy(out, e->mem + a, n);
-  const uint8_t *sm1 = e->mem + REG_SM + 8;
+  const uint8_t *sm1 = e->mem + REG_SM0 + 8;
   uint32_t last1 = (uint32_t)rd16(sm1) + rd16(sm1 + 2) - 1u;
   if (e->mbx_in_full && (sm1[4] & 0x03) == 0x02 && rd16(sm1 + 2) && a <= last1 && a + n > last1)
     e->mbx_in_full = false; /* reading the last byte empties the read mailbox */
@@ -455,43 +434,43 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
     for (uint32_t r = a; r < end; r++)
       if (reg_writable(r)) m[r] = in[r - a];
     /* side effects, in register order */
-    if (overlaps(a, n, REG_AL_CTRL, 1)) al_control(e, rd16(m + REG_AL_CTRL));
-    if (overlaps(a, n, REG_EEP_CTRL + 1, 1)) eeprom_command(e);
-    else if (overlaps(a, n, REG_EEP_CTRL, 1)) m[REG_EEP_CTRL] = (uint8_t)(0x40 | (m[REG_EEP_CTRL] & 1));
+    if (overlaps(a, n, REG_ALCTL, 1)) al_control(e, rd16(m + REG_ALCTL));
+    if (overlaps(a, n, REG_EEPCTL + 1, 1)) eeprom_command(e);
+    else if (overlaps(a, n, REG_EEPCTL, 1)) m[REG_EEPCTL] = (uint8_t)(0x40 | (m[REG_EEPCTL] & 1));
     if (overlaps(a, n, 0x0300, 0x14)) memset(m + 0x0300, 0, 0x14);
-    if (a <= REG_DC_RECV && a + n > REG_DC_RECV) dc_latch(e, t, ret_t, last);
-    if (a <= REG_DC_SYSTIME && a + n > REG_DC_SYSTIME)
-      dc_compare(e, in + (REG_DC_SYSTIME - a), REG_DC_SYSTIME, (uint16_t)(a + n - REG_DC_SYSTIME), t);
-    if (overlaps(a, n, REG_DC_SPEED, 2) || overlaps(a, n, REG_DC_FILTER, 2)) { /* resets the loop */
+    if (a <= REG_DCRT0 && a + n > REG_DCRT0) dc_latch(e, t, ret_t, last);
+    if (a <= REG_DCSYS && a + n > REG_DCSYS)
+      dc_compare(e, in + (REG_DCSYS - a), REG_DCSYS, (uint16_t)(a + n - REG_DCSYS), t);
+    if (overlaps(a, n, REG_DCSPEED, 2) || overlaps(a, n, REG_DCFILT, 2)) { /* resets the loop */
       e->corr_ns += rate_part(e, t);
       e->rate_ppb = 0;
       e->filt_ns = 0;
-      wr32(m + REG_DC_DIFF, 0);
+      wr32(m + REG_DCDIFF, 0);
     }
-    if (overlaps(a, n, REG_DC_ACT, 1) || overlaps(a, n, REG_DC_CYCLE0, 4) || overlaps(a, n, REG_DC_START0, 8)) {
-      if (overlaps(a, n, REG_DC_ACT, 1) || e->sync0_on) dc_activation(e, t);
+    if (overlaps(a, n, REG_DCACT, 1) || overlaps(a, n, REG_DCCYC0, 4) || overlaps(a, n, REG_DCSTART0, 8)) {
+      if (overlaps(a, n, REG_DCACT, 1) || e->sync0_on) dc_activation(e, t);
     }
-    if (overlaps(a, n, REG_DC_OFFSET, 8) && e->sync0_on) sync0_handoff(e);
-    if (overlaps(a, n, REG_SM, 0x80)) {
-      if (!(m[REG_SM + 8 + 6] & 1)) e->mbx_in_full = false; /* a disabled SM1 forgets its buffer */
+    if (overlaps(a, n, REG_DCOFS, 8) && e->sync0_on) sync0_handoff(e);
+    if (overlaps(a, n, REG_SM0, 0x80)) {
+      if (!(m[REG_SM0 + 8 + 6] & 1)) e->mbx_in_full = false; /* a disabled SM1 forgets its buffer */
       /* clear the SII-declared SMs' PDI deactivation per the AL state */
       uint8_t st = autd3_esc_al_state(e);
       pdi_sm_enable(e, st == ESC_AL_SAFEOP || st == ESC_AL_OP);
     }
   }
   /* mailbox SM0: writing its last byte hands the request to the slave (§9) */
-  const uint8_t *sm0 = m + REG_SM;
+  const uint8_t *sm0 = m + REG_SM0;
   uint32_t last0 = (uint32_t)rd16(sm0) + rd16(sm0 + 2) - 1u;
   if (e->cfg && e->cfg->mailbox && rd16(sm0 + 2) && (sm0[4] & 0x0F) == 0x06 && (sm0[6] & 1) && a <= last0 &&
       a + n > last0 && a >= rd16(sm0))
     autd3_esc_mailbox(e);
   /* 3-buffer SM2: the buffer is complete when its last byte is written (§3.6). */
-  const uint8_t *sm2 = m + REG_SM + 2 * 8;
+  const uint8_t *sm2 = m + REG_SM0 + 2 * 8;
   uint32_t last_byte = (uint32_t)rd16(sm2) + rd16(sm2 + 2) - 1u;
   if (rd16(sm2 + 2) > 0 && a <= last_byte && a + n > last_byte && (sm2[6] & 1)) {
     uint8_t st = autd3_esc_al_state(e);
     if (sm2[4] & 0x40) e->last_sm2_ns = t; /* watchdog trigger */
-    m[REG_WD_SM_STATUS] = 1;
+    m[REG_WDSMST] = 1;
     if (st == ESC_AL_SAFEOP || st == ESC_AL_OP) e->sm2_seen = true;
     /* The firmware runs only in OP. SM2 holds the 626 bytes the master wrote
      * contiguously (RxPdo0 498 B + RxPdo1 128 B, §5.2); the firmware's RAM
@@ -545,8 +524,6 @@ static bool fmmu_xfer(autd3_esc_t *e, const uint8_t *f, uint32_t la, uint8_t *da
 }
 
 /* ---- one datagram in one device ---- */
-enum { CMD_NOP, CMD_APRD, CMD_APWR, CMD_APRW, CMD_FPRD, CMD_FPWR, CMD_FPRW, CMD_BRD, CMD_BWR, CMD_BRW,
-       CMD_LRD, CMD_LWR, CMD_LRW, CMD_ARMW, CMD_FRMW };
 
 void autd3_esc_datagram(autd3_esc_t *e, uint8_t *hdr, uint16_t len, uint64_t t, uint64_t ret_t, bool last) {
   uint8_t cmd = hdr[0];
@@ -557,10 +534,10 @@ void autd3_esc_datagram(autd3_esc_t *e, uint8_t *hdr, uint16_t len, uint64_t t, 
   e->t_frame = t;
   uint8_t old[2048];
   switch (cmd) {
-    case CMD_APRD: case CMD_APWR: case CMD_APRW:
-    case CMD_FPRD: case CMD_FPWR: case CMD_FPRW:
-    case CMD_BRD: case CMD_BWR: case CMD_BRW: {
-      bool ap = cmd <= CMD_APRW, fp = cmd >= CMD_FPRD && cmd <= CMD_FPRW, b = cmd >= CMD_BRD;
+    case ECAT_APRD: case ECAT_APWR: case ECAT_APRW:
+    case ECAT_FPRD: case ECAT_FPWR: case ECAT_FPRW:
+    case ECAT_BRD: case ECAT_BWR: case ECAT_BRW: {
+      bool ap = cmd <= ECAT_APRW, fp = cmd >= ECAT_FPRD && cmd <= ECAT_FPRW, b = cmd >= ECAT_BRD;
       bool match;
       if (ap) match = adp == 0;
       else if (fp) match = adp == rd16(e->mem + 0x0010) || ((e->mem[0x0103] & 1) && adp == rd16(e->mem + 0x0012));
@@ -581,34 +558,34 @@ void autd3_esc_datagram(autd3_esc_t *e, uint8_t *hdr, uint16_t len, uint64_t t, 
       inc = (rd_ok ? 1u : 0u) + (wr_ok ? (kind == 2 ? 2u : 1u) : 0u);
       break;
     }
-    case CMD_ARMW:
-    case CMD_FRMW: {
-      bool reader = cmd == CMD_ARMW ? adp == 0 : adp == rd16(e->mem + 0x0010);
-      if (cmd == CMD_ARMW) wr16(hdr + 2, (uint16_t)(adp + 1));
+    case ECAT_ARMW:
+    case ECAT_FRMW: {
+      bool reader = cmd == ECAT_ARMW ? adp == 0 : adp == rd16(e->mem + 0x0010);
+      if (cmd == ECAT_ARMW) wr16(hdr + 2, (uint16_t)(adp + 1));
       if (len == 0) break;
       if (reader) inc = esc_read(e, ado, len, data, false, t) ? 1 : 0;
       else inc = esc_write(e, ado, len, data, t, ret_t, last) ? 1 : 0;
       break;
     }
-    case CMD_LRD: case CMD_LWR: case CMD_LRW: {
+    case ECAT_LRD: case ECAT_LWR: case ECAT_LRW: {
       uint32_t la = (uint32_t)adp | ((uint32_t)ado << 16);
       bool rd_hit = false, wr_hit = false;
       /* writes first, from the data as it arrived; then reads replace their bytes */
-      if (cmd != CMD_LRD) {
-        if (cmd == CMD_LRW) memcpy(old, data, len);
+      if (cmd != ECAT_LRD) {
+        if (cmd == ECAT_LRW) memcpy(old, data, len);
         for (int i = 0; i < NUM_FMMU; i++) {
-          const uint8_t *f = e->mem + REG_FMMU + i * 16;
+          const uint8_t *f = e->mem + REG_FMMU0 + i * 16;
           if ((f[12] & 1) && (f[11] & 2))
-            wr_hit |= fmmu_xfer(e, f, la, cmd == CMD_LRW ? old : data, len, true, t, ret_t, last);
+            wr_hit |= fmmu_xfer(e, f, la, cmd == ECAT_LRW ? old : data, len, true, t, ret_t, last);
         }
       }
-      if (cmd != CMD_LWR) {
+      if (cmd != ECAT_LWR) {
         for (int i = 0; i < NUM_FMMU; i++) {
-          const uint8_t *f = e->mem + REG_FMMU + i * 16;
+          const uint8_t *f = e->mem + REG_FMMU0 + i * 16;
           if ((f[12] & 1) && (f[11] & 1)) rd_hit |= fmmu_xfer(e, f, la, data, len, false, t, ret_t, last);
         }
       }
-      inc = (rd_hit ? 1u : 0u) + (wr_hit ? (cmd == CMD_LRW ? 2u : 1u) : 0u);
+      inc = (rd_hit ? 1u : 0u) + (wr_hit ? (cmd == ECAT_LRW ? 2u : 1u) : 0u);
       break;
     }
     default: break; /* NOP and reserved codes: untouched */
@@ -620,12 +597,12 @@ void autd3_esc_datagram(autd3_esc_t *e, uint8_t *hdr, uint16_t len, uint64_t t, 
 void autd3_esc_tick(autd3_esc_t *e, uint64_t now_ns) {
   autd3_dev_advance(&e->dev, fw_now(e, now_ns));
   /* SM watchdog (§3.3): only with SM2's watchdog-trigger bit and a non-zero time. */
-  const uint8_t *sm2 = e->mem + REG_SM + 2 * 8;
-  uint64_t wd_ns = (uint64_t)rd16(e->mem + REG_WD_SM) * ((uint64_t)rd16(e->mem + REG_WD_DIV) + 2) * 40;
+  const uint8_t *sm2 = e->mem + REG_SM0 + 2 * 8;
+  uint64_t wd_ns = (uint64_t)rd16(e->mem + REG_WDSM) * ((uint64_t)rd16(e->mem + REG_WDDIV) + 2) * 40;
   if (wd_ns == 0 || !(sm2[4] & 0x40) || !(sm2[6] & 1)) return;
   uint8_t st = autd3_esc_al_state(e);
   if ((st == ESC_AL_OP || st == ESC_AL_SAFEOP) && now_ns > e->last_sm2_ns + wd_ns) {
-    e->mem[REG_WD_SM_STATUS] = 0; /* expired */
+    e->mem[REG_WDSMST] = 0; /* expired */
     if (st == ESC_AL_OP) al_set(e, ESC_AL_SAFEOP, ESC_ALSC_SM_WATCHDOG);
   }
 }

@@ -7,11 +7,15 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "nic/master_guard.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
 
 #define TAP_POLL_NS 20000000ull /* how soon the tap thread notices stop */
 #define TAP_DRAIN_MAX 65536u    /* frames written after stop, at most (others may keep sending) */
+/* A watch-only tap reads what queued every this long instead of waking for
+ * every frame (the socket buffer holds far more than 5 ms of frames). */
+#define TAP_WATCH_PERIOD_NS 5000000ull
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v), put16(p + 2, (uint16_t)(v >> 16)); }
@@ -66,6 +70,10 @@ void autd3__capture_close(autd3_capture_t *c) {
 struct autd3_capture_tap {
   autd3_nic_t *nic;
   autd3_capture_t w;
+  bool watch;          /* count frames whose source is not `master` */
+  uint8_t master[6];
+  _Atomic uint64_t foreign; /* the first one's MAC is written before the count leaves 0 */
+  uint8_t foreign_mac[6];
   atomic_bool stop;
   autd3__thread_t thread;
   uint8_t buf[AUTD3_CAPTURE_SNAPLEN];
@@ -79,13 +87,24 @@ static void *tap_main(void *arg) {
     bool stopping = atomic_load_explicit(&t->stop, memory_order_acquire);
     after_stop += stopping;
     size_t len = 0;
-    autd3_err_t e = autd3__nic_recv(t->nic, t->buf, sizeof t->buf, &len, stopping ? 0 : autd3__now_ns() + TAP_POLL_NS);
+    bool batch = t->w.f == NULL; /* watch only: no timestamps to keep, read in batches */
+    autd3_err_t e = autd3__nic_recv(t->nic, t->buf, sizeof t->buf, &len,
+                                    stopping || batch ? 0 : autd3__now_ns() + TAP_POLL_NS);
     if (e == AUTD3_OK) {
       autd3__capture_write(&t->w, t->buf, len, autd3__realtime_ns());
+      if (t->watch && !autd3__frame_from(t->buf, t->master)) {
+        if (atomic_load_explicit(&t->foreign, memory_order_relaxed) == 0)
+          memcpy(t->foreign_mac, t->buf + 6, 6);
+        atomic_fetch_add_explicit(&t->foreign, 1, memory_order_release);
+      }
       continue;
     }
     if (stopping)
       break; /* queue drained (or the socket failed) */
+    if (batch) {
+      autd3__sleep_ns(TAP_WATCH_PERIOD_NS);
+      continue;
+    }
     if (e != AUTD3_E_TIMEOUT)
       autd3__sleep_ns(TAP_POLL_NS); /* e.g. the adapter is down: keep tapping, the link reports it */
   }
@@ -93,13 +112,25 @@ static void *tap_main(void *arg) {
 }
 
 autd3_err_t autd3__capture_tap_start(const char *ifname, const char *path, autd3_capture_tap_t **out) {
+  const autd3_tap_options_t o = {path, NULL};
+  return autd3__tap_start(ifname, &o, out);
+}
+
+autd3_err_t autd3__tap_start(const char *ifname, const autd3_tap_options_t *o, autd3_capture_tap_t **out) {
   *out = NULL;
+  if (o->capture_path == NULL && o->master_mac == NULL)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "capture: a tap with neither a file nor a watch");
   autd3_capture_tap_t *t = calloc(1, sizeof *t);
   if (t == NULL)
     return autd3_set_error(AUTD3_E_NOMEM, "capture: out of memory for the tap on \"%s\"", ifname ? ifname : "");
+  atomic_init(&t->foreign, 0);
+  if (o->master_mac != NULL) {
+    t->watch = true;
+    memcpy(t->master, o->master_mac, 6);
+  }
   autd3_err_t e = autd3__nic_open_tap(ifname, &t->nic);
-  if (e == AUTD3_OK)
-    e = autd3__capture_open(&t->w, path);
+  if (e == AUTD3_OK && o->capture_path != NULL)
+    e = autd3__capture_open(&t->w, o->capture_path);
   if (e == AUTD3_OK) {
     atomic_init(&t->stop, false);
     e = autd3__thread_start(&t->thread, tap_main, t, "autd3-capture");
@@ -116,6 +147,15 @@ autd3_err_t autd3__capture_tap_start(const char *ifname, const char *path, autd3
 
 uint64_t autd3__capture_tap_frames(const autd3_capture_tap_t *tap) {
   return tap ? atomic_load_explicit(&tap->w.frames, memory_order_relaxed) : 0;
+}
+
+uint64_t autd3__tap_foreign(autd3_capture_tap_t *tap, uint8_t mac[6]) {
+  if (tap == NULL)
+    return 0;
+  uint64_t n = atomic_load_explicit(&tap->foreign, memory_order_acquire);
+  if (n != 0 && mac != NULL)
+    memcpy(mac, tap->foreign_mac, 6);
+  return n;
 }
 
 void autd3__capture_tap_stop(autd3_capture_tap_t *tap) {

@@ -8,6 +8,7 @@
  *    both directions, EtherType 0x88A4 only) whose own thread feeds a writer,
  *    for links whose EtherCAT master owns the socket (SOEM, EtherCrab) — the
  *    way tcpdump sees them.
+ * The tap can also watch for another master on the chain (autd3__tap_start).
  * The file format is the classic one libpcap/tshark/Wireshark read
  * (https://www.tcpdump.org/manpages/pcap-savefile.5.html), little-endian.
  */
@@ -52,6 +53,23 @@ typedef struct autd3_capture_tap autd3_capture_tap_t;
  * PERMISSION naming CAP_NET_RAW, NOT_BUILT off Linux) and of
  * autd3__capture_open; on error *out is NULL and nothing is left running. */
 autd3_err_t autd3__capture_tap_start(const char *ifname, const char *path, autd3_capture_tap_t **out);
+/* A tap for a link whose EtherCAT master owns the socket (SOEM, EtherCrab):
+ * the capture file and/or a watch for another master on the chain, one
+ * thread for both. `master_mac`: the source MAC this link's master sends
+ * with; every EtherCAT frame from any other source (bit 0x02 of the first
+ * byte ignored: the first ESC sets it, nic/master_guard.h) is another
+ * master's and counted (autd3__tap_foreign). Frames of a watch-only tap are
+ * read every few milliseconds, not one wake-up per frame. Same errors as
+ * autd3__capture_tap_start; INVALID_ARGUMENT if neither is asked for. */
+typedef struct autd3_tap_options {
+  const char *capture_path;  /* NULL: no file */
+  const uint8_t *master_mac; /* NULL: no watch */
+} autd3_tap_options_t;
+autd3_err_t autd3__tap_start(const char *ifname, const autd3_tap_options_t *o, autd3_capture_tap_t **out);
+/* Frames from another master seen so far (0 for NULL or without a watch);
+ * `mac` (if not NULL and the count is not 0) gets the first one's source.
+ * Lock-free, any thread: fit for a bus thread's cycle. */
+uint64_t autd3__tap_foreign(autd3_capture_tap_t *tap, uint8_t mac[6]);
 /* Frames written so far (0 for NULL). Any thread. */
 uint64_t autd3__capture_tap_frames(const autd3_capture_tap_t *tap);
 /* Write what the kernel has already queued for the tap (the link's last

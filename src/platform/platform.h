@@ -41,4 +41,24 @@ uint64_t autd3__thread_cpu_ns(void);
  * 0 if the OS cannot tell. */
 uint64_t autd3__thread_cpu_ns_of(const autd3__thread_t *t);
 
+/* Advisory inter-process lock named by a file name (no directory), e.g. one
+ * per network interface. Non-blocking; released at autd3__filelock_release()
+ * or when the process dies however it dies (POSIX: flock() on a file in
+ * /run/lock, falling back to /tmp when /run/lock is not writable; the lock
+ * belongs to the open file, so the kernel drops it with the process;
+ * Windows would use a named mutex). */
+typedef struct autd3__filelock {
+  intptr_t handle; /* fd on POSIX; -1 = not held */
+  char path[160];
+} autd3__filelock_t;
+
+/* Try to take lock `name` without waiting. AUTD3_OK: taken (*busy false) or
+ * held by another open (*busy true, *holder_pid its process id when the
+ * holder wrote it, else 0); the lock then is not held by `lk`. AUTD3_E_IO
+ * (with a message naming the paths) when no lock directory is usable;
+ * AUTD3_E_INVALID_ARGUMENT for a name with '/' or too long. Open-time only. */
+autd3_err_t autd3__filelock_try(const char *name, autd3__filelock_t *lk, bool *busy, long *holder_pid);
+/* Release (and remove the file while still holding it). Not held: no-op. */
+void autd3__filelock_release(autd3__filelock_t *lk);
+
 #endif

@@ -1,6 +1,6 @@
 /*
- * echocat's portable EtherCAT pieces: the frame/datagram codec, ESC register
- * numbers and the distributed-clock arithmetic (the pcap capture writer is
+ * echocat's portable EtherCAT pieces: the frame/datagram codec and the
+ * distributed-clock arithmetic (register numbers: src/ecat/regs.h) (the pcap capture writer is
  * the shared one, src/nic/capture.h). Pure code, unit-tested in tests/echocat
  * and fuzzed in fuzz/fuzz_ecat_parse.c.
  *
@@ -15,27 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ecat/regs.h"
 #include "nic/capture.h"
 #include "nic/nic.h"
 
-/* Command codes (§2.2). */
-enum {
-  ECAT_NOP = 0, ECAT_APRD = 1, ECAT_APWR = 2, ECAT_APRW = 3, ECAT_FPRD = 4, ECAT_FPWR = 5, ECAT_FPRW = 6,
-  ECAT_BRD = 7, ECAT_BWR = 8, ECAT_BRW = 9, ECAT_LRD = 10, ECAT_LWR = 11, ECAT_LRW = 12, ECAT_ARMW = 13,
-  ECAT_FRMW = 14
-};
-
-/* ESC registers used by echocat (§3). */
-enum {
-  REG_TYPE = 0x0000, REG_STADR = 0x0010, REG_DLCTL = 0x0100, REG_DLSTAT = 0x0110, REG_ALCTL = 0x0120,
-  REG_ALSTAT = 0x0130, REG_ALCODE = 0x0134, REG_EEPCFG = 0x0500, REG_EEPCTL = 0x0502, REG_EEPDAT = 0x0508,
-  REG_FMMU0 = 0x0600, REG_SM0 = 0x0800, REG_SM2 = 0x0810, REG_DCRT0 = 0x0900, REG_DCSYS = 0x0910,
-  REG_DCRTPU = 0x0918, REG_DCOFS = 0x0920, REG_DCDELAY = 0x0928, REG_DCDIFF = 0x092C, REG_DCSPEED = 0x0930,
-  REG_DCFILT = 0x0934, REG_DCCUC = 0x0980, REG_DCACT = 0x0981, REG_DCSTART0 = 0x0990, REG_DCCYC0 = 0x09A0
-};
-
-/* AL states (§6.1). */
-enum { AL_INIT = 1, AL_PREOP = 2, AL_BOOT = 3, AL_SAFEOP = 4, AL_OP = 8, AL_ERROR = 0x10, AL_ACK = 0x10 };
+/* Command codes, ESC registers and AL states: the shared map (src/ecat/regs.h). */
 
 #define ECAT_ETH_HDR 14
 #define ECAT_HDR 2           /* EtherCAT header after the EtherType */

@@ -16,11 +16,13 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "ecat/identity.h"
 #include "nic/capture.h"
+#include "nic/master_guard.h"
 #include "platform/platform.h"
 
 /* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
-#define CRAB_ABI_VERSION 4u
+#define CRAB_ABI_VERSION 5u
 
 enum {
   CRAB_OK = 0,
@@ -37,6 +39,7 @@ enum {
   CRAB_INTERNAL = 11,
   CRAB_VERSION = 12,
   CRAB_LOST = 13,
+  CRAB_SECOND_MASTER = 14, /* from C's on_adapter hook only (the shim passes it through) */
 };
 
 typedef struct crab_open_args {
@@ -56,6 +59,14 @@ typedef struct crab_open_args {
    * (each candidate, for "auto"); non-zero = a CRAB_* code, `msg` says why. */
   int32_t (*on_adapter)(void *user, const char *ifname, char *msg, size_t cap);
   void *on_adapter_user;
+  /* Called on the state checker's thread when device `dev` is found back in
+   * INIT, before it is re-configured and OP is requested; NULL = no call. */
+  void (*on_device_reset)(void *user, uint16_t dev);
+  void *on_device_reset_user;
+  /* The shared AUTD3 identity check (src/ecat/identity.h), called during
+   * discovery for every device; non-zero = a CRAB_* code, `msg` says why. */
+  int32_t (*check_identity)(const char *ifname, uint16_t position, uint32_t vendor, uint32_t product, const char *name,
+                            char *msg, size_t cap);
 } crab_open_args_t;
 
 typedef struct crab_open_info {
@@ -90,7 +101,12 @@ void autd3crab_close(struct crab_link *link);
 typedef struct ethercrab_link {
   struct autd3_link base;
   struct crab_link *crab;
-  autd3_capture_tap_t *cap; /* capture_path: EtherCrab owns its socket, so the shared tap records the adapter */
+  /* EtherCrab owns its socket, so the shared passive tap watches the adapter
+   * for another master's frames and, with capture_path, records it */
+  autd3_capture_tap_t *cap;
+  autd3_master_guard_t *guard; /* one master per chain: the interface's lock, held until close */
+  /* reset reported, device not back in OP yet; atomic: checks may run on several threads */
+  atomic_bool reset_reported[AUTD3_MAX_DEVICES];
   uint32_t period_ns;     /* SYNC0 period */
   uint64_t send_period_ns; /* send_cycle_ns (a multiple of the SYNC0 period) */
   uint64_t next_at_ns;     /* next send, host monotonic time; 0 = at once (right after open) */
@@ -116,6 +132,21 @@ typedef struct ethercrab_link {
   _Atomic uint64_t phase_samples;
 } ethercrab_link_t;
 
+/* The source MAC EtherCrab sends with (crate ethercrab 0.7 src/lib.rs MAINDEVICE_ADDR). */
+static const uint8_t CRAB_MASTER_MAC[6] = {0x10, 0x10, 0x10, 0x10, 0x10, 0x10};
+
+/* Another master's frames on the chain (the tap's watch): fatal for the link. */
+static autd3_err_t foreign_master_error(ethercrab_link_t *L, const char *ifname, const char *when) {
+  uint8_t mac[6] = {0};
+  uint64_t n = autd3__tap_foreign(L->cap, mac);
+  char s[18];
+  autd3__mac_format(mac, s);
+  return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                         "ethercrab: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
+                         "source MAC %s that EtherCrab did not send; one master per chain: the link stops",
+                         ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+}
+
 static autd3_err_t map_code(int32_t code) {
   switch (code) {
     case CRAB_OK: return AUTD3_OK;
@@ -130,6 +161,7 @@ static autd3_err_t map_code(int32_t code) {
     case CRAB_IO: return AUTD3_E_IO;
     case CRAB_LINK: return AUTD3_E_LINK;
     case CRAB_VERSION: return AUTD3_E_VERSION;
+    case CRAB_SECOND_MASTER: return AUTD3_E_SECOND_MASTER;
     default: return AUTD3_E_INTERNAL;
   }
 }
@@ -202,6 +234,7 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   ethercrab_link_t *L = (ethercrab_link_t *)l;
   if (tx == NULL || rx == NULL || rx_valid == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "ethercrab: cycle: NULL buffer");
   *rx_valid = false;
+  if (autd3__tap_foreign(L->cap, NULL) != 0) return foreign_master_error(L, L->ifname, "mid-run");
   if (!L->waited) crab_sleep(L);
   L->waited = false;
   crab_cycle_out_t out;
@@ -212,6 +245,10 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   atomic_store_explicit(&L->exchange_last_ns, dt, memory_order_relaxed);
   if (dt > atomic_load_explicit(&L->exchange_max_ns, memory_order_relaxed))
     atomic_store_explicit(&L->exchange_max_ns, dt, memory_order_relaxed);
+  if (rc == CRAB_OK && autd3__tap_foreign(L->cap, NULL) != 0) { /* these inputs may be the other master's doing */
+    autd3_link_count_cycle(l, false, false);
+    return foreign_master_error(L, L->ifname, "mid-run");
+  }
   if (rc == CRAB_OK) {
     *rx_valid = out.rx_valid != 0;
     atomic_store_explicit(&L->last_wkc, out.working_counter, memory_order_relaxed);
@@ -241,6 +278,8 @@ static autd3_err_t crab_check_state(struct autd3_link *l, autd3_link_status_t *o
   char msg[MSG_CAP] = "";
   int32_t rc = autd3crab_check(L->crab, out->state, out->al_state, l->num_devices, &out->recoveries, msg, sizeof msg);
   if (rc != CRAB_OK) return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: state check failed");
+  for (uint16_t d = 0; d < l->num_devices; d++)
+    if (out->state[d] == AUTD3_DEVICE_OP) atomic_store(&L->reset_reported[d], false); /* a later reset is a new episode */
   return AUTD3_OK;
 }
 
@@ -248,24 +287,62 @@ static void crab_close(struct autd3_link *l) {
   ethercrab_link_t *L = (ethercrab_link_t *)l;
   autd3crab_close(L->crab);         /* SYNC0 off, INIT, tx/rx thread joined */
   autd3__capture_tap_stop(L->cap); /* writes the INIT frames still queued */
+  autd3__master_guard_release(L->guard); /* after the last frame */
   free(L);
 }
 
-/* Open: the tap for capture_path, (re)started on each adapter the shim is
- * about to open, so it runs before EtherCrab's first frame (discovery). */
-typedef struct crab_tap_ctx {
+/* Open: on each adapter the shim is about to open, before EtherCrab's first
+ * frame (discovery): one master per chain (the interface's lock and the
+ * listen for a master already cycling, nic/master_guard.h), then the tap for
+ * capture_path. */
+typedef struct crab_adapter_ctx {
   const char *path;
   autd3_capture_tap_t *tap;
-} crab_tap_ctx_t;
+  autd3_master_guard_t *guard;
+} crab_adapter_ctx_t;
+
+static int32_t crab_code(autd3_err_t e) {
+  switch (e) {
+    case AUTD3_E_SECOND_MASTER: return CRAB_SECOND_MASTER;
+    case AUTD3_E_PERMISSION: return CRAB_PERMISSION;
+    case AUTD3_E_NO_INTERFACE: return CRAB_NO_INTERFACE;
+    default: return CRAB_IO;
+  }
+}
 
 static int32_t crab_on_adapter(void *user, const char *ifname, char *msg, size_t cap) {
-  crab_tap_ctx_t *c = user;
+  crab_adapter_ctx_t *c = user;
   autd3__capture_tap_stop(c->tap); /* "auto": the previous candidate was not it */
   c->tap = NULL;
-  autd3_err_t e = autd3__capture_tap_start(ifname, c->path, &c->tap);
+  autd3__master_guard_release(c->guard);
+  c->guard = NULL;
+  autd3_err_t e = autd3__master_guard_take(ifname, AUTD3_NIC_AUTO, "ethercrab", &c->guard);
+  if (e != AUTD3_OK) {
+    snprintf(msg, cap, "%s", autd3_last_error());
+    return crab_code(e);
+  }
+  /* the watch for a master that starts after the listen (and the capture) */
+  const autd3_tap_options_t to = {c->path, CRAB_MASTER_MAC};
+  e = autd3__tap_start(ifname, &to, &c->tap);
   if (e == AUTD3_OK) return CRAB_OK;
   snprintf(msg, cap, "ethercrab: capture on \"%s\": %s", ifname, autd3_last_error());
-  return e == AUTD3_E_PERMISSION ? CRAB_PERMISSION : e == AUTD3_E_NO_INTERFACE ? CRAB_NO_INTERFACE : CRAB_IO;
+  return crab_code(e);
+}
+
+/* Discovery: the same AUTD3 identity check and message as echocat and SOEM. */
+static int32_t crab_check_identity(const char *ifname, uint16_t position, uint32_t vendor, uint32_t product,
+                                   const char *name, char *msg, size_t cap) {
+  if (autd3__ecat_check_identity("ethercrab", ifname, position, vendor, product, name) == AUTD3_OK) return CRAB_OK;
+  snprintf(msg, cap, "%s", autd3_last_error());
+  return CRAB_NOT_AUTD;
+}
+
+/* The shim found device `dev` back in INIT (power-cycled): report it once per
+ * episode (until it is seen in OP again), before OP is requested. */
+static void crab_on_device_reset(void *user, uint16_t dev) {
+  ethercrab_link_t *L = user;
+  if (dev >= L->base.num_devices || atomic_exchange(&L->reset_reported[dev], true)) return;
+  autd3_link_report_device_reset(&L->base, dev);
 }
 
 static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
@@ -279,13 +356,15 @@ static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
                    "exchange max : %.3f us\n"
                    "dc phase last : %.3f us after SYNC0+shift\n"
                    "dc phase early : %llu of %llu frames reached the devices before SYNC0+shift\n"
-                   "ignored replies : %llu\n",
+                   "ignored replies : %llu\n"
+                   "foreign master frames : %llu\n",
                    L->ifname, (unsigned)L->expected_wkc, (unsigned)atomic_load(&L->last_wkc),
                    (unsigned long long)atomic_load(&L->late_wakeups), (double)atomic_load(&L->exchange_last_ns) / 1e3,
                    (double)atomic_load(&L->exchange_max_ns) / 1e3, (double)atomic_load(&L->phase_last_ns) / 1e3,
                    (unsigned long long)atomic_load(&L->phase_early), (unsigned long long)atomic_load(&L->phase_samples),
                    /* late replies to timed-out PDUs etc., dropped by the shim's tx/rx driver */
-                   (unsigned long long)autd3crab_ignored_replies(L->crab));
+                   (unsigned long long)autd3crab_ignored_replies(L->crab),
+                   (unsigned long long)autd3__tap_foreign(L->cap, NULL));
   if (n < 0) return 0;
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
@@ -331,22 +410,33 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
       .rt_priority = e->rt_priority,
       .rt_cpu = e->rt_cpu,
   };
-  crab_tap_ctx_t tap = {e->capture_path, NULL};
-  if (e->capture_path != NULL) {
-    args.on_adapter = crab_on_adapter;
-    args.on_adapter_user = &tap;
-  }
+  crab_adapter_ctx_t ad = {e->capture_path, NULL, NULL};
+  args.on_adapter = crab_on_adapter;
+  args.on_adapter_user = &ad;
+  /* the header first: the reset hook counts into it (only ever after open) */
+  autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
+  args.on_device_reset = crab_on_device_reset;
+  args.on_device_reset_user = L;
+  args.check_identity = crab_check_identity;
   crab_open_info_t info;
   memset(&info, 0, sizeof info);
   char msg[MSG_CAP] = "";
   int32_t rc = autd3crab_open(&args, &L->crab, &info, msg, sizeof msg);
   if (rc != CRAB_OK) {
-    autd3__capture_tap_stop(tap.tap);
+    autd3__capture_tap_stop(ad.tap);
+    autd3__master_guard_release(ad.guard);
     free(L);
     return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: open failed");
   }
-  autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
-  L->cap = tap.tap;
+  L->cap = ad.tap;
+  L->guard = ad.guard;
+  if (autd3__tap_foreign(L->cap, NULL) != 0) { /* another master's frames during the bring-up */
+    autd3_err_t fe = foreign_master_error(L, info.interface, "during open");
+    char keep[MSG_CAP];
+    snprintf(keep, sizeof keep, "%s", autd3_last_error());
+    crab_close(&L->base);
+    return autd3_set_error(fe, "%s", keep);
+  }
   L->period_ns = e->sync0_period_ns;
   L->send_period_ns = e->send_cycle_ns != 0 ? e->send_cycle_ns : e->sync0_period_ns;
   L->expected_wkc = info.expected_wkc;

@@ -11,7 +11,7 @@
  * (shinolab/autd3-sdk crates/autd3-rs-link-soem/src/{link,context,sync}.rs;
  * summarised in shared/reference/autd3-link-layer.md §4.2):
  *   adapter (given or auto-detected) -> ecx_init -> ecx_config_init -> every
- *   slave named "AUTD" -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
+ *   slave an AUTD3 (src/ecat/identity.h) -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
  *   -> DC alignment wait -> ecx_config_map_group (does PRE-OP->SAFE-OP) ->
  *   SAFE-OP check -> warm-up cycles, OP request, wait for OP with a stable WKC.
  * cycle() is paced to the DC phase (§4.3), check_state() is the new-generation
@@ -42,10 +42,12 @@
 #include <soem/soem.h>
 
 #include "autd3/link_driver.h"
+#include "ecat/identity.h"
+#include "ecat/regs.h" /* register numbers: the tree's one map */
 #include "nic/capture.h"
+#include "nic/master_guard.h"
 #include "platform/platform.h"
 
-#define SOEM_DEVICE_NAME "AUTD" /* SII name of every AUTD3 (ESI Type/Name, reference §4.1) */
 #define TX_BYTES AUTD3_TX_FRAME_BYTES
 #define RX_BYTES AUTD3_RX_FRAME_BYTES
 #define WARMUP_CYCLES 200u          /* process-data cycles in SAFE-OP before OP is requested (link.rs) */
@@ -75,13 +77,18 @@ typedef struct soem_link {
   _Atomic uint64_t diag_max_late_ns;  /* worst lateness against the deadline */
   _Atomic uint64_t diag_max_txrx_ns;  /* worst send+receive duration */
   _Atomic int64_t diag_dc_phase_ns;   /* DC time mod cycle at the last good cycle */
-  /* capture (capture_path): SOEM owns its socket, so the shared passive tap
-   * (src/nic/capture.h) records the adapter's frames like tcpdump would */
+  /* SOEM owns its socket, so the shared passive tap (src/nic/capture.h)
+   * watches the adapter for another master's frames and, with capture_path,
+   * records every frame like tcpdump would */
   autd3_capture_tap_t *cap;
+  /* one master per chain: the interface's lock, taken before SOEM's first
+   * frame and held until close (src/nic/master_guard.h) */
+  autd3_master_guard_t *guard;
   /* state checker (serialised by check_busy; never touched by cycle) */
   atomic_flag check_busy;
   uint64_t recoveries;
   uint8_t last_state[AUTD3_MAX_DEVICES]; /* autd3_device_state_t as of the last check */
+  bool reset_reported[AUTD3_MAX_DEVICES]; /* reset reported, device not back in OP yet */
 } soem_link_t;
 
 /* ---- small helpers ----------------------------------------------------------------- */
@@ -207,9 +214,11 @@ static autd3_err_t soem_init(ecx_contextt *ctx, bool *ctx_open, const char *ifna
   return AUTD3_OK;
 }
 
+/* Every slave an AUTD3 (the shared identity check, src/ecat/identity.h)? *bad = the first that is not (1-based). */
 static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
   for (int i = 1; i <= n; i++) {
-    if (strcmp(ctx->slavelist[i].name, SOEM_DEVICE_NAME) != 0) {
+    const ec_slavet *s = &ctx->slavelist[i];
+    if (!autd3__ecat_is_autd(s->eep_man, s->eep_id, s->name)) {
       *bad = i;
       return false;
     }
@@ -219,11 +228,11 @@ static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
 
 /* Interface "auto": the first adapter whose slaves are all AUTD3 (adapters.rs).
  * Loopback adapters are skipped (they can hold no EtherCAT slave). */
-static autd3_err_t find_autd_adapter(char *out, size_t cap) {
+static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_master_guard_t **guard) {
   ec_adaptert *head = ec_find_adapters();
   char scanned[256] = "";
   size_t used = 0;
-  bool permission = false;
+  bool permission = false, busy = false;
   bool found = false;
   for (ec_adaptert *a = head; a != NULL && !found; a = a->next) {
     unsigned idx = if_nametoindex(a->name);
@@ -235,22 +244,35 @@ static autd3_err_t find_autd_adapter(char *out, size_t cap) {
     if (fd >= 0) close(fd);
     if (loopback) continue;
     if (used < sizeof scanned) used += (size_t)snprintf(scanned + used, sizeof scanned - used, "%s%s", used ? ", " : "", a->name);
+    autd3_err_t err = probe_interface(a->name);
+    if (err == AUTD3_OK) err = autd3__master_guard_take(a->name, AUTD3_NIC_AUTO, "soem", guard);
+    if (err == AUTD3_E_PERMISSION) permission = true;
+    if (err == AUTD3_E_SECOND_MASTER) busy = true;
+    if (err != AUTD3_OK) continue;
     ecx_contextt *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL) break;
     bool open = false;
     int n = 0, bad = 0;
-    autd3_err_t err = soem_init(ctx, &open, a->name, &n);
+    err = soem_init(ctx, &open, a->name, &n);
     if (err == AUTD3_E_PERMISSION) permission = true;
     if (err == AUTD3_OK && all_autd(ctx, n, &bad)) {
       memcpy(out, a->name, strlen(a->name) + 1 < cap ? strlen(a->name) + 1 : cap); /* < IF_NAMESIZE, checked above */
       out[cap - 1] = 0;
-      found = true;
+      found = true; /* keep its guard */
+    } else {
+      autd3__master_guard_release(*guard);
+      *guard = NULL;
     }
     if (open) soem_close_ctx(ctx);
     free(ctx);
   }
   ec_free_adapters(head);
   if (found) return AUTD3_OK;
+  if (busy && !permission)
+    return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                           "soem: interface auto-detection: no free adapter with only AUTD3 devices; another EtherCAT master "
+                           "drives some (scanned: %s)",
+                           scanned);
   if (permission)
     return autd3_set_error(AUTD3_E_PERMISSION,
                            "soem: interface auto-detection could not open some adapters (%s): SOEM needs CAP_NET_RAW and "
@@ -277,7 +299,7 @@ static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_
   int worst_dev = -1;
   for (;;) {
     uint64_t dc = 0;
-    ecx_FRMW(&ctx->port, ctx->slavelist[1].configadr, ECT_REG_DCSYSTIME, sizeof dc, &dc, EC_TIMEOUTRET);
+    ecx_FRMW(&ctx->port, ctx->slavelist[1].configadr, REG_DCSYS, sizeof dc, &dc, EC_TIMEOUTRET);
     uint64_t now = autd3__now_ns();
     if (now - last_check >= ALIGN_CHECK_NS) {
       last_check = now;
@@ -286,7 +308,7 @@ static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_
       worst_dev = -1;
       for (int i = 2; i <= n; i++) {
         uint32_t raw = 0;
-        if (ecx_FPRD(&ctx->port, ctx->slavelist[i].configadr, ECT_REG_DCSYSDIFF, sizeof raw, &raw, EC_TIMEOUTRET) != 1) {
+        if (ecx_FPRD(&ctx->port, ctx->slavelist[i].configadr, REG_DCDIFF, sizeof raw, &raw, EC_TIMEOUTRET) != 1) {
           complete = false;
           continue;
         }
@@ -379,12 +401,39 @@ static autd3_err_t wait_for_op(soem_link_t *l, uint32_t timeout_ms) {
   }
 }
 
+/* ---- one master per chain ------------------------------------------------------------------------ */
+
+/* The source MAC SOEM sends with: its primary MAC (nicdrv.c priMAC, from
+ * ec_options.h EC_PRIMARY_MAC_ARRAY), each 16-bit word in network order as
+ * ec_setupheader writes it. */
+static void soem_master_mac(uint8_t mac[6]) {
+  for (int i = 0; i < 3; i++) {
+    mac[2 * i] = (uint8_t)(priMAC[i] >> 8);
+    mac[2 * i + 1] = (uint8_t)priMAC[i];
+  }
+}
+
+/* Another master's frames on the chain (the tap's watch): the devices execute
+ * its frames too. Fatal for the link: every later cycle fails the same way. */
+static autd3_err_t foreign_master_error(soem_link_t *l, const char *when) {
+  uint8_t mac[6] = {0};
+  uint64_t n = autd3__tap_foreign(l->cap, mac);
+  char s[18];
+  autd3__mac_format(mac, s);
+  return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                         "soem: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from source "
+                         "MAC %s that SOEM did not send; one master per chain: the link stops",
+                         l->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+}
+
 /* ---- vtable ------------------------------------------------------------------------------------ */
 
 static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
   soem_link_t *l = (soem_link_t *)base;
   ecx_contextt *ctx = l->ctx;
   uint16_t n = base->num_devices;
+  *rx_valid = false;
+  if (autd3__tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "mid-run");
   if (l->next_at_ns != 0) {
     uint64_t now = autd3__now_ns();
     if (now < l->next_at_ns) autd3__sleep_until_ns(l->next_at_ns, 0);
@@ -420,6 +469,10 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   /* A WKC other than 3 per device means some slave did not read or write its
    * process data this cycle (not in OP, lost, or a frame was lost): stale. */
   bool valid = wkc == l->expected_wkc;
+  if (autd3__tap_foreign(l->cap, NULL) != 0) { /* these inputs may be the other master's doing */
+    autd3_link_count_cycle(base, false, false);
+    return foreign_master_error(l, "mid-run");
+  }
   for (uint16_t i = 0; i < n; i++) memcpy(rx + (size_t)i * RX_BYTES, ctx->slavelist[i + 1].inputs, RX_BYTES);
   *rx_valid = valid;
   autd3_link_count_cycle(base, valid, false);
@@ -442,17 +495,17 @@ static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
   if (slave <= 1 || !s->hasdc || !ref->hasdc) return;
   int32_t zero = 0;
   uint64_t t_ref = 0, off_ref = 0, t_k = 0;
-  if (ecx_BWR(&ctx->port, 0, ECT_REG_DCTIME0, sizeof zero, &zero, EC_TIMEOUTRET) <= 0) return;
-  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSOF, sizeof t_ref, &t_ref, EC_TIMEOUTRET) != 1 ||
-      ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
-      ecx_FPRD(&ctx->port, s->configadr, ECT_REG_DCSOF, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
+  if (ecx_BWR(&ctx->port, 0, REG_DCRT0, sizeof zero, &zero, EC_TIMEOUTRET) <= 0) return;
+  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCRTPU, sizeof t_ref, &t_ref, EC_TIMEOUTRET) != 1 ||
+      ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
+      ecx_FPRD(&ctx->port, s->configadr, REG_DCRTPU, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
     return;
   uint64_t offset = htoell(etohll(t_ref) + etohll(off_ref) + (uint64_t)s->pdelay - etohll(t_k));
   int32_t delay = htoel(s->pdelay);
   uint16_t speed = htoes(0x1000); /* SOEM's reset value; rewriting it restarts the drift filter */
-  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSOFFSET, sizeof offset, &offset, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSYSDELAY, sizeof delay, &delay, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, s->configadr, ECT_REG_DCSPEEDCNT, sizeof speed, &speed, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, REG_DCDELAY, sizeof delay, &delay, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, s->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
 }
 
 /* The reference clock (device 0) itself came back with a fresh clock: the
@@ -467,18 +520,18 @@ static void rebase_reference(ecx_contextt *ctx) {
   if (ctx->slavecount < 2 || !ref->hasdc || !other->hasdc) return;
   uint64_t s_other = 0, s_ref = 0;
   uint64_t a0 = autd3__now_ns();
-  if (ecx_FPRD(&ctx->port, other->configadr, ECT_REG_DCSYSTIME, sizeof s_other, &s_other, EC_TIMEOUTRET) != 1) return;
+  if (ecx_FPRD(&ctx->port, other->configadr, REG_DCSYS, sizeof s_other, &s_other, EC_TIMEOUTRET) != 1) return;
   uint64_t a1 = autd3__now_ns();
-  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSTIME, sizeof s_ref, &s_ref, EC_TIMEOUTRET) != 1) return;
+  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCSYS, sizeof s_ref, &s_ref, EC_TIMEOUTRET) != 1) return;
   uint64_t b1 = autd3__now_ns();
   /* the reference's system time is its local time plus its current offset */
   uint64_t off_ref = 0;
-  if (ecx_FPRD(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
+  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
   uint64_t target = etohll(s_other) + ((a1 + b1) / 2 - (a0 + a1) / 2);
   uint64_t offset = htoell(etohll(off_ref) + target - etohll(s_ref));
   uint16_t speed = htoes(0x1000);
-  ecx_FPWR(&ctx->port, ref->configadr, ECT_REG_DCSYSOFFSET, sizeof offset, &offset, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, ref->configadr, ECT_REG_DCSPEEDCNT, sizeof speed, &speed, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, ref->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
+  ecx_FPWR(&ctx->port, ref->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
 }
 
 /* New-generation state check (state_check.rs) plus SOEM's classic slave
@@ -501,6 +554,7 @@ static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t
     out->al_state[d] = 0;
     if ((s & 0x0f) == EC_STATE_OPERATIONAL) { /* the error flag alone does not stop OP (state_check.rs) */
       st = AUTD3_DEVICE_OP;
+      l->reset_reported[d] = false; /* a later reset is a new episode */
     } else if ((s & 0x0f) == EC_STATE_NONE) {
       st = AUTD3_DEVICE_LOST;
       ecx_recover_slave(ctx, slave, EC_TIMEOUTRET); /* re-address it if it came back without its station address */
@@ -513,6 +567,13 @@ static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t
     } else {
       st = AUTD3_DEVICE_OTHER;
       out->al_state[d] = (uint8_t)s;
+      /* Back in INIT: its firmware state is gone (power-cycled). Report it
+       * once per episode, before the re-configuration below (OP follows at a
+       * later check), so no valid cycle carries its post-reset inputs first. */
+      if ((s & 0x0f) == EC_STATE_INIT && !l->reset_reported[d]) {
+        l->reset_reported[d] = true;
+        autd3_link_report_device_reset(base, d);
+      }
       if (ecx_recover_slave(ctx, slave, RECOVER_TIMEOUT_US) > 0) {
         realign_dc(ctx, slave); /* before the hook in reconfig computes its SYNC0 start from its system time */
         ecx_reconfig_slave(ctx, slave, RECOVER_TIMEOUT_US);
@@ -532,11 +593,13 @@ static size_t soem_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
   soem_link_t *l = (soem_link_t *)base;
   int r = snprintf(buf, cap,
                    "interface : %s\nexpected wkc : %d\nlast wkc : %lld\nlate wake-ups (>100 us) : %llu\n"
-                   "max lateness : %llu ns\nmax send+receive : %llu ns\ndc phase at send : %lld ns\ncaptured frames : %llu\n",
+                   "max lateness : %llu ns\nmax send+receive : %llu ns\ndc phase at send : %lld ns\ncaptured frames : %llu\n"
+                   "foreign master frames : %llu\n",
                    l->ifname, l->expected_wkc, (long long)atomic_load(&l->diag_last_wkc),
                    (unsigned long long)atomic_load(&l->diag_late_cycles), (unsigned long long)atomic_load(&l->diag_max_late_ns),
                    (unsigned long long)atomic_load(&l->diag_max_txrx_ns), (long long)atomic_load(&l->diag_dc_phase_ns),
-                   (unsigned long long)autd3__capture_tap_frames(l->cap));
+                   (unsigned long long)autd3__capture_tap_frames(l->cap),
+                   (unsigned long long)autd3__tap_foreign(l->cap, NULL));
   if (r < 0) return 0;
   return (size_t)r < cap ? (size_t)r : cap - 1;
 }
@@ -552,6 +615,7 @@ static void soem_teardown(soem_link_t *l) {
     free(l->ctx);
   }
   autd3__capture_tap_stop(l->cap); /* after close's INIT request: the tap writes what it has queued */
+  autd3__master_guard_release(l->guard); /* after the last frame */
   free(l->iomap);
   free(l);
 }
@@ -568,7 +632,7 @@ static const autd3_link_vtable_t soem_vtable = {
 static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t *o, uint16_t expected) {
   autd3_err_t err;
   if (o->interface == NULL || o->interface[0] == 0 || strcmp(o->interface, "auto") == 0) {
-    err = find_autd_adapter(l->ifname, sizeof l->ifname);
+    err = find_autd_adapter(l->ifname, sizeof l->ifname, &l->guard);
     if (err != AUTD3_OK) return err;
   } else {
     if (strlen(o->interface) > IF_NAMESIZE - 1)
@@ -576,19 +640,28 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
                              IF_NAMESIZE - 1);
     memcpy(l->ifname, o->interface, strlen(o->interface) + 1); /* length checked just above */
   }
-  if (o->capture_path != NULL) {
+  if (l->guard == NULL) {
+    /* one master per chain, before SOEM's first frame (SOEM's own reasons
+     * for an unusable adapter first: their messages say what SOEM needs) */
     if ((err = probe_interface(l->ifname)) != AUTD3_OK) return err;
-    /* before SOEM's first frame, so the file shows the whole bring-up */
-    if ((err = autd3__capture_tap_start(l->ifname, o->capture_path, &l->cap)) != AUTD3_OK) return err;
+    if ((err = autd3__master_guard_take(l->ifname, AUTD3_NIC_AUTO, "soem", &l->guard)) != AUTD3_OK) return err;
+  }
+  {
+    /* before SOEM's first frame: the watch for another master (a master that
+     * starts after the guard's listen), and the capture file shows the whole
+     * bring-up */
+    uint8_t mac[6];
+    soem_master_mac(mac);
+    const autd3_tap_options_t to = {o->capture_path, mac};
+    if ((err = autd3__tap_start(l->ifname, &to, &l->cap)) != AUTD3_OK) return err;
   }
   ecx_contextt *ctx = l->ctx;
   int n = 0;
   if ((err = soem_init(ctx, &l->ctx_open, l->ifname, &n)) != AUTD3_OK) return err;
   int bad = 0;
   if (!all_autd(ctx, n, &bad))
-    return autd3_set_error(AUTD3_E_NOT_AUTD, "soem: slave %d on \"%s\" (vendor 0x%08x, product 0x%08x, name \"%s\") is not an AUTD3 device",
-                           bad - 1, l->ifname, (unsigned)ctx->slavelist[bad].eep_man, (unsigned)ctx->slavelist[bad].eep_id,
-                           ctx->slavelist[bad].name);
+    return autd3__ecat_check_identity("soem", l->ifname, (uint16_t)(bad - 1), ctx->slavelist[bad].eep_man,
+                                      ctx->slavelist[bad].eep_id, ctx->slavelist[bad].name);
   if (n != expected)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "soem: %d AUTD3 device%s on \"%s\", but the geometry has %u", n,
                            n == 1 ? "" : "s", l->ifname, (unsigned)expected);
@@ -618,7 +691,9 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   }
   /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (reference §4.1). */
   l->expected_wkc = ctx->grouplist[0].outputsWKC * 2 + ctx->grouplist[0].inputsWKC;
-  return wait_for_op(l, o->op_wait_timeout_ms);
+  if ((err = wait_for_op(l, o->op_wait_timeout_ms)) != AUTD3_OK) return err;
+  if (autd3__tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "during open");
+  return AUTD3_OK;
 }
 
 static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {

@@ -46,7 +46,7 @@ use ethercrab::{
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -134,6 +134,50 @@ pub struct OpenArgs {
     >,
     /// Passed back to `on_adapter`; owned by C, valid during the open call.
     pub on_adapter_user: *mut c_void,
+    /// Called on the state checker's thread when device `dev` (0-based) is
+    /// found back in INIT (its firmware state is gone: power-cycled), before
+    /// the checker re-configures it and requests OP, i.e. before any cycle
+    /// can carry its post-reset inputs as valid; NULL = no call.
+    pub on_device_reset: Option<unsafe extern "C" fn(user: *mut c_void, dev: u16)>,
+    /// Passed back to `on_device_reset`; owned by C, valid until close.
+    pub on_device_reset_user: *mut c_void,
+    /// The AUTD3 identity check every EtherCAT link shares (C's
+    /// src/ecat/identity.h), called during discovery for each device with the
+    /// adapter's name, its ring position, SII vendor id, product code and
+    /// name (NUL-terminated); non-zero = a status code (CODE_NOT_AUTD) and
+    /// `msg` says why. NULL = only the name is checked (Rust-only use).
+    pub check_identity: Option<IdentityFn>,
+}
+
+/// See `OpenArgs::check_identity`.
+pub type IdentityFn = unsafe extern "C" fn(
+    ifname: *const c_char,
+    position: u16,
+    vendor: u32,
+    product: u32,
+    name: *const c_char,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32;
+
+/// C's device-reset hook, kept by the link (OpenArgs::on_device_reset).
+struct ResetHook {
+    f: Option<unsafe extern "C" fn(user: *mut c_void, dev: u16)>,
+    user: *mut c_void,
+}
+
+// SAFETY: C guarantees the hook may be called from any thread and its user
+// pointer stays valid until close (the link's owner is C's link object).
+unsafe impl Send for ResetHook {}
+unsafe impl Sync for ResetHook {}
+
+impl ResetHook {
+    fn call(&self, dev: usize) {
+        if let (Some(f), Ok(d)) = (self.f, u16::try_from(dev)) {
+            // SAFETY: see the impls above.
+            unsafe { f(self.user, d) };
+        }
+    }
 }
 
 /// What open found.
@@ -214,6 +258,7 @@ struct Transport {
     /// Received frames EtherCrab rejected (`TxRx::ignored`).
     ignored: Arc<AtomicU64>,
     ifname: String,
+    check_identity: Option<IdentityFn>,
 }
 
 // SAFETY: `storage` is uniquely owned by the Transport and only freed in Drop;
@@ -498,6 +543,7 @@ impl Transport {
             txrx_ended,
             ignored,
             ifname: ifname.to_owned(),
+            check_identity: args.check_identity,
         };
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(t),
@@ -670,6 +716,7 @@ pub struct Link {
     state_timeout: Duration,
     expected_wkc: u16,
     checker: Mutex<Checker>,
+    on_reset: ResetHook,
     transport: Transport,
 }
 
@@ -727,32 +774,73 @@ async fn discover(t: &Transport) -> Result<Vec<Group<PreOp, NoDc>>, Fail> {
     }
 }
 
-/// Scan the bus once: every SubDevice must be named "AUTD"; pairs go into groups.
+/// Whether device `i` fails the AUTD3 identity check: C's shared check
+/// (`OpenArgs::check_identity`) with its message, or without it the name only.
+fn identity_error(
+    t: &Transport,
+    i: usize,
+    name: &str,
+    id: ethercrab::SubDeviceIdentity,
+) -> Option<String> {
+    let Some(check) = t.check_identity else {
+        return (name != SUBDEVICE_NAME).then(|| {
+            format!(
+                "ethercrab: device at position {i} on interface {} (name \"{name}\") is not an AUTD3 device",
+                t.ifname
+            )
+        });
+    };
+    let ifname = std::ffi::CString::new(t.ifname.as_str()).unwrap_or_default();
+    let cname = std::ffi::CString::new(name).unwrap_or_default();
+    let mut msg = [0 as c_char; 512];
+    // SAFETY: C's check reads the two NUL-terminated strings and writes at
+    // most `msg.len()` bytes (NUL included) into `msg`, during the call only.
+    let rc = unsafe {
+        check(
+            ifname.as_ptr(),
+            u16::try_from(i).unwrap_or(u16::MAX),
+            id.vendor_id,
+            id.product_id,
+            cname.as_ptr(),
+            msg.as_mut_ptr(),
+            msg.len(),
+        )
+    };
+    if rc == CODE_OK {
+        return None;
+    }
+    msg[msg.len() - 1] = 0;
+    // SAFETY: NUL-terminated just above.
+    Some(
+        unsafe { CStr::from_ptr(msg.as_ptr()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// Scan the bus once: every SubDevice must be an AUTD3 (identity_error); pairs go into groups.
 async fn discover_once(t: &Transport) -> Result<Vec<Group<PreOp, NoDc>>, Fail> {
     let md = t.md();
     let groups: Vec<Group<PreOp, NoDc>> = (0..MAX_GROUPS).map(|_| Group::default()).collect();
     let mut idx = 0usize;
     let mut not_autd: Option<String> = None;
     let res = md
-        .init::<MAX_SUBDEVICES, _>(ethercat_now, groups, |groups: &Vec<Group<PreOp, NoDc>>, sd| {
-            let i = idx;
-            idx += 1;
-            if sd.name() != SUBDEVICE_NAME {
-                let id = sd.identity();
-                not_autd = Some(format!(
-                    "ethercrab: device at position {i} on \"{}\" is not an AUTD3 device (name \"{}\", vendor 0x{:08x}, product 0x{:08x}); every device on the bus must be named \"AUTD\"",
-                    t.ifname,
-                    sd.name(),
-                    id.vendor_id,
-                    id.product_id
-                ));
-                return Err(CrabError::UnknownSubDevice);
-            }
-            match groups.get(i / GROUP_SUBDEVICES) {
-                Some(g) => Ok(g as &dyn SubDeviceGroupHandle),
-                None => Err(CrabError::UnknownSubDevice),
-            }
-        })
+        .init::<MAX_SUBDEVICES, _>(
+            ethercat_now,
+            groups,
+            |groups: &Vec<Group<PreOp, NoDc>>, sd| {
+                let i = idx;
+                idx += 1;
+                if let Some(msg) = identity_error(t, i, sd.name(), sd.identity()) {
+                    not_autd = Some(msg);
+                    return Err(CrabError::UnknownSubDevice);
+                }
+                match groups.get(i / GROUP_SUBDEVICES) {
+                    Some(g) => Ok(g as &dyn SubDeviceGroupHandle),
+                    None => Err(CrabError::UnknownSubDevice),
+                }
+            },
+        )
         .await;
     if let Some(msg) = not_autd {
         return Err(fail(CODE_NOT_AUTD, msg));
@@ -909,10 +997,16 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
             let mut tried = Vec::new();
             let mut found = None;
             for name in candidate_interfaces() {
-                let Ok(t) = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)
-                else {
-                    tried.push(format!("{name}: cannot open"));
-                    continue;
+                let t = match Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)
+                {
+                    Ok(t) => t,
+                    Err(f) => {
+                        tried.push(format!(
+                            "{name}: {}",
+                            f.msg.trim_start_matches("ethercrab: ")
+                        ));
+                        continue;
+                    }
                 };
                 match discover(&t).await {
                     Ok(g) => {
@@ -1098,6 +1192,10 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
             states: vec![ST_OP; n],
             recoveries: 0,
         }),
+        on_reset: ResetHook {
+            f: args.on_device_reset,
+            user: args.on_device_reset_user,
+        },
         transport,
     })
 }
@@ -1294,7 +1392,8 @@ impl Link {
             .receive::<u16>(md)
             .await?;
         match s & 0x0F {
-            0x01 | 0x02 => {}
+            0x01 => self.on_reset.call(i), // INIT: its firmware state is gone
+            0x02 => {}
             0x08 => return Ok(ST_OP),
             0x04 => return Ok(ST_SAFE_OP),
             _ => return Ok(ST_OTHER),
@@ -1728,6 +1827,9 @@ mod tests {
             rt_cpu: -1,
             on_adapter: None,
             on_adapter_user: std::ptr::null_mut(),
+            on_device_reset: None,
+            on_device_reset_user: std::ptr::null_mut(),
+            check_identity: None,
         };
         let mut link: *mut Link = std::ptr::null_mut();
         let mut info = OpenInfo {

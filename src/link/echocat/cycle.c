@@ -1,0 +1,315 @@
+/*
+ * echocat: the cycle engine (docs/echocat.md "Timing"): outputs aimed at a SYNC0 edge
+ * with the one-image rule, the read frame before the next edge, the checker's
+ * mailbox frame, and wait_next_cycle.
+ */
+#define _GNU_SOURCE
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "link/echocat/echocat_internal.h"
+
+static void jitter_record(echocat_t *ec, int64_t late_ns) {
+  uint64_t us = late_ns <= 0 ? 0 : (uint64_t)late_ns / 1000u;
+  atomic_fetch_add_explicit(&ec->jit[us < JIT_BUCKETS ? us : JIT_BUCKETS], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ec->jit_n, 1, memory_order_relaxed);
+  uint64_t m = atomic_load_explicit(&ec->jit_max, memory_order_relaxed);
+  if (late_ns > 0 && (uint64_t)late_ns > m)
+    atomic_store_explicit(&ec->jit_max, (uint64_t)late_ns, memory_order_relaxed);
+}
+
+/* Time the outputs need before an edge: their measured round trip plus a guard. */
+static uint64_t out_need(const echocat_t *ec) { return (uint64_t)ec->out_rtt_ns + GUARD_NS; }
+
+void echocat__update_read_ahead(echocat_t *ec) {
+  /* Leave room for: read round trip + the caller's turnaround + the outputs;
+   * and as much more as the devices' processing allows (PROCESS_NS after an
+   * edge): the more room, the longer a stall that costs no SYNC0 edge. */
+  uint64_t ra = (uint64_t)ec->rd_rtt_ns + out_need(ec) + 100000u;
+  if (ec->period > PROCESS_NS && ra < ec->period - PROCESS_NS)
+    ra = ec->period - PROCESS_NS;
+  if (ra > ec->period - 20000u)
+    ra = ec->period - 20000u;
+  ec->read_ahead = ra;
+}
+
+/* For every output reply not yet looked at: the devices take an image at the
+ * first SYNC0 edge after it passed them (the reference read its clock right
+ * behind the outputs, plus the way down the chain). No new image may reach
+ * them before that edge: raise last_slot to it. */
+static void account_outputs(echocat_t *ec) {
+  uint32_t sync0 = ec->opt.ethercat.sync0_period_ns;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    if (s->state != SLOT_DONE || s->accounted)
+      continue;
+    s->accounted = true;
+    if (s->dg[1].wkc != 1)
+      continue; /* the reference did not read: the caller assumes the worst */
+    uint64_t passed = ecat_get64(s->f.buf + ec->out_dc[g]);
+    echocat__dc_bound(ec, passed, s->rx_ns);
+    uint64_t taken = ecat_dc_next_edge(ec->sync0_start, sync0, passed + CHAIN_PASS_NS(ec->n));
+    if (taken > ec->last_slot)
+      ec->last_slot = taken;
+  }
+}
+
+/* Outputs of the previous call that never came back are either lost or
+ * still queued somewhere (a stalled peer): if even the read frame sent after
+ * them is missing, wait for them (bounded) before sending more, or a late
+ * pair could land in one SYNC0 interval. */
+static void resolve_previous(echocat_t *ec) {
+  slot_t *set[MAX_GROUPS + 1];
+  int n = 0;
+  for (int g = 0; g < ec->ngroups; g++)
+    if (ec->out[g].state == SLOT_SENT)
+      set[n++] = &ec->out[g];
+  if (n == 0 || ec->rd.state != SLOT_SENT)
+    return; /* all answered, or the later read frame came back: the missing ones are gone */
+  if (ec->silent)
+    return; /* nothing has come back for a while: do not stall every cycle */
+  set[n++] = &ec->rd;
+  echocat__collect_until(ec, set, n, autd3__now_ns() + RESOLVE_CAP_NS, &ec->rd);
+  bool any = ec->rd.state == SLOT_DONE;
+  for (int i = 0; i + 1 < n; i++)
+    any = any || set[i]->state == SLOT_DONE;
+  ec->silent = !any;
+  account_outputs(ec);
+  if (ec->rd.state == SLOT_DONE && ec->rd.dg[0].wkc)
+    echocat__dc_bound(ec, ecat_get64(ec->rd.f.buf + ec->rd_frmw), ec->rd.rx_ns);
+}
+
+/* The devices' DC time at host time `now`: the phase estimate, or the proven
+ * lower bound if the estimate lags behind it. */
+static uint64_t dc_at(const echocat_t *ec, uint64_t now) {
+  uint64_t dc = (uint64_t)((int64_t)now + ec->off);
+  if (ec->lb_t && ec->lb_dc + (now - ec->lb_t) > dc)
+    dc = ec->lb_dc + (now - ec->lb_t);
+  return dc;
+}
+
+/* The SYNC0 edge outputs sent at host time `now` aim at: the next one at least
+ * MIN_LEAD ahead, and never one that may already hold an image of ours (one
+ * image per SYNC0: the devices keep only the newest SM2 buffer). */
+static uint64_t aim_edge(const echocat_t *ec, uint64_t now) {
+  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_at(ec, now) + MIN_LEAD_NS);
+  if (ec->last_slot && slot <= ec->last_slot)
+    slot = ec->last_slot + ec->period;
+  return slot;
+}
+
+autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
+  const uint16_t n = ec->n;
+  resolve_previous(ec);
+  uint64_t now = autd3__now_ns();
+  /* 0. The one-image rule must not rest on the phase estimate: outputs may
+   * only leave once the devices' clock is provably past the edge the previous
+   * image was aimed at (normally true long before: the read frame proved it). */
+  if (ec->last_slot && ec->lb_t) {
+    int64_t short_by = (int64_t)(ec->last_slot + 1000u - ec->lb_dc) - (int64_t)(now - ec->lb_t);
+    if (short_by > 0) {
+      if ((uint64_t)short_by > 2 * ec->period)
+        short_by = (int64_t)(2 * ec->period);
+      autd3__sleep_until_ns(now + (uint64_t)short_by, 0);
+      now = autd3__now_ns();
+      atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
+    }
+  }
+  /* 1. The SYNC0 edge these outputs aim at (aim_edge). Whether the outputs
+   * really made it is known from their replies (step 2). */
+  uint64_t slot = aim_edge(ec, now);
+  uint64_t prev = ec->last_slot;
+  if (prev && slot > prev + ec->period && !ec->first_call)
+    atomic_fetch_add_explicit(&ec->late, (slot - prev) / ec->period - 1, memory_order_relaxed);
+  ec->first_call = false; /* the gap between open and the caller's first cycle is no late wake-up */
+  slot_t *set[MAX_GROUPS + 2];
+  int ns = 0;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
+    uint32_t log = (uint32_t)first * OUT_BYTES;
+    echocat__slot_start(ec, s, true);
+    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    /* The reference clock's system time right after the outputs passed it:
+     * tells, in the devices' own time base, whether they had the image
+     * before the edge (no host-side estimate involved). */
+    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
+    echocat__slot_send(ec, s); /* a failed send leaves the slot FAILED: counted as lost below */
+    set[ns++] = s;
+  }
+  uint64_t next_edge_host = (uint64_t)((int64_t)(slot + ec->period) - ec->off);
+  uint64_t deadline = next_edge_host - ec->read_ahead;
+  ec->last_slot = slot; /* until the replies say otherwise (after step 3) */
+
+  /* 2. The read frame, `read_ahead` before the following edge. The output
+   * replies waited in the socket meanwhile: take them first without polling
+   * (one system call per frame instead of poll + receive). */
+  autd3__sleep_until_ns(deadline, ec->opt.spin_ns);
+  echocat__collect(ec, set, ns, 0);
+  slot_t *r = &ec->rd;
+  echocat__slot_start(ec, r, true);
+  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+  uint32_t inlog = (uint32_t)n * OUT_BYTES;
+  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
+  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+  echocat__slot_send(ec, r);
+  jitter_record(ec, (int64_t)(r->sent_ns - deadline));
+  set[ns++] = r;
+  int mb = MBX_POSTED;
+  bool mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
+  if (mbx) {
+    ec->xs.state = SLOT_IDLE;
+    ec->xs.sent_ns = autd3__now_ns();
+    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK) {
+      ec->xs.state = SLOT_SENT;
+      if (ec->cap.f)
+        autd3__capture_write(&ec->cap, ec->xs.f.buf, ec->xs.wire, autd3__realtime_ns());
+    }
+    set[ns++] = &ec->xs;
+  }
+  atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
+
+  /* 3. Replies: wait no longer than the caller's next outputs can afford. */
+  uint64_t rx_deadline = next_edge_host - MIN_LEAD_NS - 20000u;
+  if (rx_deadline < r->sent_ns + 100000u)
+    rx_deadline = r->sent_ns + 100000u;
+  echocat__collect(ec, set, ns, rx_deadline); /* an I/O error shows as missing replies */
+  /* The output replies waited in the socket while we slept (one wake-up per
+   * cycle less). The devices took the outputs at `slot` only if the reference
+   * read its clock early enough (account_outputs); if that is not proven
+   * (late wake-up, lost reply) they may be taken at the edge after, which
+   * must then stay free. */
+  bool proven = true;
+  double fwd = 0;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    if (s->state != SLOT_DONE || s->dg[1].wkc != 1) {
+      proven = false;
+      continue;
+    }
+    /* how long the outputs took to reach the reference, in DC time */
+    double v = (double)(int64_t)(ecat_get64(s->f.buf + ec->out_dc[g]) - (uint64_t)((int64_t)s->sent_ns + ec->off));
+    if (v > fwd)
+      fwd = v;
+  }
+  account_outputs(ec);
+  if (!proven || ec->last_slot != slot)
+    atomic_fetch_add_explicit(&ec->unproven, 1, memory_order_relaxed);
+  if (!proven && ec->last_slot < slot + ec->opt.ethercat.sync0_period_ns)
+    ec->last_slot = slot + ec->opt.ethercat.sync0_period_ns;
+  if (proven && fwd > 0 && fwd < (double)ec->period)
+    ec->out_rtt_ns += (fwd - ec->out_rtt_ns) / 16;
+  if (mbx)
+    atomic_store(&ec->mbx, ec->xs.state == SLOT_DONE ? MBX_DONE : MBX_FAILED);
+
+  res->lost = false;
+  res->wkc_ok = true;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t m = (uint16_t)(n - 2 * g < 2 ? n - 2 * g : 2);
+    if (s->state != SLOT_DONE) {
+      res->lost = true;
+      res->wkc_ok = false;
+    } else if (s->dg[0].wkc != m || s->dg[1].wkc != 1) {
+      res->wkc_ok = false;
+    }
+  }
+  res->all_op = false;
+  if (r->state == SLOT_DONE)
+    ec->silent = false;
+  if (r->state != SLOT_DONE) {
+    res->lost = true;
+    res->wkc_ok = false;
+  } else {
+    if (r->dg[0].wkc != n || r->dg[1].wkc != n)
+      res->wkc_ok = false;
+    else
+      memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
+    res->all_op = r->dg[2].wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+    if (r->dg[0].wkc)
+      echocat__dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
+    double v = (double)(r->rx_ns - r->sent_ns);
+    ec->rd_rtt_ns += (v - ec->rd_rtt_ns) / 16;
+  }
+  echocat__update_read_ahead(ec);
+  atomic_store_explicit(&ec->diag_ra, ec->read_ahead, memory_order_relaxed);
+  atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
+  return AUTD3_OK;
+}
+
+/* Another master's frames reached us: the devices execute its frames as
+ * well as ours, so nothing we send can be trusted to run exactly once. Fatal
+ * for the link (every later cycle fails the same way). */
+autd3_err_t echocat__foreign_master_error(echocat_t *ec, const char *when) {
+  uint64_t n = atomic_load_explicit(&ec->foreign, memory_order_acquire);
+  char mac[18];
+  autd3__mac_format(ec->foreign_mac, mac);
+  return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                         "echocat: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
+                         "source MAC %s that echocat did not send; one master per chain: the link stops",
+                         ec->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", mac);
+}
+
+autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+  echocat_t *ec = (echocat_t *)link;
+  *rx_valid = false;
+  if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0)
+    return echocat__foreign_master_error(ec, "mid-run");
+  static _Thread_local const void *tuned;
+  if (tuned != ec) { /* once per bus thread: exact wake-ups, and the RT options */
+    tuned = ec;
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
+    if (ec->opt.ethercat.rt_priority > 0 || ec->opt.ethercat.rt_cpu >= 0)
+      if (autd3__thread_set_rt(ec->opt.ethercat.rt_priority, ec->opt.ethercat.rt_cpu) != AUTD3_OK)
+        atomic_store(&ec->rt_failed, true);
+  }
+  atomic_fetch_add(&ec->bus_cycles, 1);
+  int own = OWN_NONE;
+  if (!atomic_compare_exchange_strong(&ec->owner, &own, OWN_BUS)) {
+    /* the checker drives the bus right now (only when nobody cycled for a while) */
+    autd3__sleep_ns(ec->period);
+    autd3_link_count_cycle(link, false, true);
+    return AUTD3_OK;
+  }
+  cycle_res_t res;
+  autd3_err_t e = echocat__cycle_core(ec, tx, rx, &res);
+  atomic_store(&ec->owner, OWN_NONE);
+  if (e != AUTD3_OK)
+    return e;
+  if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0) { /* this cycle's inputs may be the other master's doing */
+    autd3_link_count_cycle(link, false, res.lost);
+    return echocat__foreign_master_error(ec, "mid-run");
+  }
+  *rx_valid = !res.lost && res.wkc_ok && res.all_op;
+  autd3_link_count_cycle(link, *rx_valid, res.lost);
+  return AUTD3_OK;
+}
+
+/* wait_next_cycle (bus thread, before the caller stages its tx): sleep until
+ * the latest moment from which outputs still reach the edge cycle() would aim
+ * at now: that edge - their forward time and guard (out_need) - a wake-up
+ * margin. A request submitted while we sleep then makes that edge; in
+ * stop-and-wait the caller's next request comes a few µs after cycle()
+ * returned, so its ack is read one cycle later instead of two. Only *when*
+ * cycle() runs moves: it decides the edge, the phase guard and the late
+ * wake-up accounting itself, as without this wait (a late wake-up aims at
+ * the next edge; cycle() without a wait sends at once, as before). No NIC
+ * access, no lock, no allocation. */
+autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
+  echocat_t *ec = (echocat_t *)link;
+  if (!ec->off_valid)
+    return AUTD3_OK;
+  uint64_t margin = ec->period / 5 < WAKE_MARGIN_NS ? ec->period / 5 : WAKE_MARGIN_NS;
+  uint64_t now = autd3__now_ns();
+  uint64_t edge_host = (uint64_t)((int64_t)aim_edge(ec, now) - ec->off);
+  uint64_t wake = edge_host - out_need(ec) - margin;
+  if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
+    wake = now + 2 * ec->period; /* bounded, whatever the estimate says; cycle() decides anyway */
+  if ((int64_t)(wake - now) > 0)
+    autd3__sleep_until_ns(wake, ec->opt.spin_ns);
+  return AUTD3_OK;
+}

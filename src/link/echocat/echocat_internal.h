@@ -1,0 +1,184 @@
+/*
+ * echocat's internals, shared by its files (one concern each):
+ *   echocat.c  the link's entry points: open, close, state check and recovery, diagnostics
+ *   slots.c    frame slots and transactions (send, reply matching, the checker's mailbox)
+ *   scan.c     count, addresses, SII and identity, AL states, PRE-OP, SM/FMMU mapping
+ *   dc.c       distributed clocks (phase samples, offsets/delays/drift, alignment, SYNC0)
+ *   cycle.c    the cycle engine and wait_next_cycle
+ * Private to src/link/echocat. Every file defines _GNU_SOURCE before including it.
+ */
+#ifndef AUTD3_LINK_ECHOCAT_INTERNAL_H
+#define AUTD3_LINK_ECHOCAT_INTERNAL_H
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autd3/link_driver.h"
+#include "ecat/identity.h"
+#include "link/echocat/ecat.h"
+#include "link/link_internal.h"
+#include "nic/master_guard.h"
+#include "nic/nic.h"
+#include "platform/platform.h"
+
+#define SM2_START 0x1800
+#define SM3_START 0x1F80
+#define MAX_GROUPS ((AUTD3_MAX_DEVICES + 1) / 2)
+#define OUT_BYTES AUTD3_TX_FRAME_BYTES
+#define IN_BYTES AUTD3_RX_FRAME_BYTES
+#define JIT_BUCKETS 2048 /* 1 µs buckets */
+#define STATIC_DRIFT_ITER 10000 /* FRMW compares before cyclic operation (EtherCrab's count, §7.6) */
+#define GUARD_NS 50000u          /* aim: outputs through the chain this long before SYNC0 */
+#define MIN_LEAD_NS 30000u       /* try an edge only if at least this far ahead */
+/* wait_next_cycle wakes this long (at most a fifth of the cycle) before the
+ * outputs' own need: room for the wake-up latency (p99 60-120 µs on a loaded
+ * VM), the caller's staging and the send. */
+#define WAKE_MARGIN_NS 200000u
+/* From the reference reading its clock to the last device holding the image:
+ * ~1 µs per ESC hop plus a margin (ethercat-for-autd3.md §8.3: 200-600 ns hops). */
+#define CHAIN_PASS_NS(n) (5000u + 1000u * (uint64_t)(n))
+/* Time the devices get after SYNC0 to take, process and publish before the
+ * inputs are read (the default device model needs 100 µs in FIFO mode). */
+#define PROCESS_NS 300000u
+#define RESOLVE_CAP_NS 20000000u /* wait at most this long for outputs of unknown fate */
+#define STATION(k) ((uint16_t)(0x1000 + (k) + 1))
+#define POSITION(k) ((uint16_t)(0u - (unsigned)(k)))
+
+enum { SLOT_IDLE, SLOT_SENT, SLOT_DONE, SLOT_FAILED };
+enum { MBX_IDLE, MBX_POSTED, MBX_SENT, MBX_DONE, MBX_FAILED };
+enum { OWN_NONE, OWN_BUS, OWN_CHECKER };
+
+/* A preallocated frame slot: the frame as built, then (after the reply) as returned. */
+typedef struct slot {
+  ecat_frame_t f;
+  size_t wire;
+  int state;
+  bool accounted; /* output slot: its reference time was taken into last_slot */
+  uint64_t sent_ns, rx_ns;
+  ecat_dg_t dg[64];
+} slot_t;
+
+typedef struct slave {
+  uint32_t vendor, product, revision;
+  char name[33];
+  uint16_t mbx_out_off, mbx_out_len, mbx_in_off, mbx_in_len;
+  bool no_lrw;
+  uint32_t delay;
+  bool lost;
+  bool reset_reported; /* its reset was reported (autd3_link_report_device_reset) and it is not back in OP yet */
+} slave_t;
+
+typedef struct cycle_res {
+  bool lost;     /* a frame did not come back */
+  bool wkc_ok;   /* every working counter as expected */
+  bool all_op;   /* BRD AL status == OP from every device */
+} cycle_res_t;
+
+typedef struct echocat {
+  struct autd3_link base;
+  autd3_echocat_option_t opt;
+  char ifname[64];
+  autd3_nic_t *nic;
+  autd3_master_guard_t *guard; /* the interface's lock, held from before the first frame until close */
+  uint8_t mac[6];
+  uint16_t n;
+  slave_t sl[AUTD3_MAX_DEVICES];
+  autd3_capture_t cap;
+  uint8_t rxbuf[AUTD3_NIC_MAX_FRAME];
+
+  /* DC / timing (bus thread after open) */
+  uint64_t period;        /* host send cycle = slot spacing, ns */
+  uint64_t sync0_start;   /* DC time of the first SYNC0 pulse */
+  int64_t off;            /* DC system time - host monotonic, filtered */
+  bool off_valid;
+  uint64_t rtt_floor;     /* fastest recent round trip with a reference read */
+  uint64_t lb_dc, lb_t;   /* DC lower bound: system time >= lb_dc + (now - lb_t) */
+  bool silent;            /* the bus answered nothing to the last resolve wait */
+  bool first_call;        /* next cycle is the caller's first after open */
+  uint64_t last_slot;     /* DC time of the SYNC0 edge the last outputs were aimed at */
+  double out_rtt_ns;      /* EMA: outputs sent -> the reference reads its clock behind them */
+  double rd_rtt_ns;       /* EMA: read frame round trip */
+  uint64_t read_ahead;    /* read frame leaves this long before an edge */
+  uint8_t bus_idx;        /* 0x00..0x7F rolling: cyclic frames */
+  uint8_t x_idx;          /* 0x80..0xFF rolling: transactions */
+  int ngroups;
+  slot_t out[MAX_GROUPS];
+  uint16_t out_dc[MAX_GROUPS]; /* offset of the reference time read in each output frame */
+  slot_t rd;
+  uint16_t rd_frmw, rd_lrd, rd_brd; /* data offsets in the read frame */
+  uint8_t *zero_tx;
+
+  /* transactions (open, close, checker) */
+  slot_t xs;
+  atomic_bool running;  /* open finished: transactions go through the mailbox */
+  atomic_int owner;
+  atomic_int mbx;
+  atomic_uint_fast64_t bus_cycles; /* cycle() calls, for the checker's "is anyone cycling" */
+  pthread_mutex_t check_lock;      /* serialises check_state callers (user threads only) */
+  uint64_t recoveries;
+  bool problem;
+
+  /* diagnostics (written by the bus thread, read anywhere) */
+  atomic_uint jit[JIT_BUCKETS + 1];
+  atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc, guard_waits, unproven;
+  atomic_bool rt_failed;
+  /* EtherCAT frames received that echocat did not send (another master on
+   * the chain): counted by whoever drives the NIC; the first one's source
+   * MAC is written before the count leaves 0 (release/acquire). */
+  atomic_uint_fast64_t foreign;
+  uint8_t foreign_mac[6];
+  atomic_uint_fast64_t diag_ra, diag_out; /* read_ahead and out_rtt_ns for other threads */
+} echocat_t;
+
+typedef struct dgspec {
+  uint8_t cmd;
+  uint16_t ado;
+  uint16_t len;
+} dgspec_t;
+
+/* slots.c: frame slots and transactions */
+autd3_err_t echocat__collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline);
+autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t deadline, const slot_t *stop);
+autd3_err_t echocat__dg1(echocat_t *ec, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len,
+                         void *out, uint16_t *wkc);
+autd3_err_t echocat__each(echocat_t *ec, const uint16_t *list, int cnt, bool by_pos, const dgspec_t *spec, int nspec,
+                          const uint8_t *in, uint8_t *out, uint16_t *wkc);
+void echocat__list_range(uint16_t *list, int first, int cnt);
+autd3_err_t echocat__slot_send(echocat_t *ec, slot_t *s);
+void echocat__slot_start(echocat_t *ec, slot_t *s, bool bus);
+autd3_err_t echocat__xfer(echocat_t *ec, slot_t *s);
+autd3_err_t echocat__xfer_direct(echocat_t *ec, slot_t *s, uint32_t timeout_us, int tries);
+
+/* scan.c: scan, identity, AL states, PDO mapping */
+const char *echocat__al_name(uint8_t st);
+autd3_err_t echocat__assign_addresses(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t echocat__check_identity(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t echocat__count_slaves(echocat_t *ec, uint16_t *count);
+autd3_err_t echocat__map_pdo(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t echocat__read_states(echocat_t *ec, const uint16_t *list, int cnt, uint8_t *al, uint16_t *code, uint16_t *wkc);
+autd3_err_t echocat__request_state(echocat_t *ec, const uint16_t *list, int cnt, uint16_t state);
+autd3_err_t echocat__reset_slaves(echocat_t *ec);
+autd3_err_t echocat__sii_read(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t echocat__to_preop(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, uint8_t state, uint32_t timeout_ms);
+
+/* dc.c: distributed clocks */
+void echocat__dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv);
+autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, bool initial);
+void echocat__dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_recv);
+autd3_err_t echocat__rebase_reference(echocat_t *ec);
+autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t echocat__wait_sync(echocat_t *ec);
+
+/* cycle.c: the cycle engine */
+autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res);
+autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
+autd3_err_t echocat__wait_next_cycle(struct autd3_link *link);
+autd3_err_t echocat__foreign_master_error(echocat_t *ec, const char *when);
+void echocat__update_read_ahead(echocat_t *ec);
+
+#endif
