@@ -129,6 +129,26 @@ static void logf_(autd3_remote_server_t *s, const char *fmt, ...) {
   else fprintf(stderr, "autd3-remote-server: %s\n", line);
 }
 
+/* Each client is answered in its own protocol version (the one of its hello). */
+static bool is_v7(const armt_parser_t *p) { return p->peer_version == ARMT_VERSION_7; }
+
+/* Our v7 hello: "ARMT" 07 len "libautd3 x.y.z" (the reference sends its crate version; peers only display it). */
+static size_t our_hello7(uint8_t *b, size_t cap) {
+  char sdk[64];
+  snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
+  return armt__encode_hello7(sdk, b, cap);
+}
+
+/* A refusal in the client's version: v3 = u16 0 + our reason trailer; v7 = the session reply's reject codes (a busy
+ * server and a geometry out of range have no code of their own: bus unavailable / internal, with the text). */
+static size_t encode_refusal_for(const armt_parser_t *p, uint8_t *b, size_t cap, uint8_t reason, const char *text) {
+  if (!is_v7(p)) return armt__encode_refusal(b, cap, reason, text);
+  uint8_t code = ARMT7_SESSION_INTERNAL;
+  if (reason == ARMT_REFUSE_BUS_CLOSED) code = ARMT7_SESSION_BUS_CLOSED;
+  else if (reason == ARMT_REFUSE_DEVICE_COUNT) code = ARMT7_SESSION_DEVICE_COUNT;
+  else if (reason == ARMT_REFUSE_BUS_UNAVAILABLE || reason == ARMT_REFUSE_BUSY) code = ARMT7_SESSION_BUS_UNAVAILABLE;
+  return armt__encode_session7(b, cap, code, 0, text);
+}
 
 autd3_remote_server_option_t autd3_remote_server_option_default(void) {
   autd3_remote_server_option_t o;
@@ -319,7 +339,7 @@ static void queue(autd3_remote_server_t *s, const void *b, size_t len) {
 /* Answer, then drop the connection once the answer is out. */
 static void refuse(autd3_remote_server_t *s, uint8_t reason, const char *text) {
   uint8_t b[ARMT_REFUSAL_MAX_BYTES];
-  queue(s, b, armt__encode_refusal(b, sizeof b, reason, text));
+  queue(s, b, encode_refusal_for(&s->parser, b, sizeof b, reason, text));
   s->closing = true;
   atomic_fetch_add(&s->st_refused, 1);
   logf_(s, "refused client %s: %s", s->peer, text);
@@ -349,9 +369,11 @@ static void refuse_now(autd3_remote_server_t *s, int fd, const void *b, size_t l
   drain_add(s, fd);
 }
 
-static void refuse_busy(autd3_remote_server_t *s, int fd, const char *peer, const char *text) {
+/* p: the connection's parser (its version picks the format), NULL before any hello (v3 format). */
+static void refuse_busy(autd3_remote_server_t *s, int fd, const armt_parser_t *p, const char *peer, const char *text) {
   uint8_t b[ARMT_REFUSAL_MAX_BYTES];
-  refuse_now(s, fd, b, armt__encode_refusal(b, sizeof b, ARMT_REFUSE_BUSY, text));
+  size_t n = p ? encode_refusal_for(p, b, sizeof b, ARMT_REFUSE_BUSY, text) : armt__encode_refusal(b, sizeof b, ARMT_REFUSE_BUSY, text);
+  refuse_now(s, fd, b, n);
   logf_(s, "refused client %s: %s", peer, text);
 }
 
@@ -367,26 +389,20 @@ static void bad_hello(autd3_remote_server_t *s, handshake_t *h) {
   size_t n = 0;
   if (p->err_kind == ARMT_ERR_MAGIC && p->head[0] == 0x10) {
     /* AUTD3REMOTE v1 (autd3 v38) HELLO: answer in its error format (0xFF, u32 length, text) so it reports why. */
-    static const char t[] = "this server speaks ARMT v3 (libautd3); AUTD3REMOTE v1 clients are not supported";
+    static const char t[] = "this server speaks ARMT v3 and v7 (libautd3); AUTD3REMOTE v1 clients are not supported";
     const uint8_t hd[5] = {0xFF, (uint8_t)(sizeof t - 1), 0, 0, 0};
     memcpy(b, hd, 5);
     memcpy(b + 5, t, sizeof t - 1);
     n = 5 + sizeof t - 1;
     logf_(s, "refused client %s: AUTD3REMOTE v1 hello", h->peer);
-  } else if (p->err_kind == ARMT_ERR_VERSION && p->peer_version >= 5) {
-    /* ARMT v5+ clients wait for the server's hello ("ARMT" ver len sdk) and report the mismatch themselves. */
-    char sdk[32];
-    int len = snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
-    if (len < 0) len = 0;
-    if ((size_t)len >= sizeof sdk) len = (int)sizeof sdk - 1;
-    const uint8_t hd[6] = {'A', 'R', 'M', 'T', (uint8_t)ARMT_VERSION, (uint8_t)len};
-    memcpy(b, hd, 6);
-    memcpy(b + 6, sdk, (size_t)len);
-    n = 6 + (size_t)len;
-    logf_(s, "refused client %s: it speaks ARMT v%u", h->peer, p->peer_version);
+  } else if (p->err_kind == ARMT_ERR_VERSION && p->peer_version >= 4) {
+    /* ARMT v4+ clients wait for the server's hello ("ARMT" ver len sdk) and report the mismatch themselves
+     * (server.rs handshake: the hello goes out, then the connection is dropped). */
+    n = our_hello7(b, sizeof b);
+    logf_(s, "refused client %s: it speaks ARMT v%u (autd3-sdk %s)", h->peer, p->peer_version, p->peer_sdk);
   } else {
     uint8_t reason = (p->err_kind == ARMT_ERR_MAGIC || p->err_kind == ARMT_ERR_VERSION) ? ARMT_REFUSE_VERSION : ARMT_REFUSE_GEOMETRY;
-    n = armt__encode_refusal(b, sizeof b, reason, p->error);
+    n = encode_refusal_for(p, b, sizeof b, reason, p->error);
     logf_(s, "refused client %s: %s", h->peer, p->error);
   }
   refuse_now(s, h->fd, b, n);
@@ -395,12 +411,21 @@ static void bad_hello(autd3_remote_server_t *s, handshake_t *h) {
 
 static void on_geometry(autd3_remote_server_t *s) {
   uint16_t n = (uint16_t)s->parser.num_devices;
-  uint8_t r[2];
+  const bool v7 = is_v7(&s->parser);
+  uint8_t r[ARMT_REFUSAL_MAX_BYTES];
   if (s->o.devices != 0 && n != s->o.devices) {
-    /* Like RemoteServer::with_link: answer with the bus's count (the client then reports the mismatch), then drop. */
-    r[0] = (uint8_t)s->o.devices;
-    r[1] = (uint8_t)(s->o.devices >> 8);
-    queue(s, r, 2);
+    if (v7) { /* server.rs attach / reject_of: GeometryMismatch, with the reference's text (clients parse "the bus has N") */
+      char t[200];
+      snprintf(t, sizeof t,
+               "the client geometry has %u device(s) but the bus has %u; build the geometry from what is actually wired to the "
+               "appliance",
+               n, s->o.devices);
+      queue(s, r, armt__encode_session7(r, sizeof r, ARMT7_SESSION_DEVICE_COUNT, 0, t));
+    } else { /* v3, like RemoteServer::with_link: answer with the bus's count (the client then reports the mismatch) */
+      r[0] = (uint8_t)s->o.devices;
+      r[1] = (uint8_t)(s->o.devices >> 8);
+      queue(s, r, 2);
+    }
     s->closing = true;
     atomic_fetch_add(&s->st_refused, 1);
     logf_(s, "refused client %s: its geometry has %u device(s), the bus has %u", s->peer, n, s->o.devices);
@@ -426,13 +451,17 @@ static void on_geometry(autd3_remote_server_t *s) {
   atomic_store(&s->idle_mid, 0);
   atomic_store(&s->idle_run, 0);
   atomic_store(&s->idle_reset, true);
-  r[0] = (uint8_t)n;
-  r[1] = (uint8_t)(n >> 8);
-  queue(s, r, 2);
+  if (v7) {
+    queue(s, r, armt__encode_session7(r, sizeof r, ARMT7_SESSION_OK, n, NULL));
+  } else {
+    r[0] = (uint8_t)n;
+    r[1] = (uint8_t)(n >> 8);
+    queue(s, r, 2);
+  }
   s->in_session = true;
   s->deadline = 0;
-  logf_(s, "client %s: session with %u device(s), %u..%u transducers per device", s->peer, n, s->parser.min_transducers,
-        s->parser.max_transducers);
+  logf_(s, "client %s: ARMT v%u session with %u device(s), %u..%u transducers per device", s->peer, s->parser.peer_version, n,
+        s->parser.min_transducers, s->parser.max_transducers);
 }
 
 /* Feed buffered input and read more until blocked (no free slot, output pending, or no data). */
@@ -455,6 +484,7 @@ static void pump_input(autd3_remote_server_t *s) {
     s->in_off += armt__parser_feed(&s->parser, s->in + s->in_off, s->in_len - s->in_off, &ev);
     switch (ev) {
       case ARMT_EV_NONE: break;
+      case ARMT_EV_HELLO: break; /* only in a handshake (hs_read): the session's parser is past it */
       case ARMT_EV_GEOMETRY: on_geometry(s); break;
       case ARMT_EV_FRAME: {
         atomic_store_explicit(&s->published, atomic_load_explicit(&s->published, memory_order_relaxed) + 1,
@@ -526,8 +556,22 @@ static void on_bus(autd3_remote_server_t *s) {
   uint64_t done = atomic_load_explicit(&s->done, memory_order_acquire);
   while (s->replied < done) { /* in order; at most two */
     uint64_t v = ++s->replied;
-    uint8_t valid = s->reply_valid[v & 1] ? 1 : 0;
-    queue(s, &valid, 1);
+    if (is_v7(&s->parser)) {
+      /* v7 header: the bus facts we have. The wrapped link's counters (lock-free reads); no DC time (0 = unknown,
+       * as the reference sends for links without one); every device OP: a state change shows in the client's own
+       * check (the reference's bus thread fills these from its state checker, which ours does not run per reply). */
+      autd3_link_stats_t st = {0};
+      if (s->link) autd3_link_stats(s->link, &st);
+      armt7_status_t h = {.rx_valid = s->reply_valid[v & 1], .stale_cycles = st.stale_cycles, .lost_cycles = st.lost_cycles};
+      uint8_t hb[ARMT7_REPLY_HEADER_BYTES], states[AUTD3_MAX_DEVICES];
+      armt__encode_reply7_header(hb, &h);
+      memset(states, ARMT7_DEV_OP, s->n);
+      queue(s, hb, sizeof hb);
+      queue(s, states, s->n);
+    } else {
+      uint8_t valid = s->reply_valid[v & 1] ? 1 : 0;
+      queue(s, &valid, 1);
+    }
     queue(s, s->reply_rx[v & 1], (size_t)s->n * AUTD3_RX_FRAME_BYTES);
     s->session_requests++;
     atomic_fetch_add(&s->st_requests, 1);
@@ -551,7 +595,7 @@ static void hs_geometry(autd3_remote_server_t *s, handshake_t *h, uint64_t now) 
   if (s->cfd >= 0) {
     char t[200];
     snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
-    refuse_busy(s, h->fd, h->peer, t);
+    refuse_busy(s, h->fd, &h->parser, h->peer, t);
     h->fd = -1;
     return;
   }
@@ -588,6 +632,19 @@ static void hs_read(autd3_remote_server_t *s, handshake_t *h, uint64_t now) {
     }
     armt_event_t ev;
     h->off += armt__parser_feed(&h->parser, h->buf + h->off, h->len - h->off, &ev);
+    if (ev == ARMT_EV_HELLO) {
+      /* v7: our hello before the client sends its geometry (server.rs handshake). A fresh socket has room for these
+       * few bytes; if it has not, the client is not reading and its handshake deadline drops it. */
+      uint8_t b[ARMT7_HELLO_MAX];
+      size_t n = our_hello7(b, sizeof b);
+      if (autd3__net_send(h->fd, b, n) != (long)n) {
+        atomic_fetch_add(&s->st_dropped, 1);
+        logf_(s, "client %s dropped: cannot send the hello", h->peer);
+        hs_close(h);
+        return;
+      }
+      continue;
+    }
     if (ev == ARMT_EV_GEOMETRY) {
       hs_geometry(s, h, now);
       return;
@@ -642,15 +699,11 @@ static void on_accept(autd3_remote_server_t *s) {
     if (slot < 0) {
       /* Bounded: refused at once rather than left in the backlog. */
       snprintf(t, sizeof t, "server busy: %u connection(s) open, the limit (max_connections)", open);
-      refuse_busy(s, fd, peer, t);
+      refuse_busy(s, fd, NULL, peer, t); /* before any hello: v3's format (our v7 link reads it too) */
       continue;
     }
-    if (s->cfd >= 0 && !session_idle(s, now)) {
-      /* One client at a time: a clear refusal (our trailer) instead of a wait. */
-      snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
-      refuse_busy(s, fd, peer, t);
-      continue;
-    }
+    /* A busy session does not refuse here: the newcomer's hello says which version the refusal must be in (a v7
+     * client reads a hello first), so it is refused once its handshake completes (hs_geometry), in its version. */
     handshake_t *h = &s->hs[slot];
     h->fd = fd;
     snprintf(h->peer, sizeof h->peer, "%s", peer);

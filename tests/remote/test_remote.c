@@ -135,6 +135,85 @@ TEST(server_reply_bytes) {
   srv_stop(&v);
 }
 
+/* v7 by hand, as autd3-rs-link-remote 0.9.0's client does it: hello both ways, geometry, session reply 00 + u16 N,
+ * per request the 50-byte header (rx_valid, DC time, recovering, 5 counters) + N state bytes + N x 2 rx. */
+static int raw_session7(uint16_t port, size_t n, uint8_t *code, char *text, size_t text_cap) {
+  static uint8_t b[AUTD3_MAX_DEVICES * (4 + 249 * 24) + 16];
+  int fd = raw_connect(port);
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  raw_send(fd, h7, sizeof h7);
+  uint8_t head[6];
+  ASSERT_EQ(raw_recv(fd, head, 6), 6);
+  ASSERT_MEMEQ(head, "ARMT\x07", 5);
+  char sdk[256];
+  ASSERT_EQ(raw_recv(fd, sdk, head[5]), head[5]);
+  sdk[head[5]] = 0;
+  ASSERT_CONTAINS(sdk, "libautd3");
+  autd3_geometry_t *g = geom(n);
+  size_t len = armt__encode_geometry(g, b, sizeof b);
+  autd3_geometry_free(g);
+  raw_send(fd, b, len);
+  uint8_t r[3];
+  ASSERT_EQ(raw_recv(fd, r, 3), 3);
+  *code = r[0];
+  if (r[0] == 0) {
+    ASSERT_EQ(r[1] | r[2] << 8, n);
+  } else {
+    size_t tl = (size_t)(r[1] | r[2] << 8);
+    ASSERT_TRUE(tl < text_cap);
+    ASSERT_EQ(raw_recv(fd, text, tl), tl);
+    text[tl] = 0;
+  }
+  return fd;
+}
+
+TEST(server_reply_bytes_v7) {
+  srv_t v;
+  start(&v, 0);
+  uint8_t code = 0xFF;
+  char text[600];
+  int fd = raw_session7(v.port, 2, &code, text, sizeof text);
+  ASSERT_EQ(code, 0);
+  static uint8_t req[1 + 2 * 626];
+  raw_send(fd, req, frame_req(req, 2, 0x10, 0x04));
+  uint8_t r[ARMT7_REPLY_HEADER_BYTES + 2 + 4];
+  ASSERT_EQ(raw_recv(fd, r, sizeof r), sizeof r);
+  armt7_status_t st;
+  armt__decode_reply7_header(r, &st);
+  ASSERT_TRUE(st.rx_valid);
+  ASSERT_EQ(st.dc_time_ns, 0); /* unknown */
+  ASSERT_EQ(r[50], ARMT7_DEV_OP);
+  ASSERT_EQ(r[51], ARMT7_DEV_OP);
+  static const uint8_t want[] = {0x10, 0x04, 0x11, 0x04};
+  ASSERT_MEMEQ(r + 52, want, 4);
+  raw_send(fd, req, frame_req(req, 2, 0x20, 0xEE)); /* stale inputs -> rx_valid 0 */
+  ASSERT_EQ(raw_recv(fd, r, sizeof r), sizeof r);
+  ASSERT_EQ(r[0], 0);
+  static const uint8_t want2[] = {0x20, 0xEE, 0x21, 0xEE};
+  ASSERT_MEMEQ(r + 52, want2, 4);
+  uint8_t close_tag = 0x02;
+  raw_send(fd, &close_tag, 1);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* a shared bus of 2 refuses a 1-device geometry with code 2 and the reference's text */
+  srv_stop(&v);
+  start(&v, 2);
+  fd = raw_session7(v.port, 1, &code, text, sizeof text);
+  ASSERT_EQ(code, ARMT7_SESSION_DEVICE_COUNT);
+  ASSERT_CONTAINS(text, "the bus has 2");
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* a busy server refuses a v7 client in v7 (bus unavailable + text) */
+  int a = raw_session7(v.port, 2, &code, text, sizeof text);
+  ASSERT_EQ(code, 0);
+  fd = raw_session7(v.port, 2, &code, text, sizeof text);
+  ASSERT_EQ(code, ARMT7_SESSION_BUS_UNAVAILABLE);
+  ASSERT_CONTAINS(text, "server busy");
+  close(fd);
+  close(a);
+  srv_stop(&v);
+}
+
 /* ================= the link end to end ================= */
 
 TEST(link_roundtrip_and_reconnect) {
@@ -791,12 +870,12 @@ TEST(hostile_foreign_protocols) {
   ASSERT_EQ(r[0], 0xFF);
   ASSERT_TRUE(raw_closed(fd));
   close(fd);
-  /* ARMT v7 client: answered with our hello, so it reports the version mismatch itself */
-  static const uint8_t v7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  /* ARMT v6 client (a version we do not speak): answered with our v7 hello, so it reports the mismatch itself */
+  static const uint8_t v6[] = {'A', 'R', 'M', 'T', 6, 5, '0', '.', '4', '.', '0'};
   fd = raw_connect(v.port);
-  raw_send(fd, v7, sizeof v7);
+  raw_send(fd, v6, sizeof v6);
   ASSERT_EQ(raw_recv(fd, r, 6), 6);
-  ASSERT_MEMEQ(r, "ARMT\x03", 5);
+  ASSERT_MEMEQ(r, "ARMT\x07", 5);
   ASSERT_TRUE(raw_closed(fd));
   close(fd);
   /* HTTP */
