@@ -63,8 +63,12 @@ static autd3_geometry_t *geom(size_t n) {
   return g;
 }
 
+/* Protocol of open_remote: 0 = the default (newest, v7); the fake servers below speak v3. */
+static uint32_t g_protocol;
+
 static autd3_err_t open_remote(const char *addr, size_t n, uint32_t timeout_ms, autd3_link_t **out) {
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.protocol = g_protocol;
   o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_OFF; /* exact per-call echoes; AUTO has its own test */
   o.u.remote.address = addr;
   o.u.remote.timeout_ms = timeout_ms;
@@ -358,7 +362,9 @@ static void fake_stop(fake_t *f) {
 static autd3_err_t open_against(const void *reply, size_t len, int after, uint32_t timeout_ms, autd3_link_t **l) {
   fake_t f;
   fake_start(&f, reply, len, after);
+  g_protocol = 3; /* the fake servers speak v3 */
   autd3_err_t err = open_remote(f.addr, 1, timeout_ms, l);
+  g_protocol = 0;
   if (err == AUTD3_OK && after == 2) return err; /* the caller drives the silent server */
   fake_stop(&f);
   return err;
@@ -370,6 +376,7 @@ TEST(link_request_bytes) {
   fake_t f;
   fake_start(&f, ok1, 2, 3);
   autd3_link_t *l = NULL;
+  g_protocol = 3;
   ASSERT_OK(open_remote(f.addr, 1, 2000, &l));
   uint8_t tx[626], rx[2];
   for (int i = 0; i < 626; i++) tx[i] = (uint8_t)(i * 7);
@@ -400,7 +407,7 @@ TEST(error_version_legacy_v1_server) {
 }
 
 TEST(error_version_v7_server) {
-  /* autd3-rs-link-remote >= 0.5 answers with its own hello: "ARMT" 07 len "0.9.0". */
+  /* A v3 link against autd3-rs-link-remote >= 0.5, which answers with its own hello: "ARMT" 07 len "0.9.0". */
   static const uint8_t r[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
   autd3_link_t *l = NULL;
   ASSERT_ERR(open_against(r, sizeof r, 0, 2000, &l), AUTD3_E_VERSION);
@@ -438,7 +445,11 @@ TEST(error_device_count_mismatch) {
   srv_t v;
   start(&v, 2);
   autd3_link_t *l = NULL;
-  ASSERT_ERR(open_remote(v.addr, 3, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  ASSERT_ERR(open_remote(v.addr, 3, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH); /* v7: session code 2 */
+  ASSERT_CONTAINS(autd3_last_error(), "geometry has 3 device(s) but the bus has 2");
+  g_protocol = 3;
+  ASSERT_ERR(open_remote(v.addr, 3, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH); /* v3: the server's count */
+  g_protocol = 0;
   ASSERT_CONTAINS(autd3_last_error(), "drives 2 device(s) but the geometry has 3");
   ASSERT_OK(open_remote(v.addr, 2, 2000, &l)); /* the server is still fine */
   cycle_echo(l, 2, 3, AUTD3_CMD_NOP, true);
@@ -472,7 +483,9 @@ TEST(error_timeout) {
   static const uint8_t ok1[] = {1, 0};
   fake_t f;
   fake_start(&f, ok1, 2, 2); /* answers the handshake, then never a frame */
+  g_protocol = 3;
   ASSERT_OK(open_remote(f.addr, 1, 200, &l));
+  g_protocol = 0;
   uint8_t tx[626] = {0}, rx[2];
   bool valid;
   ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_TIMEOUT);
@@ -486,7 +499,9 @@ TEST(error_peer_closed_mid_exchange) {
   fake_t f;
   fake_start(&f, ok1, 2, 1); /* reads one frame, then closes without a reply */
   autd3_link_t *l = NULL;
+  g_protocol = 3;
   ASSERT_OK(open_remote(f.addr, 1, 2000, &l));
+  g_protocol = 0;
   uint8_t tx[626] = {0}, rx[2];
   bool valid;
   ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_PEER_CLOSED);
