@@ -6,6 +6,7 @@
 #ifndef AUTD3_LINK_REMOTE_H
 #define AUTD3_LINK_REMOTE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "autd3/error.h"
@@ -48,6 +49,31 @@ typedef struct autd3_remote_option {
 
 /** Defaults. */
 AUTD3_EXTERN autd3_remote_option_t autd3_remote_option_default(void);
+
+/** DNS-SD service types of Remote servers (autd3-rs-link-remote 0.9.0 src/discovery.rs). @since 0.3.0 */
+#define AUTD3_REMOTE_SERVICE_TYPE "_autd3._tcp.local."
+#define AUTD3_REMOTE_SIM_SERVICE_TYPE "_autd3-sim._tcp.local."
+
+/** One Remote server found by autd3_remote_discover(). @since 0.3.0 */
+typedef struct autd3_remote_found {
+  char instance[64];     /**< service instance name, e.g. "autd3-lab-8080" */
+  char host[128];        /**< the SRV target, e.g. "autd3-lab-8080.local" */
+  char address[64];      /**< "a.b.c.d:port": pass it as autd3_remote_option_t.address */
+  uint16_t port;         /**< TCP port of the Remote protocol */
+  uint8_t wire;          /**< TXT "wire": the ARMT version it speaks (0 if not advertised) */
+  char sdk[48];          /**< TXT "sdk": its software version ("" if not advertised) */
+  uint16_t control_port; /**< TXT "ctrl": its control API port (0 if none) */
+  uint8_t simulator;     /**< 1: found as AUTD3_REMOTE_SIM_SERVICE_TYPE, 0: an appliance */
+} autd3_remote_found_t;
+
+/**
+ * Look for Remote servers by mDNS / DNS-SD (both service types) for `timeout_ms` (1..60 000; it waits the whole
+ * time, as answers trickle in). Fills up to `cap` entries, appliances first, then simulators, each by instance name;
+ * *n = how many. Uses UDP port 5353 (shared with other mDNS software on the host) on every multicast IPv4 interface.
+ * Errors: INVALID_ARGUMENT, INVALID_OPTION (timeout), IO (no multicast), TIMEOUT (nobody answered; *n = 0).
+ * @since 0.3.0
+ */
+AUTD3_EXTERN autd3_err_t autd3_remote_discover(uint32_t timeout_ms, autd3_remote_found_t *out, size_t cap, size_t *n);
 
 #ifdef __cplusplus
 }

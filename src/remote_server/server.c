@@ -45,6 +45,7 @@
 #include "autd3/remote_server.h"
 #include "link/remote/armt.h"
 #include "net/log_limit.h"
+#include "net/mdns.h"
 #include "net/net.h"
 #include "platform/platform.h"
 
@@ -110,6 +111,12 @@ struct autd3_remote_server {
   autd3_log_limit_t log_limit;
 
   _Atomic uint64_t st_clients, st_refused, st_requests, st_dropped;
+
+  /* DNS-SD advertisement (option advertise): the socket, and the answer built once at create */
+  int mdns_fd;
+  char mdns_instance[64], mdns_host[80], mdns_txt_sdk[48];
+  uint8_t mdns_addr[8][4];
+  size_t mdns_naddr;
 };
 
 static void logf_(autd3_remote_server_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -715,9 +722,108 @@ static void on_accept(autd3_remote_server_t *s) {
   }
 }
 
+/* ---------------- DNS-SD advertisement ---------------- */
+
+static const char mdns_service[] = "_autd3._tcp.local"; /* AUTD3_REMOTE_SERVICE_TYPE without the root dot */
+
+static size_t mdns_answer(const autd3_remote_server_t *s, uint8_t *b, size_t cap, uint16_t id, uint32_t ttl) {
+  const char *txt[2] = {"wire=7", s->mdns_txt_sdk}; /* discovery.rs service_info: TXT_WIRE_VERSION, TXT_SDK_VERSION */
+  mdns_service_t sv = {.service = mdns_service, .instance = s->mdns_instance, .host = s->mdns_host, .port = s->port,
+                       .txt = txt, .ntxt = 2, .addr = (const uint8_t(*)[4])s->mdns_addr, .naddr = s->mdns_naddr, .ttl = ttl};
+  return mdns__build_response(b, cap, id, &sv);
+}
+
+/* Does a question ask for what we announce? (the service's PTR, our instance's SRV/TXT, our host's A, or ANY) */
+typedef struct mdns_q {
+  const autd3_remote_server_t *s;
+  char fullname[MDNS_NAME_MAX];
+  bool ours;
+} mdns_q_t;
+
+static void mdns_question(void *ctx, const mdns_record_t *r) {
+  mdns_q_t *q = ctx;
+  if (!r->is_question) return;
+  bool any = r->type == MDNS_TYPE_ANY;
+  if ((any || r->type == MDNS_TYPE_PTR) && mdns__name_eq(r->name, mdns_service)) q->ours = true;
+  if ((any || r->type == MDNS_TYPE_SRV || r->type == MDNS_TYPE_TXT) && mdns__name_eq(r->name, q->fullname)) q->ours = true;
+  if ((any || r->type == MDNS_TYPE_A) && mdns__name_eq(r->name, q->s->mdns_host)) q->ours = true;
+}
+
+static void mdns_announce(autd3_remote_server_t *s, uint32_t ttl) {
+  uint8_t b[MDNS_PACKET_MAX];
+  size_t n = mdns_answer(s, b, sizeof b, 0, ttl);
+  if (n && autd3__net_udp_send4(s->mdns_fd, b, n, NULL, MDNS_PORT) != AUTD3_OK) logf_(s, "advertise: %s", autd3_last_error());
+}
+
+/* Answer every question about us that is waiting (multicast; a legacy unicast query - source port not 5353, RFC 6762
+ * 6.7 - also gets a unicast copy with its id). Bounded per turn so a flood cannot starve the session. */
+static void on_mdns(autd3_remote_server_t *s) {
+  static uint8_t pkt[9000];
+  mdns_q_t q = {.s = s};
+  snprintf(q.fullname, sizeof q.fullname, "%s.%s", s->mdns_instance, mdns_service);
+  for (int k = 0; k < 32; k++) {
+    uint8_t ip[4];
+    uint16_t port = 0;
+    long r = autd3__net_udp_recv4(s->mdns_fd, pkt, sizeof pkt, ip, &port);
+    if (r <= 0) return;
+    if (r < 12 || (pkt[2] & 0x80)) continue; /* a response (ours looped back, or another responder's) */
+    q.ours = false;
+    (void)mdns__parse(pkt, (size_t)r, mdns_question, &q);
+    if (!q.ours) continue;
+    uint8_t b[MDNS_PACKET_MAX];
+    size_t n = mdns_answer(s, b, sizeof b, 0, 120);
+    if (n) (void)autd3__net_udp_send4(s->mdns_fd, b, n, NULL, MDNS_PORT);
+    if (port != MDNS_PORT && (n = mdns_answer(s, b, sizeof b, (uint16_t)(pkt[0] << 8 | pkt[1]), 10)) != 0)
+      (void)autd3__net_udp_send4(s->mdns_fd, b, n, ip, port);
+  }
+}
+
+static autd3_err_t mdns_setup(autd3_remote_server_t *s, const char *listen) {
+  if (s->o.advertise_instance) {
+    size_t l = strlen(s->o.advertise_instance);
+    if (l == 0 || l > 63 || strchr(s->o.advertise_instance, '.'))
+      return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: advertise_instance \"%s\": must be 1..63 bytes without dots",
+                             s->o.advertise_instance);
+    snprintf(s->mdns_instance, sizeof s->mdns_instance, "%s", s->o.advertise_instance);
+  } else {
+    char h[40];
+    autd3__net_hostname(h, sizeof h);
+    for (char *c = h; *c; c++)
+      if (*c == '.' || *c == ' ') *c = '-';
+    snprintf(s->mdns_instance, sizeof s->mdns_instance, "autd3-%s-%u", h, s->port);
+  }
+  snprintf(s->mdns_host, sizeof s->mdns_host, "%s.local", s->mdns_instance);
+  snprintf(s->mdns_txt_sdk, sizeof s->mdns_txt_sdk, "sdk=libautd3-%s", autd3_version_string());
+  /* Addresses: a specific IPv4 listen address is the only one that serves; a wildcard serves every interface. */
+  char host[AUTD3_NET_HOST_MAX], port[16];
+  uint8_t a[4];
+  if (autd3__net_split(listen, host, sizeof host, port, sizeof port, "listen") == AUTD3_OK && strcmp(host, "0.0.0.0") != 0 &&
+      strchr(host, ':') == NULL) {
+    unsigned x[4];
+    if (sscanf(host, "%u.%u.%u.%u", &x[0], &x[1], &x[2], &x[3]) == 4 && x[0] < 256 && x[1] < 256 && x[2] < 256 && x[3] < 256) {
+      for (int i = 0; i < 4; i++) a[i] = (uint8_t)x[i];
+      memcpy(s->mdns_addr[0], a, 4);
+      s->mdns_naddr = 1;
+    }
+  }
+  if (s->mdns_naddr == 0) s->mdns_naddr = autd3__net_ipv4_addrs(s->mdns_addr, 8);
+  if (s->mdns_naddr == 0) {
+    static const uint8_t lo[4] = {127, 0, 0, 1};
+    memcpy(s->mdns_addr[0], lo, 4);
+    s->mdns_naddr = 1;
+  }
+  autd3_err_t err = autd3__net_mdns_open(&s->mdns_fd);
+  if (err != AUTD3_OK) return autd3_set_error(err, "remote server: --advertise: %s", autd3_last_error());
+  return AUTD3_OK;
+}
+
 autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
   if (s == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_run: NULL server");
   autd3_net_poll_t *p = s->pfd;
+  if (s->mdns_fd >= 0) {
+    mdns_announce(s, 120); /* RFC 6762 8.3: announce at start */
+    logf_(s, "advertising %s.%s on port %u", s->mdns_instance, mdns_service, s->port);
+  }
   for (;;) {
     int np = 0, id[MAX_DRAIN];
     p[np++] = (autd3_net_poll_t){.fd = s->stop.r, .events = AUTD3_NET_IN};
@@ -736,6 +842,11 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       id[i] = np;
       p[np++] = (autd3_net_poll_t){.fd = s->drain[i].fd, .events = AUTD3_NET_IN};
       if (next == 0 || s->drain[i].deadline < next) next = s->drain[i].deadline;
+    }
+    int mdns_i = -1;
+    if (s->mdns_fd >= 0) {
+      mdns_i = np;
+      p[np++] = (autd3_net_poll_t){.fd = s->mdns_fd, .events = AUTD3_NET_IN};
     }
     const int hs_first = np;
     for (uint32_t i = 0; i < s->o.max_connections; i++) {
@@ -759,6 +870,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       if (p[k].revents && h->fd == p[k].fd) hs_read(s, h, autd3__now_ns());
     }
     if (r > 0 && (p[1].revents & AUTD3_NET_IN)) on_accept(s);
+    if (r > 0 && mdns_i >= 0 && p[mdns_i].revents) on_mdns(s);
     uint64_t now = autd3__now_ns();
     for (int i = 0; i < MAX_DRAIN; i++) {
       if (s->drain[i].fd < 0) continue;
@@ -786,6 +898,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
     }
   }
   autd3__net_wake_drain(&s->stop);
+  if (s->mdns_fd >= 0) mdns_announce(s, 0); /* goodbye (RFC 6762 10.1): browsers drop us at once */
   session_end(s, false, "disconnected: the server is stopping");
   for (uint32_t i = 0; i < s->o.max_connections; i++) hs_close(&s->hs[i]);
   return AUTD3_OK;
@@ -817,6 +930,7 @@ void autd3_remote_server_destroy(autd3_remote_server_t *s) {
   free(s->pfd);
   free(s->pfd_hs);
   autd3__net_close(s->lfd);
+  if (s->mdns_fd >= 0) autd3__net_close(s->mdns_fd);
   autd3__net_wake_close(&s->stop);
   autd3__net_wake_close(&s->wake);
   free(s->slot[0]);
@@ -850,7 +964,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   autd3_remote_server_t *s = calloc(1, sizeof *s);
   if (s == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
   s->o = *o;
-  s->lfd = s->stop.r = s->stop.w = s->wake.r = s->wake.w = -1;
+  s->lfd = s->stop.r = s->stop.w = s->wake.r = s->wake.w = s->mdns_fd = -1;
   for (int i = 0; i < MAX_DRAIN; i++) s->drain[i].fd = -1;
   session_reset(s);
   const size_t tx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_TX_FRAME_BYTES, rx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_RX_FRAME_BYTES;
@@ -861,7 +975,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   s->reply_rx[1] = calloc(1, rx_cap);
   s->in = malloc(IN_CAP);
   s->hs = calloc(o->max_connections, sizeof *s->hs);
-  s->pfd = calloc(4u + MAX_DRAIN + o->max_connections, sizeof *s->pfd);
+  s->pfd = calloc(5u + MAX_DRAIN + o->max_connections, sizeof *s->pfd);
   s->pfd_hs = calloc(o->max_connections, sizeof *s->pfd_hs);
   if (s->hs)
     for (uint32_t i = 0; i < o->max_connections; i++) s->hs[i].fd = -1;
@@ -876,6 +990,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
     goto fail;
   }
   if ((err = autd3__net_listen(o->listen ? o->listen : "127.0.0.1:8080", &s->lfd, &s->port)) != AUTD3_OK) goto fail;
+  if (o->advertise && (err = mdns_setup(s, o->listen ? o->listen : "127.0.0.1:8080")) != AUTD3_OK) goto fail;
   if (o->devices != 0 && (err = link_open(s, o->devices)) != AUTD3_OK) goto fail;
   *out = s;
   return AUTD3_OK;
