@@ -395,6 +395,118 @@ TEST(link_request_bytes) {
   ASSERT_EQ(f.tail[0], 0x02);
 }
 
+/* A scripted v7 server: reads the client's hello, sends `script` (its hello + session reply), then, if `frames`,
+ * reads the geometry and answers that many requests with `reply`; then waits for the client to leave. One device. */
+typedef struct fake7 {
+  int lfd;
+  char addr[32];
+  pthread_t th;
+  const uint8_t *script, *reply;
+  size_t script_len, reply_len;
+  int frames;
+} fake7_t;
+
+static void *fake7_main(void *arg) {
+  fake7_t *f = arg;
+  int fd = accept(f->lfd, NULL, NULL);
+  if (fd < 0) return NULL;
+  static uint8_t junk[1 << 16];
+  uint8_t h[6];
+  if (raw_recv(fd, h, 6) == 6) raw_recv(fd, junk, h[5]);
+  if (f->script_len == 0 && f->frames == 0) { /* a v3-only server (0.1-0.4) drops a v7 hello without a word */
+    close(fd);
+    return NULL;
+  }
+  if (f->script_len) raw_send(fd, f->script, f->script_len); /* the session reply may go ahead of the geometry */
+  if (f->frames) raw_recv(fd, junk, 4 + 4 + 249 * 24);        /* geometry of one device */
+  for (int i = 0; i < f->frames; i++) {
+    if (raw_recv(fd, junk, 1 + 626) != 1 + 626) break;
+    raw_send(fd, f->reply, f->reply_len);
+  }
+  raw_closed(fd);
+  close(fd);
+  return NULL;
+}
+
+/* Open a v7 link (1 device) against a scripted server that answers the hello with `hello` and the geometry with
+ * `session`. Returns the open result; an open link is closed and the fake joined. */
+static autd3_err_t open_fake7(const uint8_t *hello, size_t hl, const uint8_t *session, size_t sl, int frames, const uint8_t *reply,
+                              size_t rl, autd3_link_status_t *st) {
+  static uint8_t script[1024];
+  memcpy(script, hello, hl);
+  memcpy(script + hl, session, sl);
+  fake7_t f = {.script = script, .script_len = hl + sl, .reply = reply, .reply_len = rl, .frames = frames};
+  f.lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(f.lfd, (struct sockaddr *)&a, sizeof a);
+  listen(f.lfd, 1);
+  socklen_t al = sizeof a;
+  getsockname(f.lfd, (struct sockaddr *)&a, &al);
+  snprintf(f.addr, sizeof f.addr, "127.0.0.1:%u", ntohs(a.sin_port));
+  pthread_create(&f.th, NULL, fake7_main, &f);
+  autd3_link_t *l = NULL;
+  autd3_err_t err = open_remote(f.addr, 1, 2000, &l);
+  if (err == AUTD3_OK) {
+    static uint8_t tx[626];
+    uint8_t rx[2];
+    bool valid;
+    for (int i = 0; i < frames; i++) ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+    if (st) ASSERT_OK(autd3_link_check_state(l, st));
+    autd3_link_close(l);
+  }
+  pthread_join(f.th, NULL);
+  close(f.lfd);
+  return err;
+}
+
+TEST(v7_link_session_replies_and_states) {
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  /* reject codes -> errors (error.rs RejectKind), the detail text carried */
+  static const uint8_t closed[] = {0x01, 4, 0, 'n', 'o', 'p', 'e'};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, closed, sizeof closed, 0, NULL, 0, NULL), AUTD3_E_REMOTE);
+  ASSERT_CONTAINS(autd3_last_error(), "the bus is closed, code 1): nope");
+  static const uint8_t count[] = {0x02, 14, 0, 't', 'h', 'e', ' ', 'b', 'u', 's', ' ', 'h', 'a', 's', ' ', '2', ';'};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, count, sizeof count, 0, NULL, 0, NULL), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  static const uint8_t busy[] = {0x03, 11, 0, 's', 'e', 'r', 'v', 'e', 'r', ' ', 'b', 'u', 's', 'y'};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, busy, sizeof busy, 0, NULL, 0, NULL), AUTD3_E_BUSY);
+  static const uint8_t odd[] = {0x33, 0, 0};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, odd, sizeof odd, 0, NULL, 0, NULL), AUTD3_E_REMOTE);
+  ASSERT_CONTAINS(autd3_last_error(), "unknown reason, code 51");
+  static const uint8_t two[] = {0x00, 2, 0};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, two, sizeof two, 0, NULL, 0, NULL), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  /* a server hello of another version; none at all (a v3-only server drops a v7 hello); not ARMT */
+  static const uint8_t h3[] = {'A', 'R', 'M', 'T', 3, 0};
+  ASSERT_ERR(open_fake7(h3, sizeof h3, NULL, 0, 0, NULL, 0, NULL), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "protocol = 3");
+  ASSERT_ERR(open_fake7(NULL, 0, NULL, 0, 0, NULL, 0, NULL), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "may speak only v3");
+  static const uint8_t http[] = {'H', 'T', 'T', 'P', '/', '1'};
+  ASSERT_ERR(open_fake7(http, sizeof http, NULL, 0, 0, NULL, 0, NULL), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "not an ARMT server");
+  /* a session: the reply's device state reaches check_state (LOST), rx_valid and rx as sent */
+  static const uint8_t ok[] = {0x00, 1, 0};
+  uint8_t rep[ARMT7_REPLY_HEADER_BYTES + 1 + 2] = {0};
+  armt7_status_t hs = {.rx_valid = true, .recoveries = 4};
+  armt__encode_reply7_header(rep, &hs);
+  rep[ARMT7_REPLY_HEADER_BYTES] = ARMT7_DEV_LOST;
+  autd3_link_status_t st;
+  ASSERT_OK(open_fake7(h7, sizeof h7, ok, sizeof ok, 2, rep, sizeof rep, &st));
+  ASSERT_EQ(st.state[0], AUTD3_DEVICE_LOST);
+  ASSERT_EQ(st.recoveries, 4);
+}
+
+/* The link's protocol option is range-checked. */
+TEST(error_bad_protocol_option) {
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.protocol = 5;
+  autd3_geometry_t *g = geom(1);
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "protocol = 5");
+  autd3_geometry_free(g);
+}
+
 TEST(error_version_legacy_v1_server) {
   /* autd3 v38's RemoteServer answers a non-HELLO first byte with 0xFF, u32 length, text. */
   static const char text[] = "Handshake is required before sending commands";
