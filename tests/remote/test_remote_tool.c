@@ -174,6 +174,29 @@ static void perftest(const char *addr, const char *mode, const char *count) {
   ASSERT_CONTAINS(buf, "link errors   : 0");
 }
 
+/* --address auto: the server is found by DNS-SD (in a private namespace); --remote-protocol 3 still works. */
+TEST(perftest_address_auto_and_v3) {
+  autd3_test_reexec_unshare("-rn", "perftest_address_auto_and_v3");
+  if (system("ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo") != 0)
+    SKIP("cannot enable multicast on loopback in the private namespace");
+  server_proc_t s;
+  server_start(&s, "--advertise", NULL);
+  perftest("auto", "stop-and-wait", "50");
+  if (!executable(PERFTEST)) SKIP("%s is not built", PERFTEST);
+  char *argv[] = {PERFTEST, "--link", "remote", "--address", s.addr, "--remote-protocol", "3", "--devices", "2", "--count", "50", NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  static char buf[65536];
+  slurp(out, buf, sizeof buf);
+  close(out);
+  int st = wait_status(pid);
+  server_stop(&s, SIGTERM);
+  if (st != 0) TEST_FAIL_("autd3-perftest --remote-protocol 3 exit %d:\n%s", st, buf);
+  ASSERT_CONTAINS(buf, "success       : 50\n");
+  ASSERT_CONTAINS(s.log, "ARMT v7 session with 2 device(s)"); /* the auto run */
+  ASSERT_CONTAINS(s.log, "ARMT v3 session with 2 device(s)");
+}
+
 TEST(perftest_through_remote_to_emulator) {
   server_proc_t s;
   server_start(&s, NULL, NULL);
