@@ -23,7 +23,7 @@ extern "C" {
  * the next request cannot arrive before that link's next call. Pipelined:
  * cycle() sends its tx and returns the reply to the previous call's (one
  * stale cycle when it starts), full rate for every link, one cycle more
- * latency. Any ARMT v3 server accepts both (replies come in order).
+ * latency. Any ARMT server (v3 or v7) accepts both (replies come in order).
  */
 typedef enum autd3_remote_pipeline {
   AUTD3_REMOTE_PIPELINE_AUTO = 0, /**< default: time both for ~70 cycles after open, keep pipelining only if it is >25 % faster;

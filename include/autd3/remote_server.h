@@ -1,7 +1,8 @@
 /**
  * @file remote_server.h
- * @brief The server side of the Remote link (ARMT v3): serves any link to one
- * TCP client at a time. Used by the tool autd3-remote-server; embeddable.
+ * @brief The server side of the Remote link (ARMT v7 and v3, each client answered
+ * in the version of its hello): serves any link to one TCP client at a time,
+ * optionally advertised by DNS-SD. Used by the tool autd3-remote-server; embeddable.
  *
  * A server owns a listening socket, the wrapped link and a bus thread that
  * paces it. Each client request (tag 0x01 + N × 626) is carried by exactly one
@@ -13,7 +14,8 @@
  * geometry arrives, with that many devices, and closed when the client
  * leaves. With `devices` = N the link is opened by autd3_remote_server_create()
  * and keeps cycling between clients (like RemoteServer::with_link); a client
- * whose geometry has another count is answered with N and disconnected.
+ * whose geometry has another count is answered with N (v3) or the session
+ * code "device count" (v7) and disconnected.
  *
  * Limits (docs/remote.md "Limits"): at most `max_connections` connections
  * (the session plus clients still in their handshake; beyond it a connection

@@ -1,6 +1,6 @@
 /*
  * autd3-remote-server: serves any libautd3 link to one Remote-link client at a
- * time over TCP (ARMT v3; see docs/remote.md and include/autd3/remote_server.h).
+ * time over TCP (ARMT v7 and v3; see docs/remote.md and include/autd3/remote_server.h).
  * The link flags are the same as autd3-perftest's.
  */
 #define _GNU_SOURCE
