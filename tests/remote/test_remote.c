@@ -433,8 +433,8 @@ static void *fake7_main(void *arg) {
 static autd3_err_t open_fake7(const uint8_t *hello, size_t hl, const uint8_t *session, size_t sl, int frames, const uint8_t *reply,
                               size_t rl, autd3_link_status_t *st) {
   static uint8_t script[1024];
-  memcpy(script, hello, hl);
-  memcpy(script + hl, session, sl);
+  if (hl) memcpy(script, hello, hl);
+  if (sl) memcpy(script + hl, session, sl);
   fake7_t f = {.script = script, .script_len = hl + sl, .reply = reply, .reply_len = rl, .frames = frames};
   f.lfd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};

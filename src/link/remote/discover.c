@@ -159,7 +159,7 @@ autd3_err_t autd3_remote_discover(uint32_t timeout_ms, autd3_remote_found_t *out
       if (mdns__name_eq(a->h[h].name, f->target)) ip = a->h[h].a;
     size_t il = strlen(f->fullname) - strlen(svc[f->kind]) - 1;
     snprintf(o->instance, sizeof o->instance, "%.*s", (int)il, f->fullname);
-    snprintf(o->host, sizeof o->host, "%s", f->target);
+    snprintf(o->host, sizeof o->host, "%.*s", (int)sizeof o->host - 1, f->target); /* truncated if longer */
     snprintf(o->address, sizeof o->address, "%u.%u.%u.%u:%u", ip[0], ip[1], ip[2], ip[3], f->port);
     o->port = f->port;
     o->wire = (uint8_t)strtoul(f->wire, NULL, 10);
