@@ -218,6 +218,37 @@ TEST(server_reply_bytes_v7) {
   srv_stop(&v);
 }
 
+/* v7 hostile input: counts out of range after the hellos get session code 4 with the reason, then the server
+ * closes; a v7 hello cut short holds nothing; the server keeps serving. */
+TEST(hostile_v7_geometry) {
+  srv_t v;
+  start(&v, 0);
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  static const uint8_t big[] = {0xFF, 0xFF, 0xFF, 0xFF};
+  int fd = raw_connect(v.port);
+  raw_send(fd, h7, sizeof h7);
+  uint8_t r[600];
+  ASSERT_EQ(raw_recv(fd, r, 6), 6);
+  ASSERT_EQ(raw_recv(fd, r + 6, r[5]), r[5]);
+  raw_send(fd, big, sizeof big);
+  ASSERT_EQ(raw_recv(fd, r, 3), 3);
+  ASSERT_EQ(r[0], ARMT7_SESSION_INTERNAL);
+  size_t tl = (size_t)(r[1] | r[2] << 8);
+  ASSERT_EQ(raw_recv(fd, r, tl), tl);
+  r[tl] = 0;
+  ASSERT_CONTAINS((const char *)r, "device count");
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  fd = raw_connect(v.port);
+  raw_send(fd, h7, 7); /* "ARMT" 07 05 "0": the rest never comes */
+  close(fd);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &l));
+  cycle_echo(l, 1, 3, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
+  srv_stop(&v);
+}
+
 /* ================= the link end to end ================= */
 
 TEST(link_roundtrip_and_reconnect) {
