@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the remote server's ARMT v3 message parser (src/link/remote/armt.c),
+ * Fuzz target: the remote server's ARMT v3 / v7 message parser (src/link/remote/armt.c),
  * fed the input as one client byte stream split at input-chosen points, the way
  * recv() splits it. Checks the parser's own invariants; crashes / sanitizer
  * reports are the findings.

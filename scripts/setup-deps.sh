@@ -26,7 +26,8 @@ fi
 
 # Python test peers (independent implementations), in venvs of the build tree.
 # Two venvs because the published autd3 bindings pin each other's versions:
-#  - .venv:       pysoem, pyads, and the autd3 0.9.0 family (autd3-link-twincat 0.9.0)
+#  - .venv:       pysoem, pyads, and the autd3 0.9.0 family (autd3-link-twincat 0.9.0,
+#                 autd3-link-remote 0.9.0: the ARMT v7 client and its DNS-SD discovery)
 #  - .venv-armt3: the autd3 0.2.0 family, whose autd3-link-remote speaks ARMT v3
 #                 (later releases speak v7, a different protocol)
 # A peer that cannot be installed makes its tests skip (by name), not fail the build.
@@ -48,5 +49,5 @@ make_venv() {
   fi
 }
 BUILD_DIR="${AUTD3_BUILD_DIR:-$(pwd)/build}"
-make_venv "$BUILD_DIR/.venv" pysoem pyads autd3==0.9.0 autd3-core==0.9.0 autd3-link-twincat==0.9.0
+make_venv "$BUILD_DIR/.venv" pysoem pyads autd3==0.9.0 autd3-core==0.9.0 autd3-link-twincat==0.9.0 autd3-link-remote==0.9.0
 make_venv "$BUILD_DIR/.venv-armt3" autd3==0.2.0 autd3-core==0.2.0 autd3-link-remote==0.2.0

@@ -1,7 +1,8 @@
 /**
  * @file remote_server.h
- * @brief The server side of the Remote link (ARMT v3): serves any link to one
- * TCP client at a time. Used by the tool autd3-remote-server; embeddable.
+ * @brief The server side of the Remote link (ARMT v7 and v3, each client answered
+ * in the version of its hello): serves any link to one TCP client at a time,
+ * optionally advertised by DNS-SD. Used by the tool autd3-remote-server; embeddable.
  *
  * A server owns a listening socket, the wrapped link and a bus thread that
  * paces it. Each client request (tag 0x01 + N × 626) is carried by exactly one
@@ -13,7 +14,8 @@
  * geometry arrives, with that many devices, and closed when the client
  * leaves. With `devices` = N the link is opened by autd3_remote_server_create()
  * and keeps cycling between clients (like RemoteServer::with_link); a client
- * whose geometry has another count is answered with N and disconnected.
+ * whose geometry has another count is answered with N (v3) or the session
+ * code "device count" (v7) and disconnected.
  *
  * Limits (docs/remote.md "Limits"): at most `max_connections` connections
  * (the session plus clients still in their handshake; beyond it a connection
@@ -58,6 +60,13 @@ typedef struct autd3_remote_server_option {
    * the next cycle; default 50, 0 = never wait (use 0 for echocat, which sends at call time). Links with
    * wait_next_cycle are asked instead. */
   uint32_t pickup_percent;
+  /** Advertise the server by mDNS / DNS-SD as AUTD3_REMOTE_SERVICE_TYPE (autd3-rs-link-remote 0.9.0's service type,
+   * TXT "wire=7" and "sdk=libautd3-x.y.z"), so that autd3_remote_discover() and the published clients find it.
+   * Addresses advertised: the listen address if it is a specific IPv4 one, else every up multicast IPv4 interface's
+   * (127.0.0.1 if there is none). Uses UDP 5353. Default 0 (off). @since 0.3.0 */
+  uint8_t advertise;
+  /** Instance name to advertise (a DNS label, 1..63 bytes, no dots); NULL = "autd3-<hostname>-<port>". @since 0.3.0 */
+  const char *advertise_instance;
   /** Log sink for connection events (one line, no newline); NULL = stderr. Called from the thread in autd3_remote_server_run(). */
   void (*log)(void *ctx, const char *line);
   void *log_ctx;

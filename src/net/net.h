@@ -99,6 +99,22 @@ typedef struct autd3_net_poll {
  * (message set). */
 int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms);
 
+/* ---- UDP for mDNS (net/mdns.h is the codec) ---- */
+
+/* A UDP socket bound to *:5353, shared with other mDNS responders on the host (SO_REUSEADDR / SO_REUSEPORT), member
+ * of 224.0.0.251 on every up multicast IPv4 interface and the default one, multicast loopback on (a server and a
+ * client on one host see each other), TTL 255 (RFC 6762 11). Non-blocking. Errors: IO. */
+autd3_err_t autd3__net_mdns_open(int *out);
+/* Send one datagram to ip:port, or with ip NULL to 224.0.0.251:5353 out of every up multicast IPv4 interface
+ * (the default one if there is none but loopback). Errors: IO. */
+autd3_err_t autd3__net_udp_send4(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port);
+/* One datagram if one is waiting: its length (> 0), 0 if none, < 0 on error; the sender's address. */
+long autd3__net_udp_recv4(int fd, void *buf, size_t cap, uint8_t ip[4], uint16_t *port);
+/* IPv4 addresses of up, non-loopback interfaces (at most cap). */
+size_t autd3__net_ipv4_addrs(uint8_t (*out)[4], size_t cap);
+/* This host's name (first label), "autd3" if unknown. */
+void autd3__net_hostname(char *buf, size_t cap);
+
 /* A self-pipe that wakes a poll loop from another thread or a signal handler. */
 typedef struct autd3_net_wake {
   int r, w;

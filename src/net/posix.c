@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -417,4 +419,109 @@ void autd3__net_wake_close(autd3_net_wake_t *wk) {
   if (wk->r >= 0) close(wk->r);
   if (wk->w >= 0) close(wk->w);
   wk->r = wk->w = -1;
+}
+
+/* ---------------- UDP for mDNS ---------------- */
+
+size_t autd3__net_ipv4_addrs(uint8_t (*out)[4], size_t cap) {
+  struct ifaddrs *list = NULL;
+  size_t n = 0;
+  if (getifaddrs(&list) != 0) return 0;
+  for (struct ifaddrs *i = list; i && n < cap; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_MULTICAST)) continue;
+    memcpy(out[n++], &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
+  }
+  freeifaddrs(list);
+  return n;
+}
+
+void autd3__net_hostname(char *buf, size_t cap) {
+  char h[256] = "";
+  if (gethostname(h, sizeof h - 1) != 0 || h[0] == 0) snprintf(h, sizeof h, "autd3");
+  char *dot = strchr(h, '.');
+  if (dot) *dot = 0;
+  snprintf(buf, cap, "%s", h);
+}
+
+autd3_err_t autd3__net_mdns_open(int *out) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return autd3_set_error(AUTD3_E_IO, "mDNS: socket: %s", strerror(errno));
+  int one = 1;
+  unsigned char ttl = 255, loop = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+#ifdef SO_REUSEPORT
+  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+#endif
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(5353)};
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    autd3_err_t e = autd3_set_error(AUTD3_E_IO, "mDNS: cannot bind UDP port 5353: %s", strerror(errno));
+    close(fd);
+    return e;
+  }
+  (void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl);
+  (void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop);
+  struct ip_mreq m;
+  inet_pton(AF_INET, "224.0.0.251", &m.imr_multiaddr);
+  m.imr_interface.s_addr = htonl(INADDR_ANY);
+  bool joined = setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) == 0;
+  int join_errno = errno;
+  uint8_t addrs[16][4];
+  size_t n = autd3__net_ipv4_addrs(addrs, 16);
+  for (size_t i = 0; i < n; i++) { /* the default one may be among them already: EADDRINUSE is fine */
+    memcpy(&m.imr_interface, addrs[i], 4);
+    if (setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof m) == 0 || errno == EADDRINUSE) joined = true;
+  }
+  if (!joined) {
+    autd3_err_t e = autd3_set_error(AUTD3_E_IO, "mDNS: cannot join 224.0.0.251 (no multicast route?): %s", strerror(join_errno));
+    close(fd);
+    return e;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  *out = fd;
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3__net_udp_send4(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port) {
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  if (ip) {
+    memcpy(&a.sin_addr, ip, 4);
+    a.sin_port = htons(port);
+    if (sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a) < 0)
+      return autd3_set_error(AUTD3_E_IO, "mDNS: sendto: %s", strerror(errno));
+    return AUTD3_OK;
+  }
+  inet_pton(AF_INET, "224.0.0.251", &a.sin_addr);
+  a.sin_port = htons(5353);
+  uint8_t addrs[16][4];
+  size_t n = autd3__net_ipv4_addrs(addrs, 16);
+  bool sent = false;
+  int err = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct in_addr ifa;
+    memcpy(&ifa, addrs[i], 4);
+    if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof ifa) != 0) continue;
+    if (sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a) >= 0) sent = true;
+    else err = errno;
+  }
+  if (n == 0) { /* only loopback (e.g. a private namespace): the routing table picks */
+    struct in_addr any = {.s_addr = htonl(INADDR_ANY)};
+    (void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &any, sizeof any);
+    if (sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a) >= 0) sent = true;
+    else err = errno;
+  }
+  if (!sent) return autd3_set_error(AUTD3_E_IO, "mDNS: cannot send to 224.0.0.251: %s", strerror(err));
+  return AUTD3_OK;
+}
+
+long autd3__net_udp_recv4(int fd, void *buf, size_t cap, uint8_t ip[4], uint16_t *port) {
+  struct sockaddr_in a;
+  socklen_t al = sizeof a;
+  ssize_t r = recvfrom(fd, buf, cap, 0, (struct sockaddr *)&a, &al);
+  if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+  if (r == 0) return 0; /* an empty datagram: nothing to parse */
+  memcpy(ip, &a.sin_addr, 4);
+  *port = ntohs(a.sin_port);
+  return (long)r;
 }

@@ -45,6 +45,7 @@
 #include "autd3/remote_server.h"
 #include "link/remote/armt.h"
 #include "net/log_limit.h"
+#include "net/mdns.h"
 #include "net/net.h"
 #include "platform/platform.h"
 
@@ -110,6 +111,12 @@ struct autd3_remote_server {
   autd3_log_limit_t log_limit;
 
   _Atomic uint64_t st_clients, st_refused, st_requests, st_dropped;
+
+  /* DNS-SD advertisement (option advertise): the socket, and the answer built once at create */
+  int mdns_fd;
+  char mdns_instance[64], mdns_host[80], mdns_txt_sdk[48];
+  uint8_t mdns_addr[8][4];
+  size_t mdns_naddr;
 };
 
 static void logf_(autd3_remote_server_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -129,6 +136,26 @@ static void logf_(autd3_remote_server_t *s, const char *fmt, ...) {
   else fprintf(stderr, "autd3-remote-server: %s\n", line);
 }
 
+/* Each client is answered in its own protocol version (the one of its hello). */
+static bool is_v7(const armt_parser_t *p) { return p->peer_version == ARMT_VERSION_7; }
+
+/* Our v7 hello: "ARMT" 07 len "libautd3 x.y.z" (the reference sends its crate version; peers only display it). */
+static size_t our_hello7(uint8_t *b, size_t cap) {
+  char sdk[64];
+  snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
+  return armt__encode_hello7(sdk, b, cap);
+}
+
+/* A refusal in the client's version: v3 = u16 0 + our reason trailer; v7 = the session reply's reject codes (a busy
+ * server and a geometry out of range have no code of their own: bus unavailable / internal, with the text). */
+static size_t encode_refusal_for(const armt_parser_t *p, uint8_t *b, size_t cap, uint8_t reason, const char *text) {
+  if (!is_v7(p)) return armt__encode_refusal(b, cap, reason, text);
+  uint8_t code = ARMT7_SESSION_INTERNAL;
+  if (reason == ARMT_REFUSE_BUS_CLOSED) code = ARMT7_SESSION_BUS_CLOSED;
+  else if (reason == ARMT_REFUSE_DEVICE_COUNT) code = ARMT7_SESSION_DEVICE_COUNT;
+  else if (reason == ARMT_REFUSE_BUS_UNAVAILABLE || reason == ARMT_REFUSE_BUSY) code = ARMT7_SESSION_BUS_UNAVAILABLE;
+  return armt__encode_session7(b, cap, code, 0, text);
+}
 
 autd3_remote_server_option_t autd3_remote_server_option_default(void) {
   autd3_remote_server_option_t o;
@@ -319,7 +346,7 @@ static void queue(autd3_remote_server_t *s, const void *b, size_t len) {
 /* Answer, then drop the connection once the answer is out. */
 static void refuse(autd3_remote_server_t *s, uint8_t reason, const char *text) {
   uint8_t b[ARMT_REFUSAL_MAX_BYTES];
-  queue(s, b, armt__encode_refusal(b, sizeof b, reason, text));
+  queue(s, b, encode_refusal_for(&s->parser, b, sizeof b, reason, text));
   s->closing = true;
   atomic_fetch_add(&s->st_refused, 1);
   logf_(s, "refused client %s: %s", s->peer, text);
@@ -349,9 +376,11 @@ static void refuse_now(autd3_remote_server_t *s, int fd, const void *b, size_t l
   drain_add(s, fd);
 }
 
-static void refuse_busy(autd3_remote_server_t *s, int fd, const char *peer, const char *text) {
+/* p: the connection's parser (its version picks the format), NULL before any hello (v3 format). */
+static void refuse_busy(autd3_remote_server_t *s, int fd, const armt_parser_t *p, const char *peer, const char *text) {
   uint8_t b[ARMT_REFUSAL_MAX_BYTES];
-  refuse_now(s, fd, b, armt__encode_refusal(b, sizeof b, ARMT_REFUSE_BUSY, text));
+  size_t n = p ? encode_refusal_for(p, b, sizeof b, ARMT_REFUSE_BUSY, text) : armt__encode_refusal(b, sizeof b, ARMT_REFUSE_BUSY, text);
+  refuse_now(s, fd, b, n);
   logf_(s, "refused client %s: %s", peer, text);
 }
 
@@ -367,26 +396,20 @@ static void bad_hello(autd3_remote_server_t *s, handshake_t *h) {
   size_t n = 0;
   if (p->err_kind == ARMT_ERR_MAGIC && p->head[0] == 0x10) {
     /* AUTD3REMOTE v1 (autd3 v38) HELLO: answer in its error format (0xFF, u32 length, text) so it reports why. */
-    static const char t[] = "this server speaks ARMT v3 (libautd3); AUTD3REMOTE v1 clients are not supported";
+    static const char t[] = "this server speaks ARMT v3 and v7 (libautd3); AUTD3REMOTE v1 clients are not supported";
     const uint8_t hd[5] = {0xFF, (uint8_t)(sizeof t - 1), 0, 0, 0};
     memcpy(b, hd, 5);
     memcpy(b + 5, t, sizeof t - 1);
     n = 5 + sizeof t - 1;
     logf_(s, "refused client %s: AUTD3REMOTE v1 hello", h->peer);
-  } else if (p->err_kind == ARMT_ERR_VERSION && p->peer_version >= 5) {
-    /* ARMT v5+ clients wait for the server's hello ("ARMT" ver len sdk) and report the mismatch themselves. */
-    char sdk[32];
-    int len = snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
-    if (len < 0) len = 0;
-    if ((size_t)len >= sizeof sdk) len = (int)sizeof sdk - 1;
-    const uint8_t hd[6] = {'A', 'R', 'M', 'T', (uint8_t)ARMT_VERSION, (uint8_t)len};
-    memcpy(b, hd, 6);
-    memcpy(b + 6, sdk, (size_t)len);
-    n = 6 + (size_t)len;
-    logf_(s, "refused client %s: it speaks ARMT v%u", h->peer, p->peer_version);
+  } else if (p->err_kind == ARMT_ERR_VERSION && p->peer_version >= 4) {
+    /* ARMT v4+ clients wait for the server's hello ("ARMT" ver len sdk) and report the mismatch themselves
+     * (server.rs handshake: the hello goes out, then the connection is dropped). */
+    n = our_hello7(b, sizeof b);
+    logf_(s, "refused client %s: it speaks ARMT v%u (autd3-sdk %s)", h->peer, p->peer_version, p->peer_sdk);
   } else {
     uint8_t reason = (p->err_kind == ARMT_ERR_MAGIC || p->err_kind == ARMT_ERR_VERSION) ? ARMT_REFUSE_VERSION : ARMT_REFUSE_GEOMETRY;
-    n = armt__encode_refusal(b, sizeof b, reason, p->error);
+    n = encode_refusal_for(p, b, sizeof b, reason, p->error);
     logf_(s, "refused client %s: %s", h->peer, p->error);
   }
   refuse_now(s, h->fd, b, n);
@@ -395,12 +418,21 @@ static void bad_hello(autd3_remote_server_t *s, handshake_t *h) {
 
 static void on_geometry(autd3_remote_server_t *s) {
   uint16_t n = (uint16_t)s->parser.num_devices;
-  uint8_t r[2];
+  const bool v7 = is_v7(&s->parser);
+  uint8_t r[ARMT_REFUSAL_MAX_BYTES];
   if (s->o.devices != 0 && n != s->o.devices) {
-    /* Like RemoteServer::with_link: answer with the bus's count (the client then reports the mismatch), then drop. */
-    r[0] = (uint8_t)s->o.devices;
-    r[1] = (uint8_t)(s->o.devices >> 8);
-    queue(s, r, 2);
+    if (v7) { /* server.rs attach / reject_of: GeometryMismatch, with the reference's text (clients parse "the bus has N") */
+      char t[200];
+      snprintf(t, sizeof t,
+               "the client geometry has %u device(s) but the bus has %u; build the geometry from what is actually wired to the "
+               "appliance",
+               n, s->o.devices);
+      queue(s, r, armt__encode_session7(r, sizeof r, ARMT7_SESSION_DEVICE_COUNT, 0, t));
+    } else { /* v3, like RemoteServer::with_link: answer with the bus's count (the client then reports the mismatch) */
+      r[0] = (uint8_t)s->o.devices;
+      r[1] = (uint8_t)(s->o.devices >> 8);
+      queue(s, r, 2);
+    }
     s->closing = true;
     atomic_fetch_add(&s->st_refused, 1);
     logf_(s, "refused client %s: its geometry has %u device(s), the bus has %u", s->peer, n, s->o.devices);
@@ -426,13 +458,17 @@ static void on_geometry(autd3_remote_server_t *s) {
   atomic_store(&s->idle_mid, 0);
   atomic_store(&s->idle_run, 0);
   atomic_store(&s->idle_reset, true);
-  r[0] = (uint8_t)n;
-  r[1] = (uint8_t)(n >> 8);
-  queue(s, r, 2);
+  if (v7) {
+    queue(s, r, armt__encode_session7(r, sizeof r, ARMT7_SESSION_OK, n, NULL));
+  } else {
+    r[0] = (uint8_t)n;
+    r[1] = (uint8_t)(n >> 8);
+    queue(s, r, 2);
+  }
   s->in_session = true;
   s->deadline = 0;
-  logf_(s, "client %s: session with %u device(s), %u..%u transducers per device", s->peer, n, s->parser.min_transducers,
-        s->parser.max_transducers);
+  logf_(s, "client %s: ARMT v%u session with %u device(s), %u..%u transducers per device", s->peer, s->parser.peer_version, n,
+        s->parser.min_transducers, s->parser.max_transducers);
 }
 
 /* Feed buffered input and read more until blocked (no free slot, output pending, or no data). */
@@ -455,6 +491,7 @@ static void pump_input(autd3_remote_server_t *s) {
     s->in_off += armt__parser_feed(&s->parser, s->in + s->in_off, s->in_len - s->in_off, &ev);
     switch (ev) {
       case ARMT_EV_NONE: break;
+      case ARMT_EV_HELLO: break; /* only in a handshake (hs_read): the session's parser is past it */
       case ARMT_EV_GEOMETRY: on_geometry(s); break;
       case ARMT_EV_FRAME: {
         atomic_store_explicit(&s->published, atomic_load_explicit(&s->published, memory_order_relaxed) + 1,
@@ -526,8 +563,22 @@ static void on_bus(autd3_remote_server_t *s) {
   uint64_t done = atomic_load_explicit(&s->done, memory_order_acquire);
   while (s->replied < done) { /* in order; at most two */
     uint64_t v = ++s->replied;
-    uint8_t valid = s->reply_valid[v & 1] ? 1 : 0;
-    queue(s, &valid, 1);
+    if (is_v7(&s->parser)) {
+      /* v7 header: the bus facts we have. The wrapped link's counters (lock-free reads); no DC time (0 = unknown,
+       * as the reference sends for links without one); every device OP: a state change shows in the client's own
+       * check (the reference's bus thread fills these from its state checker, which ours does not run per reply). */
+      autd3_link_stats_t st = {0};
+      if (s->link) autd3_link_stats(s->link, &st);
+      armt7_status_t h = {.rx_valid = s->reply_valid[v & 1], .stale_cycles = st.stale_cycles, .lost_cycles = st.lost_cycles};
+      uint8_t hb[ARMT7_REPLY_HEADER_BYTES], states[AUTD3_MAX_DEVICES];
+      armt__encode_reply7_header(hb, &h);
+      memset(states, ARMT7_DEV_OP, s->n);
+      queue(s, hb, sizeof hb);
+      queue(s, states, s->n);
+    } else {
+      uint8_t valid = s->reply_valid[v & 1] ? 1 : 0;
+      queue(s, &valid, 1);
+    }
     queue(s, s->reply_rx[v & 1], (size_t)s->n * AUTD3_RX_FRAME_BYTES);
     s->session_requests++;
     atomic_fetch_add(&s->st_requests, 1);
@@ -551,7 +602,7 @@ static void hs_geometry(autd3_remote_server_t *s, handshake_t *h, uint64_t now) 
   if (s->cfd >= 0) {
     char t[200];
     snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
-    refuse_busy(s, h->fd, h->peer, t);
+    refuse_busy(s, h->fd, &h->parser, h->peer, t);
     h->fd = -1;
     return;
   }
@@ -588,6 +639,19 @@ static void hs_read(autd3_remote_server_t *s, handshake_t *h, uint64_t now) {
     }
     armt_event_t ev;
     h->off += armt__parser_feed(&h->parser, h->buf + h->off, h->len - h->off, &ev);
+    if (ev == ARMT_EV_HELLO) {
+      /* v7: our hello before the client sends its geometry (server.rs handshake). A fresh socket has room for these
+       * few bytes; if it has not, the client is not reading and its handshake deadline drops it. */
+      uint8_t b[ARMT7_HELLO_MAX];
+      size_t n = our_hello7(b, sizeof b);
+      if (autd3__net_send(h->fd, b, n) != (long)n) {
+        atomic_fetch_add(&s->st_dropped, 1);
+        logf_(s, "client %s dropped: cannot send the hello", h->peer);
+        hs_close(h);
+        return;
+      }
+      continue;
+    }
     if (ev == ARMT_EV_GEOMETRY) {
       hs_geometry(s, h, now);
       return;
@@ -642,15 +706,11 @@ static void on_accept(autd3_remote_server_t *s) {
     if (slot < 0) {
       /* Bounded: refused at once rather than left in the backlog. */
       snprintf(t, sizeof t, "server busy: %u connection(s) open, the limit (max_connections)", open);
-      refuse_busy(s, fd, peer, t);
+      refuse_busy(s, fd, NULL, peer, t); /* before any hello: v3's format (our v7 link reads it too) */
       continue;
     }
-    if (s->cfd >= 0 && !session_idle(s, now)) {
-      /* One client at a time: a clear refusal (our trailer) instead of a wait. */
-      snprintf(t, sizeof t, "server busy: it serves one client at a time and is serving %s", s->peer);
-      refuse_busy(s, fd, peer, t);
-      continue;
-    }
+    /* A busy session does not refuse here: the newcomer's hello says which version the refusal must be in (a v7
+     * client reads a hello first), so it is refused once its handshake completes (hs_geometry), in its version. */
     handshake_t *h = &s->hs[slot];
     h->fd = fd;
     snprintf(h->peer, sizeof h->peer, "%s", peer);
@@ -662,9 +722,108 @@ static void on_accept(autd3_remote_server_t *s) {
   }
 }
 
+/* ---------------- DNS-SD advertisement ---------------- */
+
+static const char mdns_service[] = "_autd3._tcp.local"; /* AUTD3_REMOTE_SERVICE_TYPE without the root dot */
+
+static size_t mdns_answer(const autd3_remote_server_t *s, uint8_t *b, size_t cap, uint16_t id, uint32_t ttl) {
+  const char *txt[2] = {"wire=7", s->mdns_txt_sdk}; /* discovery.rs service_info: TXT_WIRE_VERSION, TXT_SDK_VERSION */
+  mdns_service_t sv = {.service = mdns_service, .instance = s->mdns_instance, .host = s->mdns_host, .port = s->port,
+                       .txt = txt, .ntxt = 2, .addr = (const uint8_t(*)[4])s->mdns_addr, .naddr = s->mdns_naddr, .ttl = ttl};
+  return mdns__build_response(b, cap, id, &sv);
+}
+
+/* Does a question ask for what we announce? (the service's PTR, our instance's SRV/TXT, our host's A, or ANY) */
+typedef struct mdns_q {
+  const autd3_remote_server_t *s;
+  char fullname[MDNS_NAME_MAX];
+  bool ours;
+} mdns_q_t;
+
+static void mdns_question(void *ctx, const mdns_record_t *r) {
+  mdns_q_t *q = ctx;
+  if (!r->is_question) return;
+  bool any = r->type == MDNS_TYPE_ANY;
+  if ((any || r->type == MDNS_TYPE_PTR) && mdns__name_eq(r->name, mdns_service)) q->ours = true;
+  if ((any || r->type == MDNS_TYPE_SRV || r->type == MDNS_TYPE_TXT) && mdns__name_eq(r->name, q->fullname)) q->ours = true;
+  if ((any || r->type == MDNS_TYPE_A) && mdns__name_eq(r->name, q->s->mdns_host)) q->ours = true;
+}
+
+static void mdns_announce(autd3_remote_server_t *s, uint32_t ttl) {
+  uint8_t b[MDNS_PACKET_MAX];
+  size_t n = mdns_answer(s, b, sizeof b, 0, ttl);
+  if (n && autd3__net_udp_send4(s->mdns_fd, b, n, NULL, MDNS_PORT) != AUTD3_OK) logf_(s, "advertise: %s", autd3_last_error());
+}
+
+/* Answer every question about us that is waiting (multicast; a legacy unicast query - source port not 5353, RFC 6762
+ * 6.7 - also gets a unicast copy with its id). Bounded per turn so a flood cannot starve the session. */
+static void on_mdns(autd3_remote_server_t *s) {
+  static uint8_t pkt[9000];
+  mdns_q_t q = {.s = s};
+  snprintf(q.fullname, sizeof q.fullname, "%s.%s", s->mdns_instance, mdns_service);
+  for (int k = 0; k < 32; k++) {
+    uint8_t ip[4];
+    uint16_t port = 0;
+    long r = autd3__net_udp_recv4(s->mdns_fd, pkt, sizeof pkt, ip, &port);
+    if (r <= 0) return;
+    if (r < 12 || (pkt[2] & 0x80)) continue; /* a response (ours looped back, or another responder's) */
+    q.ours = false;
+    (void)mdns__parse(pkt, (size_t)r, mdns_question, &q);
+    if (!q.ours) continue;
+    uint8_t b[MDNS_PACKET_MAX];
+    size_t n = mdns_answer(s, b, sizeof b, 0, 120);
+    if (n) (void)autd3__net_udp_send4(s->mdns_fd, b, n, NULL, MDNS_PORT);
+    if (port != MDNS_PORT && (n = mdns_answer(s, b, sizeof b, (uint16_t)(pkt[0] << 8 | pkt[1]), 10)) != 0)
+      (void)autd3__net_udp_send4(s->mdns_fd, b, n, ip, port);
+  }
+}
+
+static autd3_err_t mdns_setup(autd3_remote_server_t *s, const char *listen) {
+  if (s->o.advertise_instance) {
+    size_t l = strlen(s->o.advertise_instance);
+    if (l == 0 || l > 63 || strchr(s->o.advertise_instance, '.'))
+      return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: advertise_instance \"%s\": must be 1..63 bytes without dots",
+                             s->o.advertise_instance);
+    snprintf(s->mdns_instance, sizeof s->mdns_instance, "%s", s->o.advertise_instance);
+  } else {
+    char h[40];
+    autd3__net_hostname(h, sizeof h);
+    for (char *c = h; *c; c++)
+      if (*c == '.' || *c == ' ') *c = '-';
+    snprintf(s->mdns_instance, sizeof s->mdns_instance, "autd3-%s-%u", h, s->port);
+  }
+  snprintf(s->mdns_host, sizeof s->mdns_host, "%s.local", s->mdns_instance);
+  snprintf(s->mdns_txt_sdk, sizeof s->mdns_txt_sdk, "sdk=libautd3-%s", autd3_version_string());
+  /* Addresses: a specific IPv4 listen address is the only one that serves; a wildcard serves every interface. */
+  char host[AUTD3_NET_HOST_MAX], port[16];
+  uint8_t a[4];
+  if (autd3__net_split(listen, host, sizeof host, port, sizeof port, "listen") == AUTD3_OK && strcmp(host, "0.0.0.0") != 0 &&
+      strchr(host, ':') == NULL) {
+    unsigned x[4];
+    if (sscanf(host, "%u.%u.%u.%u", &x[0], &x[1], &x[2], &x[3]) == 4 && x[0] < 256 && x[1] < 256 && x[2] < 256 && x[3] < 256) {
+      for (int i = 0; i < 4; i++) a[i] = (uint8_t)x[i];
+      memcpy(s->mdns_addr[0], a, 4);
+      s->mdns_naddr = 1;
+    }
+  }
+  if (s->mdns_naddr == 0) s->mdns_naddr = autd3__net_ipv4_addrs(s->mdns_addr, 8);
+  if (s->mdns_naddr == 0) {
+    static const uint8_t lo[4] = {127, 0, 0, 1};
+    memcpy(s->mdns_addr[0], lo, 4);
+    s->mdns_naddr = 1;
+  }
+  autd3_err_t err = autd3__net_mdns_open(&s->mdns_fd);
+  if (err != AUTD3_OK) return autd3_set_error(err, "remote server: --advertise: %s", autd3_last_error());
+  return AUTD3_OK;
+}
+
 autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
   if (s == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_run: NULL server");
   autd3_net_poll_t *p = s->pfd;
+  if (s->mdns_fd >= 0) {
+    mdns_announce(s, 120); /* RFC 6762 8.3: announce at start */
+    logf_(s, "advertising %s.%s on port %u", s->mdns_instance, mdns_service, s->port);
+  }
   for (;;) {
     int np = 0, id[MAX_DRAIN];
     p[np++] = (autd3_net_poll_t){.fd = s->stop.r, .events = AUTD3_NET_IN};
@@ -683,6 +842,11 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       id[i] = np;
       p[np++] = (autd3_net_poll_t){.fd = s->drain[i].fd, .events = AUTD3_NET_IN};
       if (next == 0 || s->drain[i].deadline < next) next = s->drain[i].deadline;
+    }
+    int mdns_i = -1;
+    if (s->mdns_fd >= 0) {
+      mdns_i = np;
+      p[np++] = (autd3_net_poll_t){.fd = s->mdns_fd, .events = AUTD3_NET_IN};
     }
     const int hs_first = np;
     for (uint32_t i = 0; i < s->o.max_connections; i++) {
@@ -706,6 +870,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       if (p[k].revents && h->fd == p[k].fd) hs_read(s, h, autd3__now_ns());
     }
     if (r > 0 && (p[1].revents & AUTD3_NET_IN)) on_accept(s);
+    if (r > 0 && mdns_i >= 0 && p[mdns_i].revents) on_mdns(s);
     uint64_t now = autd3__now_ns();
     for (int i = 0; i < MAX_DRAIN; i++) {
       if (s->drain[i].fd < 0) continue;
@@ -733,6 +898,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
     }
   }
   autd3__net_wake_drain(&s->stop);
+  if (s->mdns_fd >= 0) mdns_announce(s, 0); /* goodbye (RFC 6762 10.1): browsers drop us at once */
   session_end(s, false, "disconnected: the server is stopping");
   for (uint32_t i = 0; i < s->o.max_connections; i++) hs_close(&s->hs[i]);
   return AUTD3_OK;
@@ -764,6 +930,7 @@ void autd3_remote_server_destroy(autd3_remote_server_t *s) {
   free(s->pfd);
   free(s->pfd_hs);
   autd3__net_close(s->lfd);
+  if (s->mdns_fd >= 0) autd3__net_close(s->mdns_fd);
   autd3__net_wake_close(&s->stop);
   autd3__net_wake_close(&s->wake);
   free(s->slot[0]);
@@ -797,7 +964,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   autd3_remote_server_t *s = calloc(1, sizeof *s);
   if (s == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
   s->o = *o;
-  s->lfd = s->stop.r = s->stop.w = s->wake.r = s->wake.w = -1;
+  s->lfd = s->stop.r = s->stop.w = s->wake.r = s->wake.w = s->mdns_fd = -1;
   for (int i = 0; i < MAX_DRAIN; i++) s->drain[i].fd = -1;
   session_reset(s);
   const size_t tx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_TX_FRAME_BYTES, rx_cap = (size_t)AUTD3_MAX_DEVICES * AUTD3_RX_FRAME_BYTES;
@@ -808,7 +975,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
   s->reply_rx[1] = calloc(1, rx_cap);
   s->in = malloc(IN_CAP);
   s->hs = calloc(o->max_connections, sizeof *s->hs);
-  s->pfd = calloc(4u + MAX_DRAIN + o->max_connections, sizeof *s->pfd);
+  s->pfd = calloc(5u + MAX_DRAIN + o->max_connections, sizeof *s->pfd);
   s->pfd_hs = calloc(o->max_connections, sizeof *s->pfd_hs);
   if (s->hs)
     for (uint32_t i = 0; i < o->max_connections; i++) s->hs[i].fd = -1;
@@ -823,6 +990,7 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, au
     goto fail;
   }
   if ((err = autd3__net_listen(o->listen ? o->listen : "127.0.0.1:8080", &s->lfd, &s->port)) != AUTD3_OK) goto fail;
+  if (o->advertise && (err = mdns_setup(s, o->listen ? o->listen : "127.0.0.1:8080")) != AUTD3_OK) goto fail;
   if (o->devices != 0 && (err = link_open(s, o->devices)) != AUTD3_OK) goto fail;
   *out = s;
   return AUTD3_OK;

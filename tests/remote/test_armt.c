@@ -1,7 +1,9 @@
 /* The ARMT v3 codec: byte vectors pinning the wire format, and the server's parser on hostile input. */
 #include <stdio.h>
+#include <string.h>
 
 #include "autd3/geometry.h"
+#include "autd3/link.h"
 #include "harness/test.h"
 #include "link/remote/armt.h"
 
@@ -129,12 +131,17 @@ TEST(parser_rejects_bad_hello) {
   armt_parser_t p = parse(magic, sizeof magic, &ev);
   ASSERT_EQ(ev, ARMT_EV_ERROR);
   ASSERT_EQ(p.err_kind, ARMT_ERR_MAGIC);
-  static const uint8_t ver[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  /* v6 (autd3-rs-link-remote 0.4.x-era hello format): read whole, then refused with its SDK text */
+  static const uint8_t ver[] = {'A', 'R', 'M', 'T', 6, 5, '0', '.', '4', '.', '0'};
   p = parse(ver, sizeof ver, &ev);
   ASSERT_EQ(ev, ARMT_EV_ERROR);
   ASSERT_EQ(p.err_kind, ARMT_ERR_VERSION);
-  ASSERT_EQ(p.peer_version, 7);
-  ASSERT_CONTAINS(p.error, "version 7");
+  ASSERT_EQ(p.peer_version, 6);
+  ASSERT_CONTAINS(p.error, "version 6 (autd3-sdk 0.4.0)");
+  /* v2: no such hello format, refused at the version byte */
+  static const uint8_t v2[] = {'A', 'R', 'M', 'T', 2};
+  p = parse(v2, sizeof v2, &ev);
+  ASSERT_EQ(p.err_kind, ARMT_ERR_VERSION);
   static const uint8_t v1[] = {0x10, 0x01, 0x00, 'A', 'U', 'T', 'D', '3', 'R', 'E', 'M', 'O', 'T', 'E'};
   p = parse(v1, sizeof v1, &ev);
   ASSERT_EQ(p.err_kind, ARMT_ERR_MAGIC);
@@ -171,4 +178,81 @@ TEST(parser_rejects_counts_before_allocating) {
   /* once in error, the parser consumes nothing more */
   ASSERT_EQ(armt__parser_feed(&p, &tag, 1, &ev), 0);
   ASSERT_EQ(ev, ARMT_EV_ERROR);
+}
+
+/* v7 (autd3-rs-link-remote 0.9.0 wire.rs): hello both ways, session reply, reply header, device states. */
+TEST(v7_codec_bytes) {
+  uint8_t b[ARMT7_HELLO_MAX];
+  size_t n = armt__encode_hello7("0.9.0", b, sizeof b);
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  ASSERT_EQ(n, sizeof h7);
+  ASSERT_MEMEQ(b, h7, n);
+  ASSERT_EQ(armt__encode_hello7("0.9.0", b, 10), 0);
+  uint8_t s[ARMT_REFUSAL_MAX_BYTES];
+  ASSERT_EQ(armt__encode_session7(s, sizeof s, ARMT7_SESSION_OK, 0x0102, "ignored"), 3);
+  static const uint8_t ok[] = {0x00, 0x02, 0x01};
+  ASSERT_MEMEQ(s, ok, 3);
+  ASSERT_EQ(armt__encode_session7(s, sizeof s, ARMT7_SESSION_BUS_CLOSED, 0, "closed"), 9);
+  static const uint8_t rej[] = {0x01, 0x06, 0x00, 'c', 'l', 'o', 's', 'e', 'd'};
+  ASSERT_MEMEQ(s, rej, 9);
+  armt7_status_t st = {.rx_valid = true, .recovering = true, .dc_time_ns = 0x0102030405060708ull, .recoveries = 3,
+                       .stale_cycles = 17, .lost_cycles = 5, .phase_excursions = 41, .worst_phase_deviation_ns = 987654};
+  uint8_t h[ARMT7_REPLY_HEADER_BYTES];
+  armt__encode_reply7_header(h, &st);
+  static const uint8_t head[] = {0x01, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x01, 0x03, 0, 0, 0, 0, 0, 0, 0, 17};
+  ASSERT_MEMEQ(h, head, sizeof head);
+  armt7_status_t back;
+  armt__decode_reply7_header(h, &back);
+  ASSERT_EQ(back.dc_time_ns, st.dc_time_ns);
+  ASSERT_EQ(back.worst_phase_deviation_ns, 987654);
+  ASSERT_EQ(back.lost_cycles, 5);
+  ASSERT_TRUE(back.rx_valid && back.recovering);
+  /* states: the four named ones round-trip; any other byte is OTHER with its low 5 bits, never healthy */
+  uint8_t al = 0;
+  for (uint8_t st8 = AUTD3_DEVICE_OP; st8 <= AUTD3_DEVICE_LOST; st8++)
+    ASSERT_EQ(armt__decode_device_state7(armt__encode_device_state7(st8, 0), &al), st8);
+  ASSERT_EQ(armt__encode_device_state7(AUTD3_DEVICE_OP, 0), 0x08);
+  ASSERT_EQ(armt__encode_device_state7(AUTD3_DEVICE_OTHER, 0x12), 0x32);
+  ASSERT_EQ(armt__decode_device_state7(0x32, &al), AUTD3_DEVICE_OTHER);
+  ASSERT_EQ(al, 0x12);
+  ASSERT_EQ(armt__decode_device_state7(0x09, &al), AUTD3_DEVICE_OTHER);
+}
+
+/* The server-side parser on a v7 stream: the hello is an event of its own, then the geometry as in v3. */
+TEST(v7_parser_hello_then_geometry) {
+  static uint8_t b[16384];
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  memcpy(b, h7, sizeof h7);
+  autd3_geometry_t *g = two_devices();
+  size_t n = sizeof h7 + armt__encode_geometry(g, b + sizeof h7, sizeof b - sizeof h7);
+  ASSERT_EQ(n, sizeof h7 + armt__geometry_bytes(g));
+  autd3_geometry_free(g);
+  for (size_t chunk = 1; chunk <= 7; chunk += 6) {
+    armt_parser_t p;
+    armt__parser_init(&p, AUTD3_MAX_DEVICES);
+    int hellos = 0, geoms = 0;
+    for (size_t off = 0; off < n;) {
+      size_t len = n - off < chunk ? n - off : chunk;
+      armt_event_t ev;
+      off += armt__parser_feed(&p, b + off, len, &ev);
+      ASSERT_TRUE(ev != ARMT_EV_ERROR);
+      if (ev == ARMT_EV_HELLO) {
+        ASSERT_EQ(geoms, 0);
+        hellos++;
+      }
+      if (ev == ARMT_EV_GEOMETRY) geoms++;
+    }
+    ASSERT_EQ(hellos, 1);
+    ASSERT_EQ(geoms, 1);
+    ASSERT_EQ(p.peer_version, 7);
+    ASSERT_CONTAINS(p.peer_sdk, "0.9.0");
+    ASSERT_EQ(p.num_devices, 2);
+  }
+  /* an empty SDK text completes the hello at once */
+  static const uint8_t e7[] = {'A', 'R', 'M', 'T', 7, 0};
+  armt_parser_t p;
+  armt__parser_init(&p, AUTD3_MAX_DEVICES);
+  armt_event_t ev;
+  ASSERT_EQ(armt__parser_feed(&p, e7, sizeof e7, &ev), sizeof e7);
+  ASSERT_EQ(ev, ARMT_EV_HELLO);
 }

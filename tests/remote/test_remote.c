@@ -63,8 +63,12 @@ static autd3_geometry_t *geom(size_t n) {
   return g;
 }
 
+/* Protocol of open_remote: 0 = the default (newest, v7); the fake servers below speak v3. */
+static uint32_t g_protocol;
+
 static autd3_err_t open_remote(const char *addr, size_t n, uint32_t timeout_ms, autd3_link_t **out) {
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.protocol = g_protocol;
   o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_OFF; /* exact per-call echoes; AUTO has its own test */
   o.u.remote.address = addr;
   o.u.remote.timeout_ms = timeout_ms;
@@ -132,6 +136,116 @@ TEST(server_reply_bytes) {
   raw_send(fd, &close_tag, 1);
   ASSERT_TRUE(raw_closed(fd));
   close(fd);
+  srv_stop(&v);
+}
+
+/* v7 by hand, as autd3-rs-link-remote 0.9.0's client does it: hello both ways, geometry, session reply 00 + u16 N,
+ * per request the 50-byte header (rx_valid, DC time, recovering, 5 counters) + N state bytes + N x 2 rx. */
+static int raw_session7(uint16_t port, size_t n, uint8_t *code, char *text, size_t text_cap) {
+  static uint8_t b[AUTD3_MAX_DEVICES * (4 + 249 * 24) + 16];
+  int fd = raw_connect(port);
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  raw_send(fd, h7, sizeof h7);
+  uint8_t head[6];
+  ASSERT_EQ(raw_recv(fd, head, 6), 6);
+  ASSERT_MEMEQ(head, "ARMT\x07", 5);
+  char sdk[256];
+  ASSERT_EQ(raw_recv(fd, sdk, head[5]), head[5]);
+  sdk[head[5]] = 0;
+  ASSERT_CONTAINS(sdk, "libautd3");
+  autd3_geometry_t *g = geom(n);
+  size_t len = armt__encode_geometry(g, b, sizeof b);
+  autd3_geometry_free(g);
+  raw_send(fd, b, len);
+  uint8_t r[3];
+  ASSERT_EQ(raw_recv(fd, r, 3), 3);
+  *code = r[0];
+  if (r[0] == 0) {
+    ASSERT_EQ(r[1] | r[2] << 8, n);
+  } else {
+    size_t tl = (size_t)(r[1] | r[2] << 8);
+    ASSERT_TRUE(tl < text_cap);
+    ASSERT_EQ(raw_recv(fd, text, tl), tl);
+    text[tl] = 0;
+  }
+  return fd;
+}
+
+TEST(server_reply_bytes_v7) {
+  srv_t v;
+  start(&v, 0);
+  uint8_t code = 0xFF;
+  char text[600];
+  int fd = raw_session7(v.port, 2, &code, text, sizeof text);
+  ASSERT_EQ(code, 0);
+  static uint8_t req[1 + 2 * 626];
+  raw_send(fd, req, frame_req(req, 2, 0x10, 0x04));
+  uint8_t r[ARMT7_REPLY_HEADER_BYTES + 2 + 4];
+  ASSERT_EQ(raw_recv(fd, r, sizeof r), sizeof r);
+  armt7_status_t st;
+  armt__decode_reply7_header(r, &st);
+  ASSERT_TRUE(st.rx_valid);
+  ASSERT_EQ(st.dc_time_ns, 0); /* unknown */
+  ASSERT_EQ(r[50], ARMT7_DEV_OP);
+  ASSERT_EQ(r[51], ARMT7_DEV_OP);
+  static const uint8_t want[] = {0x10, 0x04, 0x11, 0x04};
+  ASSERT_MEMEQ(r + 52, want, 4);
+  raw_send(fd, req, frame_req(req, 2, 0x20, 0xEE)); /* stale inputs -> rx_valid 0 */
+  ASSERT_EQ(raw_recv(fd, r, sizeof r), sizeof r);
+  ASSERT_EQ(r[0], 0);
+  static const uint8_t want2[] = {0x20, 0xEE, 0x21, 0xEE};
+  ASSERT_MEMEQ(r + 52, want2, 4);
+  uint8_t close_tag = 0x02;
+  raw_send(fd, &close_tag, 1);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* a shared bus of 2 refuses a 1-device geometry with code 2 and the reference's text */
+  srv_stop(&v);
+  start(&v, 2);
+  fd = raw_session7(v.port, 1, &code, text, sizeof text);
+  ASSERT_EQ(code, ARMT7_SESSION_DEVICE_COUNT);
+  ASSERT_CONTAINS(text, "the bus has 2");
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* a busy server refuses a v7 client in v7 (bus unavailable + text) */
+  int a = raw_session7(v.port, 2, &code, text, sizeof text);
+  ASSERT_EQ(code, 0);
+  fd = raw_session7(v.port, 2, &code, text, sizeof text);
+  ASSERT_EQ(code, ARMT7_SESSION_BUS_UNAVAILABLE);
+  ASSERT_CONTAINS(text, "server busy");
+  close(fd);
+  close(a);
+  srv_stop(&v);
+}
+
+/* v7 hostile input: counts out of range after the hellos get session code 4 with the reason, then the server
+ * closes; a v7 hello cut short holds nothing; the server keeps serving. */
+TEST(hostile_v7_geometry) {
+  srv_t v;
+  start(&v, 0);
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  static const uint8_t big[] = {0xFF, 0xFF, 0xFF, 0xFF};
+  int fd = raw_connect(v.port);
+  raw_send(fd, h7, sizeof h7);
+  uint8_t r[600];
+  ASSERT_EQ(raw_recv(fd, r, 6), 6);
+  ASSERT_EQ(raw_recv(fd, r + 6, r[5]), r[5]);
+  raw_send(fd, big, sizeof big);
+  ASSERT_EQ(raw_recv(fd, r, 3), 3);
+  ASSERT_EQ(r[0], ARMT7_SESSION_INTERNAL);
+  size_t tl = (size_t)(r[1] | r[2] << 8);
+  ASSERT_EQ(raw_recv(fd, r, tl), tl);
+  r[tl] = 0;
+  ASSERT_CONTAINS((const char *)r, "device count");
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  fd = raw_connect(v.port);
+  raw_send(fd, h7, 7); /* "ARMT" 07 05 "0": the rest never comes */
+  close(fd);
+  autd3_link_t *l = NULL;
+  ASSERT_OK(open_remote(v.addr, 1, 2000, &l));
+  cycle_echo(l, 1, 3, AUTD3_CMD_NOP, true);
+  autd3_link_close(l);
   srv_stop(&v);
 }
 
@@ -279,7 +393,9 @@ static void fake_stop(fake_t *f) {
 static autd3_err_t open_against(const void *reply, size_t len, int after, uint32_t timeout_ms, autd3_link_t **l) {
   fake_t f;
   fake_start(&f, reply, len, after);
+  g_protocol = 3; /* the fake servers speak v3 */
   autd3_err_t err = open_remote(f.addr, 1, timeout_ms, l);
+  g_protocol = 0;
   if (err == AUTD3_OK && after == 2) return err; /* the caller drives the silent server */
   fake_stop(&f);
   return err;
@@ -291,6 +407,7 @@ TEST(link_request_bytes) {
   fake_t f;
   fake_start(&f, ok1, 2, 3);
   autd3_link_t *l = NULL;
+  g_protocol = 3;
   ASSERT_OK(open_remote(f.addr, 1, 2000, &l));
   uint8_t tx[626], rx[2];
   for (int i = 0; i < 626; i++) tx[i] = (uint8_t)(i * 7);
@@ -309,6 +426,118 @@ TEST(link_request_bytes) {
   ASSERT_EQ(f.tail[0], 0x02);
 }
 
+/* A scripted v7 server: reads the client's hello, sends `script` (its hello + session reply), then, if `frames`,
+ * reads the geometry and answers that many requests with `reply`; then waits for the client to leave. One device. */
+typedef struct fake7 {
+  int lfd;
+  char addr[32];
+  pthread_t th;
+  const uint8_t *script, *reply;
+  size_t script_len, reply_len;
+  int frames;
+} fake7_t;
+
+static void *fake7_main(void *arg) {
+  fake7_t *f = arg;
+  int fd = accept(f->lfd, NULL, NULL);
+  if (fd < 0) return NULL;
+  static uint8_t junk[1 << 16];
+  uint8_t h[6];
+  if (raw_recv(fd, h, 6) == 6) raw_recv(fd, junk, h[5]);
+  if (f->script_len == 0 && f->frames == 0) { /* a v3-only server (0.1-0.4) drops a v7 hello without a word */
+    close(fd);
+    return NULL;
+  }
+  if (f->script_len) raw_send(fd, f->script, f->script_len); /* the session reply may go ahead of the geometry */
+  if (f->frames) raw_recv(fd, junk, 4 + 4 + 249 * 24);        /* geometry of one device */
+  for (int i = 0; i < f->frames; i++) {
+    if (raw_recv(fd, junk, 1 + 626) != 1 + 626) break;
+    raw_send(fd, f->reply, f->reply_len);
+  }
+  raw_closed(fd);
+  close(fd);
+  return NULL;
+}
+
+/* Open a v7 link (1 device) against a scripted server that answers the hello with `hello` and the geometry with
+ * `session`. Returns the open result; an open link is closed and the fake joined. */
+static autd3_err_t open_fake7(const uint8_t *hello, size_t hl, const uint8_t *session, size_t sl, int frames, const uint8_t *reply,
+                              size_t rl, autd3_link_status_t *st) {
+  static uint8_t script[1024];
+  if (hl) memcpy(script, hello, hl);
+  if (sl) memcpy(script + hl, session, sl);
+  fake7_t f = {.script = script, .script_len = hl + sl, .reply = reply, .reply_len = rl, .frames = frames};
+  f.lfd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(f.lfd, (struct sockaddr *)&a, sizeof a);
+  listen(f.lfd, 1);
+  socklen_t al = sizeof a;
+  getsockname(f.lfd, (struct sockaddr *)&a, &al);
+  snprintf(f.addr, sizeof f.addr, "127.0.0.1:%u", ntohs(a.sin_port));
+  pthread_create(&f.th, NULL, fake7_main, &f);
+  autd3_link_t *l = NULL;
+  autd3_err_t err = open_remote(f.addr, 1, 2000, &l);
+  if (err == AUTD3_OK) {
+    static uint8_t tx[626];
+    uint8_t rx[2];
+    bool valid;
+    for (int i = 0; i < frames; i++) ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+    if (st) ASSERT_OK(autd3_link_check_state(l, st));
+    autd3_link_close(l);
+  }
+  pthread_join(f.th, NULL);
+  close(f.lfd);
+  return err;
+}
+
+TEST(v7_link_session_replies_and_states) {
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  /* reject codes -> errors (error.rs RejectKind), the detail text carried */
+  static const uint8_t closed[] = {0x01, 4, 0, 'n', 'o', 'p', 'e'};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, closed, sizeof closed, 0, NULL, 0, NULL), AUTD3_E_REMOTE);
+  ASSERT_CONTAINS(autd3_last_error(), "the bus is closed, code 1): nope");
+  static const uint8_t count[] = {0x02, 14, 0, 't', 'h', 'e', ' ', 'b', 'u', 's', ' ', 'h', 'a', 's', ' ', '2', ';'};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, count, sizeof count, 0, NULL, 0, NULL), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  static const uint8_t busy[] = {0x03, 11, 0, 's', 'e', 'r', 'v', 'e', 'r', ' ', 'b', 'u', 's', 'y'};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, busy, sizeof busy, 0, NULL, 0, NULL), AUTD3_E_BUSY);
+  static const uint8_t odd[] = {0x33, 0, 0};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, odd, sizeof odd, 0, NULL, 0, NULL), AUTD3_E_REMOTE);
+  ASSERT_CONTAINS(autd3_last_error(), "unknown reason, code 51");
+  static const uint8_t two[] = {0x00, 2, 0};
+  ASSERT_ERR(open_fake7(h7, sizeof h7, two, sizeof two, 0, NULL, 0, NULL), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  /* a server hello of another version; none at all (a v3-only server drops a v7 hello); not ARMT */
+  static const uint8_t h3[] = {'A', 'R', 'M', 'T', 3, 0};
+  ASSERT_ERR(open_fake7(h3, sizeof h3, NULL, 0, 0, NULL, 0, NULL), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "protocol = 3");
+  ASSERT_ERR(open_fake7(NULL, 0, NULL, 0, 0, NULL, 0, NULL), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "may speak only v3");
+  static const uint8_t http[] = {'H', 'T', 'T', 'P', '/', '1'};
+  ASSERT_ERR(open_fake7(http, sizeof http, NULL, 0, 0, NULL, 0, NULL), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "not an ARMT server");
+  /* a session: the reply's device state reaches check_state (LOST), rx_valid and rx as sent */
+  static const uint8_t ok[] = {0x00, 1, 0};
+  uint8_t rep[ARMT7_REPLY_HEADER_BYTES + 1 + 2] = {0};
+  armt7_status_t hs = {.rx_valid = true, .recoveries = 4};
+  armt__encode_reply7_header(rep, &hs);
+  rep[ARMT7_REPLY_HEADER_BYTES] = ARMT7_DEV_LOST;
+  autd3_link_status_t st;
+  ASSERT_OK(open_fake7(h7, sizeof h7, ok, sizeof ok, 2, rep, sizeof rep, &st));
+  ASSERT_EQ(st.state[0], AUTD3_DEVICE_LOST);
+  ASSERT_EQ(st.recoveries, 4);
+}
+
+/* The link's protocol option is range-checked. */
+TEST(error_bad_protocol_option) {
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
+  o.u.remote.protocol = 5;
+  autd3_geometry_t *g = geom(1);
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "protocol = 5");
+  autd3_geometry_free(g);
+}
+
 TEST(error_version_legacy_v1_server) {
   /* autd3 v38's RemoteServer answers a non-HELLO first byte with 0xFF, u32 length, text. */
   static const char text[] = "Handshake is required before sending commands";
@@ -321,7 +550,7 @@ TEST(error_version_legacy_v1_server) {
 }
 
 TEST(error_version_v7_server) {
-  /* autd3-rs-link-remote >= 0.5 answers with its own hello: "ARMT" 07 len "0.9.0". */
+  /* A v3 link against autd3-rs-link-remote >= 0.5, which answers with its own hello: "ARMT" 07 len "0.9.0". */
   static const uint8_t r[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
   autd3_link_t *l = NULL;
   ASSERT_ERR(open_against(r, sizeof r, 0, 2000, &l), AUTD3_E_VERSION);
@@ -359,7 +588,11 @@ TEST(error_device_count_mismatch) {
   srv_t v;
   start(&v, 2);
   autd3_link_t *l = NULL;
-  ASSERT_ERR(open_remote(v.addr, 3, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  ASSERT_ERR(open_remote(v.addr, 3, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH); /* v7: session code 2 */
+  ASSERT_CONTAINS(autd3_last_error(), "geometry has 3 device(s) but the bus has 2");
+  g_protocol = 3;
+  ASSERT_ERR(open_remote(v.addr, 3, 2000, &l), AUTD3_E_DEVICE_COUNT_MISMATCH); /* v3: the server's count */
+  g_protocol = 0;
   ASSERT_CONTAINS(autd3_last_error(), "drives 2 device(s) but the geometry has 3");
   ASSERT_OK(open_remote(v.addr, 2, 2000, &l)); /* the server is still fine */
   cycle_echo(l, 2, 3, AUTD3_CMD_NOP, true);
@@ -393,7 +626,9 @@ TEST(error_timeout) {
   static const uint8_t ok1[] = {1, 0};
   fake_t f;
   fake_start(&f, ok1, 2, 2); /* answers the handshake, then never a frame */
+  g_protocol = 3;
   ASSERT_OK(open_remote(f.addr, 1, 200, &l));
+  g_protocol = 0;
   uint8_t tx[626] = {0}, rx[2];
   bool valid;
   ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_TIMEOUT);
@@ -407,7 +642,9 @@ TEST(error_peer_closed_mid_exchange) {
   fake_t f;
   fake_start(&f, ok1, 2, 1); /* reads one frame, then closes without a reply */
   autd3_link_t *l = NULL;
+  g_protocol = 3;
   ASSERT_OK(open_remote(f.addr, 1, 2000, &l));
+  g_protocol = 0;
   uint8_t tx[626] = {0}, rx[2];
   bool valid;
   ASSERT_ERR(autd3_link_cycle(l, tx, rx, &valid), AUTD3_E_PEER_CLOSED);
@@ -791,12 +1028,12 @@ TEST(hostile_foreign_protocols) {
   ASSERT_EQ(r[0], 0xFF);
   ASSERT_TRUE(raw_closed(fd));
   close(fd);
-  /* ARMT v7 client: answered with our hello, so it reports the version mismatch itself */
-  static const uint8_t v7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  /* ARMT v6 client (a version we do not speak): answered with our v7 hello, so it reports the mismatch itself */
+  static const uint8_t v6[] = {'A', 'R', 'M', 'T', 6, 5, '0', '.', '4', '.', '0'};
   fd = raw_connect(v.port);
-  raw_send(fd, v7, sizeof v7);
+  raw_send(fd, v6, sizeof v6);
   ASSERT_EQ(raw_recv(fd, r, 6), 6);
-  ASSERT_MEMEQ(r, "ARMT\x03", 5);
+  ASSERT_MEMEQ(r, "ARMT\x07", 5);
   ASSERT_TRUE(raw_closed(fd));
   close(fd);
   /* HTTP */

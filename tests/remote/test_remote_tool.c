@@ -1,14 +1,17 @@
 /*
  * autd3-remote-server as a process: clean shutdown on SIGTERM/SIGINT,
  * autd3-perftest through Remote -> server -> in-process emulator, the
- * published Python client through our server, our link against the published
- * Rust server, and Remote -> server -> echocat -> emulator on a veth pair.
+ * published Python clients (ARMT v3 and v7, and the v7 one's DNS-SD discovery)
+ * through our server, our link against the published Rust servers (v3 by hand,
+ * v7 built from tests/peers), and Remote -> server -> echocat -> emulator on a
+ * veth pair.
  */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "harness/netns.h"
 #include "remote_helpers.h"
 
 #define SERVER AUTD3_BINARY_DIR "/tools/remote-server/autd3-remote-server"
@@ -171,6 +174,29 @@ static void perftest(const char *addr, const char *mode, const char *count) {
   ASSERT_CONTAINS(buf, "link errors   : 0");
 }
 
+/* --address auto: the server is found by DNS-SD (in a private namespace); --remote-protocol 3 still works. */
+TEST(perftest_address_auto_and_v3) {
+  autd3_test_reexec_unshare("-rn", "perftest_address_auto_and_v3");
+  if (system("ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo") != 0)
+    SKIP("cannot enable multicast on loopback in the private namespace");
+  server_proc_t s;
+  server_start(&s, "--advertise", NULL);
+  perftest("auto", "stop-and-wait", "50");
+  if (!executable(PERFTEST)) SKIP("%s is not built", PERFTEST);
+  char *argv[] = {PERFTEST, "--link", "remote", "--address", s.addr, "--remote-protocol", "3", "--devices", "2", "--count", "50", NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  static char buf[65536];
+  slurp(out, buf, sizeof buf);
+  close(out);
+  int st = wait_status(pid);
+  server_stop(&s, SIGTERM);
+  if (st != 0) TEST_FAIL_("autd3-perftest --remote-protocol 3 exit %d:\n%s", st, buf);
+  ASSERT_CONTAINS(buf, "success       : 50\n");
+  ASSERT_CONTAINS(s.log, "ARMT v7 session with 2 device(s)"); /* the auto run */
+  ASSERT_CONTAINS(s.log, "ARMT v3 session with 2 device(s)");
+}
+
 TEST(perftest_through_remote_to_emulator) {
   server_proc_t s;
   server_start(&s, NULL, NULL);
@@ -272,4 +298,93 @@ TEST(perftest_through_remote_to_echocat_on_veth) {
   if (st != 0) TEST_FAIL_("exit %d:\n%s", st, buf);
   ASSERT_CONTAINS(buf, "success       : 300\n");
   ASSERT_CONTAINS(buf, "opened the echocat link with 2 device(s)");
+}
+
+/* Run tests/remote/armt7_peer.py with AUTD3_PYTHON (build/.venv: autd3 0.9.0 + autd3-link-remote 0.9.0). */
+static int run_armt7_peer(char *mode, char *arg1, char *arg2, char *buf, size_t cap) {
+  char *argv[] = {(char *)AUTD3_PYTHON, AUTD3_SOURCE_DIR "/tests/remote/armt7_peer.py", mode, arg1, arg2, NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  slurp(out, buf, cap);
+  close(out);
+  return wait_status(pid);
+}
+
+TEST(interop_published_python_client_v7) {
+  server_proc_t s;
+  server_start(&s, NULL, NULL);
+  static char buf[16384];
+  int st = run_armt7_peer("session", s.addr, "2", buf, sizeof buf);
+  server_stop(&s, SIGTERM);
+  if (st == 77 || st == 126) SKIP("%s: %s", AUTD3_PYTHON, buf);
+  if (st != 0) TEST_FAIL_("peer exit %d:\n%s\nserver:\n%s", st, buf, s.log);
+  ASSERT_CONTAINS(buf, "ok: autd3-link-remote 0.9");
+  ASSERT_CONTAINS(s.log, "ARMT v7 session with 2 device(s)");
+  ASSERT_CONTAINS(s.log, "closed the session"); /* a clean close (0x02), not a dropped connection */
+}
+
+TEST(interop_published_python_discovery) {
+  /* Multicast stays in a private namespace: loopback with multicast on and a 224.0.0.0/4 route. */
+  autd3_test_reexec_unshare("-rn", "interop_published_python_discovery");
+  if (system("ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo") != 0)
+    SKIP("cannot enable multicast on loopback in the private namespace");
+  server_proc_t s;
+  server_start(&s, "--advertise", "--advertise-instance=autd3-peer-test");
+  static char buf[16384];
+  int st = run_armt7_peer("discover", "autd3-peer-test", NULL, buf, sizeof buf);
+  server_stop(&s, SIGTERM);
+  if (st == 77 || st == 126) SKIP("%s: %s", AUTD3_PYTHON, buf);
+  if (st != 0) TEST_FAIL_("peer exit %d:\n%s\nserver:\n%s", st, buf, s.log);
+  char want[96];
+  snprintf(want, sizeof want, "discovered autd3-peer-test at %s", s.addr);
+  ASSERT_CONTAINS(buf, want);
+}
+
+TEST(interop_published_rust_server_v7) {
+  /* tests/peers/armt7-rust-server: crates.io autd3-rs-link-remote 0.9.0's RemoteServer over an echo link. */
+  if (!executable(AUTD3_ARMT7_RUST_SERVER))
+    SKIP("%s is not built (needs cargo: ctest builds it as peers.build_armt7_rust_server)", AUTD3_ARMT7_RUST_SERVER);
+  char addr[32];
+  snprintf(addr, sizeof addr, "127.0.0.1:%u", free_port());
+  char *argv[] = {(char *)AUTD3_ARMT7_RUST_SERVER, addr, NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE); /* protocol: the default, v7 */
+  o.u.remote.address = addr;
+  o.u.remote.timeout_ms = 5000;
+  o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_OFF; /* the reference server answers each request in turn */
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_t *l = NULL;
+  autd3_err_t err = AUTD3_E_CONNECT;
+  for (int i = 0; i < 200 && err == AUTD3_E_CONNECT; i++) { /* wait for it to listen (bounded) */
+    err = autd3_link_open(&o, g, &l);
+    if (err == AUTD3_E_CONNECT) usleep(50000);
+  }
+  ASSERT_OK(err);
+  static uint8_t tx[2 * 626];
+  uint8_t rx[4] = {0};
+  for (int k = 0; k < 20; k++) {
+    for (int d = 0; d < 2; d++) autd3_tx_encode(tx + d * 626, (uint8_t)(k + d), AUTD3_CMD_NOP, NULL, 0);
+    bool valid = false;
+    ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
+    ASSERT_TRUE(valid);
+    for (int d = 0; d < 2; d++) { /* echo: rx = the frame's first two bytes */
+      ASSERT_EQ(rx[2 * d], tx[d * 626]);
+      ASSERT_EQ(rx[2 * d + 1], tx[d * 626 + 1]);
+    }
+  }
+  autd3_link_status_t st;
+  ASSERT_OK(autd3_link_check_state(l, &st)); /* the v7 reply's device states */
+  ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
+  ASSERT_EQ(st.state[1], AUTD3_DEVICE_OP);
+  autd3_link_close(l);
+  /* a v3 link is told what the server speaks */
+  o.u.remote.protocol = AUTD3_REMOTE_PROTOCOL_V3;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_VERSION);
+  ASSERT_CONTAINS(autd3_last_error(), "ARMT v7 (autd3-sdk 0.9.0)");
+  autd3_geometry_free(g);
+  kill(pid, SIGTERM);
+  wait_status(pid);
+  close(out);
 }

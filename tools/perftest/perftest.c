@@ -56,6 +56,7 @@ typedef struct cli {
   const char *interface, *timing, *address, *twincat_server, *ams_net_id, *client_ams_net_id;
   int twincat_port;
   uint64_t emu_power_cycle; /* emulator: power-cycle the last device after this many sends; 0 = never */
+  uint32_t remote_protocol; /* 0 = the link's default (newest) */
 } cli_t;
 
 static void usage(FILE *f) {
@@ -90,7 +91,9 @@ static void usage(FILE *f) {
           "  --interface NAME       EtherCAT links: adapter (default auto)\n"
           "  --timing MODEL         emulator: default, pessimistic, ideal or\n"
           "                         take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now\n"
-          "  --address HOST:PORT    remote: server address (default 127.0.0.1:8080)\n"
+          "  --address HOST:PORT    remote: server address (default 127.0.0.1:8080); \"auto\": the first\n"
+          "                         server found by mDNS / DNS-SD within 2 s (autd3_remote_discover)\n"
+          "  --remote-protocol V    remote: ARMT version 3 or 7 (default: the newest, 7)\n"
           "  --twincat-server IP    twincat: remote TwinCAT host (default: local router)\n"
           "  --twincat-port PORT    twincat: ADS TCP port (default 48898)\n"
           "  --ams-net-id ID        twincat: AMS Net ID of the runtime\n"
@@ -142,7 +145,7 @@ static uint64_t parse_duration(const char *s) {
 enum {
   O_LINK = 256, O_DEVICES, O_COUNT, O_DURATION, O_MODE, O_INFLIGHT, O_CYCLE, O_SHIFT, O_WARMUP, O_DATALEN, O_SLEEP, O_CSV,
   O_JSON, O_PLOT, O_TIMEOUT, O_RESYNC, O_LL, O_RTPRIO, O_RTCORE, O_IFACE, O_TIMING, O_ADDR, O_TCSERVER, O_TCPORT, O_AMS,
-  O_CAMS, O_HELP, O_EMU_PC
+  O_CAMS, O_HELP, O_EMU_PC, O_RPROTO
 };
 
 static void parse_cli(int argc, char **argv, cli_t *c) {
@@ -154,8 +157,7 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       {"max-resync-rounds", 1, 0, O_RESYNC}, {"low-latency", 0, 0, O_LL}, {"rt-priority", 1, 0, O_RTPRIO},
       {"rt-core", 1, 0, O_RTCORE}, {"interface", 1, 0, O_IFACE}, {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR},
       {"twincat-server", 1, 0, O_TCSERVER}, {"twincat-port", 1, 0, O_TCPORT}, {"ams-net-id", 1, 0, O_AMS},
-      {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP},
-      {"emu-power-cycle", 1, 0, O_EMU_PC}, {0, 0, 0, 0}};
+  O_CAMS, O_HELP, O_EMU_PC, O_RPROTO
   memset(c, 0, sizeof *c);
   c->link = "emulator";
   c->devices = 1;
@@ -208,6 +210,7 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       case O_AMS: c->ams_net_id = optarg; break;
       case O_CAMS: c->client_ams_net_id = optarg; break;
       case O_EMU_PC: c->emu_power_cycle = parse_u64("--emu-power-cycle", optarg, UINT64_MAX); break;
+      case O_RPROTO: c->remote_protocol = (uint32_t)parse_u64("--remote-protocol", optarg, 7); break;
       case O_HELP: usage(stdout); exit(0);
       default: usage(stderr); exit(2);
     }
@@ -246,6 +249,18 @@ static autd3_link_option_t build_link_option(const cli_t *c, autd3_timing_model_
   if (!autd3_tool_link_option(&f, &o, err, sizeof err)) die("%s", err);
   if (kind == AUTD3_LINK_EMULATOR) *timing = o.u.emulator.timing;
   if (kind != AUTD3_LINK_EMULATOR && c->emu_power_cycle) die("--emu-power-cycle: only for --link emulator, not %s", c->link);
+  if (kind == AUTD3_LINK_REMOTE) {
+    o.u.remote.protocol = c->remote_protocol; /* the link range-checks it */
+    if (c->address && strcmp(c->address, "auto") == 0) {
+      static autd3_remote_found_t found[16];
+      size_t n = 0;
+      if (autd3_remote_discover(2000, found, 16, &n) != AUTD3_OK) die("--address auto: %s", autd3_last_error());
+      for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "found %s at %s (wire %u, %s)%s\n", found[i].instance, found[i].address, found[i].wire,
+                found[i].sdk[0] ? found[i].sdk : "sdk ?", i == 0 ? " <- using it" : "");
+      o.u.remote.address = found[0].address;
+    }
+  }
   return o;
 }
 

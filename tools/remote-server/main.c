@@ -1,6 +1,6 @@
 /*
  * autd3-remote-server: serves any libautd3 link to one Remote-link client at a
- * time over TCP (ARMT v3; see docs/remote.md and include/autd3/remote_server.h).
+ * time over TCP (ARMT v7 and v3; see docs/remote.md and include/autd3/remote_server.h).
  * The link flags are the same as autd3-perftest's.
  */
 #define _GNU_SOURCE
@@ -32,6 +32,9 @@ static void usage(FILE *f) {
           "\n"
           "  --listen ADDR          host:port or [v6]:port to listen on (default 127.0.0.1:8080;\n"
           "                         use 0.0.0.0:8080 to accept other machines; port 0 = any)\n"
+          "  --advertise            announce the server by mDNS / DNS-SD (_autd3._tcp.local., TXT wire, sdk) so\n"
+          "                         clients find it (autd3-perftest --address auto); off by default\n"
+          "  --advertise-instance NAME  the instance name to announce (default autd3-HOSTNAME-PORT)\n"
           "  --devices N            open the link now with N devices and keep it cycling between\n"
           "                         clients; clients must send N devices. Default: open the link\n"
           "                         when a client connects, with its geometry's device count\n"
@@ -77,7 +80,7 @@ static long long num(const char *opt, const char *s, long long lo, long long hi)
   return v;
 }
 
-enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_HELP };
+enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_ADV, O_ADVI, O_HELP };
 
 int main(int argc, char **argv) {
   autd3_remote_server_option_t so = autd3_remote_server_option_default();
@@ -90,11 +93,14 @@ int main(int argc, char **argv) {
       {"log-lines-per-s", 1, 0, O_LOGR}, {"pickup-percent", 1, 0, O_PICKUP}, {"min-period-us", 1, 0, O_MINP},
       {"link", 1, 0, O_LINK}, {"cycle-us", 1, 0, O_CYCLE}, {"shift-us", 1, 0, O_SHIFT}, {"interface", 1, 0, O_IFACE},
       {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR}, {"twincat-server", 1, 0, O_TCS}, {"twincat-port", 1, 0, O_TCP},
-      {"ams-net-id", 1, 0, O_AMS}, {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+      {"ams-net-id", 1, 0, O_AMS}, {"client-ams-net-id", 1, 0, O_CAMS}, {"advertise", 0, 0, O_ADV},
+      {"advertise-instance", 1, 0, O_ADVI}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
       case O_LISTEN: so.listen = optarg; break;
+      case O_ADV: so.advertise = 1; break;
+      case O_ADVI: so.advertise_instance = optarg; break;
       case O_DEVICES: so.devices = (uint16_t)num("--devices", optarg, 1, AUTD3_MAX_DEVICES); break;
       case O_HS: so.handshake_timeout_ms = (uint32_t)num("--handshake-timeout-ms", optarg, 1, 3600000); break;
       case O_STALL: so.stall_timeout_ms = (uint32_t)num("--stall-timeout-ms", optarg, 1, 3600000); break;
@@ -156,7 +162,7 @@ int main(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
   const char *host_end = strrchr(so.listen, ':');
-  fprintf(stderr, "autd3-remote-server: listening on %.*s:%u (ARMT v3), link %s%s\n",
+  fprintf(stderr, "autd3-remote-server: listening on %.*s:%u (ARMT v7 and v3), link %s%s\n",
           host_end ? (int)(host_end - so.listen) : (int)strlen(so.listen), so.listen, autd3_remote_server_port(g_server), link,
           so.devices ? "" : " (opened per client)");
   err = autd3_remote_server_run(g_server);

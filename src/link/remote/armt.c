@@ -1,14 +1,18 @@
 /*
- * ARMT v3 codec (see armt.h). Byte layouts follow shinolab/autd3-sdk
- * crates/autd3-rs-link-remote/src/wire.rs (encode_geometry / read_geometry)
- * and link.rs / server.rs (hello = magic then one version byte, u16 reply).
+ * ARMT v3 + v7 codec (see armt.h). Byte layouts follow shinolab/autd3-sdk
+ * crates/autd3-rs-link-remote/src/wire.rs (encode_geometry / read_geometry;
+ * v7: encode_hello / read_hello, encode_session_ok / _reject,
+ * encode_reply_header, encode_device_state; crate 0.9.0) and link.rs /
+ * server.rs (v3 hello = magic then one version byte, u16 reply).
  */
 #include "link/remote/armt.h"
+
+#include "autd3/link.h"
 
 #include <stdio.h>
 #include <string.h>
 
-enum { S_HELLO, S_COUNT, S_TCOUNT, S_SKIP, S_TAG, S_FRAME, S_CLOSED, S_ERROR };
+enum { S_HELLO, S_SDKLEN, S_SDK, S_COUNT, S_TCOUNT, S_SKIP, S_TAG, S_FRAME, S_CLOSED, S_ERROR };
 
 static void put_u16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;
@@ -22,22 +26,28 @@ static void put_f32(uint8_t *p, float f) {
   memcpy(&v, &f, 4);
   put_u32(p, v);
 }
+static void put_u64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint64_t get_u64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
 static uint32_t get_u32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-size_t armt__hello_bytes(const autd3_geometry_t *g) {
-  size_t n = autd3_geometry_num_devices(g), total = ARMT_HELLO_BYTES + 4;
+size_t armt__geometry_bytes(const autd3_geometry_t *g) {
+  size_t n = autd3_geometry_num_devices(g), total = 4;
   for (size_t d = 0; d < n; d++) total += 4 + autd3_geometry_num_transducers(g, d) * ARMT_TRANSDUCER_BYTES;
   return total;
 }
 
-size_t armt__encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
-  size_t need = armt__hello_bytes(g);
+size_t armt__encode_geometry(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
+  size_t need = armt__geometry_bytes(g);
   if (out == NULL || cap < need) return 0;
-  memcpy(out, ARMT_MAGIC, 4);
-  out[4] = (uint8_t)ARMT_VERSION;
-  size_t n = autd3_geometry_num_devices(g), at = ARMT_HELLO_BYTES;
+  size_t n = autd3_geometry_num_devices(g), at = 0;
   put_u32(out + at, (uint32_t)n);
   at += 4;
   for (size_t d = 0; d < n; d++) {
@@ -54,6 +64,85 @@ size_t armt__encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
     }
   }
   return at;
+}
+
+size_t armt__hello_bytes(const autd3_geometry_t *g) { return ARMT_HELLO_BYTES + armt__geometry_bytes(g); }
+
+size_t armt__encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
+  size_t need = armt__hello_bytes(g);
+  if (out == NULL || cap < need) return 0;
+  memcpy(out, ARMT_MAGIC, 4);
+  out[4] = (uint8_t)ARMT_VERSION;
+  return ARMT_HELLO_BYTES + armt__encode_geometry(g, out + ARMT_HELLO_BYTES, cap - ARMT_HELLO_BYTES);
+}
+
+size_t armt__encode_hello7(const char *sdk, uint8_t *out, size_t cap) {
+  size_t len = sdk ? strlen(sdk) : 0;
+  if (len > ARMT7_SDK_MAX) len = ARMT7_SDK_MAX; /* wire.rs: a u8 length */
+  if (out == NULL || cap < 6 + len) return 0;
+  memcpy(out, ARMT_MAGIC, 4);
+  out[4] = (uint8_t)ARMT_VERSION_7;
+  out[5] = (uint8_t)len;
+  if (len) memcpy(out + 6, sdk, len);
+  return 6 + len;
+}
+
+size_t armt__encode_session7(uint8_t *out, size_t cap, uint8_t code, uint16_t n, const char *text) {
+  if (code == ARMT7_SESSION_OK) {
+    if (cap < 3) return 0;
+    out[0] = 0;
+    put_u16(out + 1, n);
+    return 3;
+  }
+  size_t len = text ? strlen(text) : 0;
+  if (len > ARMT_REFUSAL_TEXT_MAX) len = ARMT_REFUSAL_TEXT_MAX;
+  if (cap < 3 + len) return 0;
+  out[0] = code;
+  put_u16(out + 1, (uint16_t)len);
+  if (len) memcpy(out + 3, text, len);
+  return 3 + len;
+}
+
+void armt__encode_reply7_header(uint8_t out[ARMT7_REPLY_HEADER_BYTES], const armt7_status_t *st) {
+  out[0] = st->rx_valid ? 1 : 0;
+  put_u64(out + 1, st->dc_time_ns);
+  out[9] = st->recovering ? 1 : 0;
+  const uint64_t c[5] = {st->recoveries, st->stale_cycles, st->lost_cycles, st->phase_excursions, st->worst_phase_deviation_ns};
+  for (int i = 0; i < 5; i++) put_u64(out + 10 + 8 * i, c[i]);
+}
+
+void armt__decode_reply7_header(const uint8_t in[ARMT7_REPLY_HEADER_BYTES], armt7_status_t *st) {
+  st->rx_valid = in[0] != 0; /* link.rs: buf[0] != 0 */
+  st->dc_time_ns = get_u64(in + 1);
+  st->recovering = in[9] != 0;
+  st->recoveries = get_u64(in + 10);
+  st->stale_cycles = get_u64(in + 18);
+  st->lost_cycles = get_u64(in + 26);
+  st->phase_excursions = get_u64(in + 34);
+  st->worst_phase_deviation_ns = get_u64(in + 42);
+}
+
+uint8_t armt__encode_device_state7(uint8_t state, uint8_t al_bits) {
+  switch (state) {
+    case AUTD3_DEVICE_OP: return ARMT7_DEV_OP;
+    case AUTD3_DEVICE_SAFE_OP: return ARMT7_DEV_SAFE_OP;
+    case AUTD3_DEVICE_SAFE_OP_ERROR: return ARMT7_DEV_SAFE_OP_ERROR;
+    case AUTD3_DEVICE_LOST: return ARMT7_DEV_LOST;
+    default: return (uint8_t)(ARMT7_DEV_OTHER_TAG | (al_bits & ARMT7_DEV_OTHER_MASK));
+  }
+}
+
+uint8_t armt__decode_device_state7(uint8_t byte, uint8_t *al_bits) {
+  *al_bits = 0;
+  switch (byte) {
+    case ARMT7_DEV_OP: return AUTD3_DEVICE_OP;
+    case ARMT7_DEV_SAFE_OP: return AUTD3_DEVICE_SAFE_OP;
+    case ARMT7_DEV_SAFE_OP_ERROR: return AUTD3_DEVICE_SAFE_OP_ERROR;
+    case ARMT7_DEV_LOST: return AUTD3_DEVICE_LOST;
+    default: /* wire.rs decode_device_state: anything else is Other(bits & 0x1f), never a healthy state */
+      *al_bits = (uint8_t)(byte & ARMT7_DEV_OTHER_MASK);
+      return AUTD3_DEVICE_OTHER;
+  }
 }
 
 size_t armt__encode_refusal(uint8_t *out, size_t cap, uint8_t reason, const char *text) {
@@ -76,7 +165,7 @@ void armt__parser_init(armt_parser_t *p, uint32_t max_devices) {
 void armt__parser_set_frame(armt_parser_t *p, uint8_t *dst) { p->frame = dst; }
 
 bool armt__parser_mid_message(const armt_parser_t *p) {
-  return p->state == S_HELLO || p->state == S_COUNT || p->state == S_TCOUNT || p->state == S_SKIP || p->state == S_FRAME;
+  return p->state == S_HELLO || p->state == S_SDKLEN || p->state == S_SDK || p->state == S_COUNT || p->state == S_TCOUNT || p->state == S_SKIP || p->state == S_FRAME;
 }
 
 static size_t fail(armt_parser_t *p, armt_err_kind_t kind, size_t used, armt_event_t *ev) {
@@ -116,13 +205,43 @@ size_t armt__parser_feed(armt_parser_t *p, const uint8_t *buf, size_t len, armt_
           return fail(p, ARMT_ERR_MAGIC, i, ev);
         }
         p->peer_version = p->head[4];
-        if (p->peer_version != ARMT_VERSION) {
-          snprintf(p->error, sizeof p->error, "ARMT protocol version %u is not supported (this server speaks %u)",
-                   p->peer_version, ARMT_VERSION);
+        if (p->peer_version == ARMT_VERSION) {
+          p->state = S_COUNT;
+          break;
+        }
+        if (p->peer_version < 4) {
+          snprintf(p->error, sizeof p->error, "ARMT protocol version %u is not supported (this server speaks 3 and 7)",
+                   p->peer_version);
+          return fail(p, ARMT_ERR_VERSION, i, ev);
+        }
+        /* Versions from 4 on open with "ARMT" ver len sdk (wire.rs read_hello): read it whole, so that a peer of
+         * another version still gets our hello and reports the mismatch itself. */
+        p->state = S_SDKLEN;
+        break;
+      case S_SDKLEN:
+      case S_SDK: {
+        if (p->state == S_SDKLEN) {
+          p->sdk_len = buf[i++];
+          p->have = 0;
+          p->state = S_SDK;
+        }
+        while (p->have < p->sdk_len && i < len) {
+          uint8_t c = buf[i++];
+          if (p->have < sizeof p->peer_sdk - 1) p->peer_sdk[p->have] = (c >= 0x20 && c < 0x7F) ? (char)c : '?';
+          p->have++;
+        }
+        if (p->have < p->sdk_len) break;
+        p->peer_sdk[p->have < sizeof p->peer_sdk - 1 ? p->have : sizeof p->peer_sdk - 1] = 0;
+        p->have = 0;
+        if (p->peer_version != ARMT_VERSION_7) {
+          snprintf(p->error, sizeof p->error, "ARMT version %u (autd3-sdk %.40s) not supported (this server speaks 3 and 7)",
+                   p->peer_version, p->peer_sdk);
           return fail(p, ARMT_ERR_VERSION, i, ev);
         }
         p->state = S_COUNT;
-        break;
+        *ev = ARMT_EV_HELLO;
+        return i;
+      }
       case S_COUNT:
         if (!collect(p, 4, buf, len, &i)) break;
         p->have = 0;

@@ -1,17 +1,21 @@
 /*
  * The Remote link: relays every bus cycle over TCP to autd3-remote-server
- * (or any ARMT v3 server, e.g. autd3-rs-link-remote 0.1-0.4's RemoteServer),
- * which drives the real link. Protocol: armt.h. Behaviour follows
- * shinolab/autd3-sdk crates/autd3-rs-link-remote/src/link.rs: connect (with
- * the timeout if set, which then also bounds every read and write),
- * TCP_NODELAY, hello + geometry, u16 device count (0 = error), then one
- * request/reply per cycle; 0x02 on close. The server paces the cycles, so
+ * (or any ARMT server of its version: autd3-rs-link-remote 0.1-0.4's
+ * RemoteServer for v3, 0.5-0.9's for v7), which drives the real link.
+ * Protocol: armt.h. Behaviour follows shinolab/autd3-sdk
+ * crates/autd3-rs-link-remote/src/link.rs: connect (with the timeout if set,
+ * which then also bounds every read and write), TCP_NODELAY; v3: hello +
+ * geometry, u16 device count (0 = error); v7 (crate 0.9.0 link.rs): hello,
+ * the server's hello (its version must be 7), geometry, session reply; then
+ * one request/reply per cycle; 0x02 on close. v7 replies also carry the
+ * devices' states, which check_state reports. The server paces the cycles, so
  * cycle() here does not sleep: it blocks on the reply. Optionally (see
  * autd3_remote_pipeline_t) one request is kept in flight ahead of the caller
  * (AUTO: only while the caller streams, see remote_cycle); the protocol
  * allows it because replies come back in order.
  */
 #define _GNU_SOURCE
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +43,17 @@ typedef struct remote_link {
   uint64_t last_reply_ns, last_iv_ns, period_ns, win_min_ns;
   uint32_t win_n;
   size_t tx_bytes, rx_bytes;
-  uint8_t *reply; /* 1 + N x 2 */
+  uint8_t *reply;     /* v3: 1 + N x 2; v7: 50 + N + N x 2 */
+  size_t reply_bytes; /* whole reply */
+  size_t rx_off;      /* where rx starts in it */
+  unsigned version;   /* 3 or 7 */
+  /* v7: the devices' states of the last reply (bus thread writes, check_state reads from any thread) */
+  _Atomic uint8_t state[AUTD3_MAX_DEVICES], al[AUTD3_MAX_DEVICES];
+  _Atomic uint64_t recoveries;
   char addr[128];
 } remote_link_t;
+
+static void publish_states(remote_link_t *l);
 
 static uint64_t deadline_of(uint32_t timeout_ms) {
   return timeout_ms ? autd3__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
@@ -68,8 +80,8 @@ static autd3_err_t io_error(remote_link_t *l, autd3_err_t err, const char *doing
 
 static autd3_err_t read_reply(remote_link_t *l, uint64_t deadline) {
   size_t got = 0;
-  autd3_err_t err = autd3__net_read_all(l->fd, l->reply, 1 + l->rx_bytes, deadline, &got);
-  if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, 1 + l->rx_bytes);
+  autd3_err_t err = autd3__net_read_all(l->fd, l->reply, l->reply_bytes, deadline, &got);
+  if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, l->reply_bytes);
   uint64_t now = autd3__now_ns();
   if (l->last_reply_ns) {
     l->last_iv_ns = now - l->last_reply_ns;
@@ -166,12 +178,38 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
     *rx_valid = false;
   } else {
     if ((err = read_reply(l, deadline)) != AUTD3_OK) return err;
-    *rx_valid = l->reply[0] != 0; /* link.rs: valid[0] != 0 */
-    memcpy(rx, l->reply + 1, l->rx_bytes);
+    *rx_valid = l->reply[0] != 0; /* link.rs: valid[0] != 0 (both versions) */
+    memcpy(rx, l->reply + l->rx_off, l->rx_bytes);
+    if (l->version == ARMT_VERSION_7) publish_states(l);
   }
   if (l->follow && !send) l->pipelined = false;
   autd3_link_count_cycle(base, *rx_valid, false);
   if (l->auto_phase < 2 && (err = auto_step(l, deadline)) != AUTD3_OK) return err;
+  return AUTD3_OK;
+}
+
+/* v7: keep the states and the recovery count of the reply just read for check_state (relaxed: each is a snapshot). */
+static void publish_states(remote_link_t *l) {
+  armt7_status_t st;
+  armt__decode_reply7_header(l->reply, &st);
+  const uint8_t *states = l->reply + ARMT7_REPLY_HEADER_BYTES;
+  for (size_t d = 0; d < l->base.num_devices; d++) {
+    uint8_t al = 0, s = armt__decode_device_state7(states[d], &al);
+    atomic_store_explicit(&l->state[d], s, memory_order_relaxed);
+    atomic_store_explicit(&l->al[d], al, memory_order_relaxed);
+  }
+  atomic_store_explicit(&l->recoveries, st.recoveries, memory_order_relaxed);
+}
+
+/* v3: nothing filled, so every device reads AUTD3_DEVICE_UNKNOWN (the server forwards no states); v7: the last reply's states. */
+static autd3_err_t remote_check_state(struct autd3_link *base, autd3_link_status_t *out) {
+  remote_link_t *l = (remote_link_t *)base;
+  if (l->version != ARMT_VERSION_7) return AUTD3_OK;
+  for (size_t d = 0; d < base->num_devices; d++) {
+    out->state[d] = atomic_load_explicit(&l->state[d], memory_order_relaxed);
+    out->al_state[d] = atomic_load_explicit(&l->al[d], memory_order_relaxed);
+  }
+  out->recoveries = atomic_load_explicit(&l->recoveries, memory_order_relaxed);
   return AUTD3_OK;
 }
 
@@ -189,7 +227,8 @@ static void remote_close(struct autd3_link *base) {
   free(l);
 }
 
-static const autd3_link_vtable_t remote_vt = {.cycle = remote_cycle, .check_state = NULL, .close = remote_close, .wait_next_cycle = remote_wait};
+static const autd3_link_vtable_t remote_vt = {
+    .cycle = remote_cycle, .check_state = remote_check_state, .close = remote_close, .wait_next_cycle = remote_wait};
 
 /* Make sense of a handshake reply that is not a plain u16 device count. */
 static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t want_n, uint64_t deadline) {
@@ -242,6 +281,91 @@ static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t 
   return AUTD3_OK;
 }
 
+/* Read a v3-format refusal trailer whose first `have` bytes (u16 0, reason, u16 length, text...) are in `b`. Our
+ * server sends one before any hello when its connection table is full, whatever the client's version. */
+static autd3_err_t v3_refusal(remote_link_t *l, const uint8_t *b, size_t have, uint64_t deadline) {
+  char text[ARMT_REFUSAL_TEXT_MAX + 1] = "";
+  size_t len = (size_t)(b[3] | b[4] << 8), got = have - 5;
+  if (len > ARMT_REFUSAL_TEXT_MAX) len = ARMT_REFUSAL_TEXT_MAX;
+  if (got > len) got = len;
+  memcpy(text, b + 5, got);
+  size_t more = 0;
+  if (got < len) (void)autd3__net_read_all(l->fd, text + got, len - got, deadline, &more);
+  text[got + more] = 0;
+  autd3_err_t code = b[2] == ARMT_REFUSE_BUSY ? AUTD3_E_BUSY : AUTD3_E_REMOTE;
+  return autd3_set_error(code, "remote %s: the server refused the session: %s", l->addr, text);
+}
+
+/* v7 (autd3-rs-link-remote 0.9.0 link.rs open): hello, the server's hello, geometry, session reply. */
+static autd3_err_t handshake7(remote_link_t *l, const autd3_geometry_t *g, size_t n, uint64_t deadline) {
+  uint8_t h[ARMT7_HELLO_MAX];
+  char sdk[64];
+  snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
+  size_t hl = armt__encode_hello7(sdk, h, sizeof h), got = 0;
+  autd3_err_t err = autd3__net_write_all(l->fd, h, hl, deadline, NULL);
+  if (err) return io_error(l, err, "sending the hello", 0, hl);
+  uint8_t r[6];
+  if ((err = autd3__net_read_all(l->fd, r, 6, deadline, &got)) != AUTD3_OK) {
+    if (err == AUTD3_E_PEER_CLOSED && got == 0)
+      return autd3_set_error(AUTD3_E_VERSION,
+                             "remote %s: the server closed the connection on our ARMT v7 hello: it may speak only v3 "
+                             "(autd3-rs-link-remote 0.1-0.4 does so); set the Remote option protocol = 3 for it",
+                             l->addr);
+    if (err == AUTD3_E_PEER_CLOSED && got >= 5 && r[0] == 0 && r[1] == 0) return v3_refusal(l, r, got, deadline);
+    return io_error(l, err, "waiting for the server's hello", got, 6);
+  }
+  if (memcmp(r, ARMT_MAGIC, 4) != 0) {
+    if (r[0] == 0 && r[1] == 0) return v3_refusal(l, r, 6, deadline);
+    if (r[0] == 0xFF)
+      return autd3_set_error(AUTD3_E_VERSION, "remote %s: the server speaks the legacy AUTD3REMOTE v1 protocol (autd3 v38), not ARMT",
+                             l->addr);
+    return autd3_set_error(AUTD3_E_VERSION, "remote %s: the server answered the ARMT v7 hello with %02x %02x %02x %02x: not an ARMT server",
+                           l->addr, r[0], r[1], r[2], r[3]);
+  }
+  char peer_sdk[256] = "";
+  size_t sl = 0;
+  (void)autd3__net_read_all(l->fd, peer_sdk, r[5], deadline, &sl);
+  peer_sdk[sl] = 0;
+  if (r[4] != ARMT_VERSION_7)
+    return autd3_set_error(AUTD3_E_VERSION,
+                           "remote %s: the server speaks ARMT v%u (autd3-sdk %s); this link is set to v7%s", l->addr, r[4],
+                           peer_sdk, r[4] == ARMT_VERSION ? " (set the Remote option protocol = 3 for this server)" : "");
+  size_t gl = armt__geometry_bytes(g);
+  uint8_t *gb = malloc(gl);
+  if (gb == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote: out of memory");
+  (void)armt__encode_geometry(g, gb, gl);
+  err = autd3__net_write_all(l->fd, gb, gl, deadline, NULL);
+  free(gb);
+  if (err) return io_error(l, err, "sending the geometry", 0, gl);
+  uint8_t sr[3];
+  if ((err = autd3__net_read_all(l->fd, sr, 3, deadline, &got)) != AUTD3_OK) return io_error(l, err, "waiting for the session reply", got, 3);
+  uint16_t v = (uint16_t)(sr[1] | sr[2] << 8);
+  if (sr[0] == ARMT7_SESSION_OK) {
+    if (v == n) return AUTD3_OK;
+    return autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "remote %s: the server drives %u device(s) but the geometry has %zu",
+                           l->addr, v, n);
+  }
+  char text[ARMT_REFUSAL_TEXT_MAX + 1] = "";
+  size_t tl = v > ARMT_REFUSAL_TEXT_MAX ? ARMT_REFUSAL_TEXT_MAX : v;
+  got = 0;
+  (void)autd3__net_read_all(l->fd, text, tl, deadline, &got);
+  text[got] = 0;
+  autd3_err_t code = AUTD3_E_REMOTE;
+  const char *kind = "server error";
+  switch (sr[0]) { /* error.rs RejectKind */
+    case ARMT7_SESSION_BUS_CLOSED: kind = "the bus is closed"; break;
+    case ARMT7_SESSION_DEVICE_COUNT: kind = "device count mismatch", code = AUTD3_E_DEVICE_COUNT_MISMATCH; break;
+    case ARMT7_SESSION_BUS_UNAVAILABLE:
+      kind = "the bus is unavailable";
+      /* our server's "busy" has no v7 code of its own: it comes as bus unavailable with this text */
+      if (strncmp(text, "server busy", 11) == 0) code = AUTD3_E_BUSY;
+      break;
+    case ARMT7_SESSION_INTERNAL: break;
+    default: kind = "unknown reason"; break;
+  }
+  return autd3_set_error(code, "remote %s: the server refused the session (%s, code %u): %s", l->addr, kind, sr[0], text);
+}
+
 autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_geometry_t *g, struct autd3_link **out) {
   const autd3_remote_option_t *ro = &o->u.remote;
   const char *addr = ro->address ? ro->address : "127.0.0.1:8080";
@@ -254,23 +378,35 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
     free(l);
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote: pipeline = %d: must be AUTO (0), OFF (1) or ON (2)", (int)ro->pipeline);
   }
+  if (ro->protocol != AUTD3_REMOTE_PROTOCOL_NEWEST && ro->protocol != AUTD3_REMOTE_PROTOCOL_V3 &&
+      ro->protocol != AUTD3_REMOTE_PROTOCOL_V7) {
+    free(l);
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote: protocol = %u: must be 0 (newest), 3 or 7", ro->protocol);
+  }
+  l->version = ro->protocol == AUTD3_REMOTE_PROTOCOL_V3 ? ARMT_VERSION : ARMT_VERSION_7;
   l->pipelined = ro->pipeline == AUTD3_REMOTE_PIPELINE_ON;
   l->auto_phase = ro->pipeline == AUTD3_REMOTE_PIPELINE_AUTO ? 0 : 2;
   snprintf(l->addr, sizeof l->addr, "%s", addr);
   l->tx_bytes = n * AUTD3_TX_FRAME_BYTES;
   l->rx_bytes = n * AUTD3_RX_FRAME_BYTES;
-  l->reply = malloc(1 + l->rx_bytes);
+  l->rx_off = l->version == ARMT_VERSION_7 ? ARMT7_REPLY_HEADER_BYTES + n : 1;
+  l->reply_bytes = l->rx_off + l->rx_bytes;
+  l->reply = malloc(l->reply_bytes);
   if (l->auto_phase == 0) l->last_tx = calloc(1, l->tx_bytes); /* for follow, which only AUTO enables */
-  size_t hello_len = armt__hello_bytes(g);
+  size_t hello_len = l->version == ARMT_VERSION ? armt__hello_bytes(g) : 1;
   uint8_t *hello = malloc(hello_len);
   autd3_err_t err = AUTD3_OK;
   if (l->reply == NULL || hello == NULL || (l->auto_phase == 0 && l->last_tx == NULL)) {
     err = autd3_set_error(AUTD3_E_NOMEM, "remote: out of memory");
     goto fail;
   }
-  (void)armt__encode_hello(g, hello, hello_len);
+  if (l->version == ARMT_VERSION) (void)armt__encode_hello(g, hello, hello_len);
   if ((err = autd3__net_connect_addr(addr, ro->timeout_ms, "remote", " (is autd3-remote-server running there?)", &l->fd)) != AUTD3_OK) goto fail;
   uint64_t deadline = deadline_of(ro->timeout_ms);
+  if (l->version == ARMT_VERSION_7) {
+    if ((err = handshake7(l, g, n, deadline)) != AUTD3_OK) goto fail;
+    goto opened;
+  }
   if ((err = autd3__net_write_all(l->fd, hello, hello_len, deadline, NULL)) != AUTD3_OK) {
     err = io_error(l, err, "sending the hello and geometry", 0, hello_len);
     goto fail;
@@ -288,6 +424,7 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
     goto fail;
   }
   if ((err = handshake_reply(l, r, n, deadline)) != AUTD3_OK) goto fail;
+opened:
   free(hello);
   autd3_link_init(&l->base, &remote_vt, AUTD3_LINK_REMOTE, (uint16_t)n);
   *out = &l->base;
