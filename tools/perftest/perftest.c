@@ -157,7 +157,8 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       {"max-resync-rounds", 1, 0, O_RESYNC}, {"low-latency", 0, 0, O_LL}, {"rt-priority", 1, 0, O_RTPRIO},
       {"rt-core", 1, 0, O_RTCORE}, {"interface", 1, 0, O_IFACE}, {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR},
       {"twincat-server", 1, 0, O_TCSERVER}, {"twincat-port", 1, 0, O_TCPORT}, {"ams-net-id", 1, 0, O_AMS},
-  O_CAMS, O_HELP, O_EMU_PC, O_RPROTO
+      {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP},
+      {"emu-power-cycle", 1, 0, O_EMU_PC}, {"remote-protocol", 1, 0, O_RPROTO}, {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
   c->link = "emulator";
   c->devices = 1;
