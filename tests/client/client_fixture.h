@@ -77,6 +77,9 @@ __attribute__((unused)) static struct {
   /* The last tx image of device 0, and what the devices showed when the link
    * was closed (for close's silencing frame). */
   uint8_t last_tx0[AUTD3_TX_FRAME_BYTES];
+  /* The first blind_cycles cycles reach no device: as if SYNC0 started late
+   * and every image before its first edge were replaced unseen. */
+  uint32_t blind_cycles;
   uint8_t closed_ack[AUTD3_MAX_DEVICES], closed_data[AUTD3_MAX_DEVICES];
 } fx_tl = {.num_devices_override = -1, .fail_after_cycles = -1};
 
@@ -124,6 +127,8 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
     }
   }
   memcpy(fx_tl.last_tx0, tx, AUTD3_TX_FRAME_BYTES);
+  if (fx_tl.blind_cycles > 0) fx_tl.blind_cycles--;
+  else
   for (uint16_t d = 0; d < t->n; d++) {
     autd3_dev_recv_frame(&t->devs[d], tx + (size_t)d * AUTD3_TX_FRAME_BYTES, now);
     rx[d * 2] = t->devs[d].ack;

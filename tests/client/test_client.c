@@ -105,6 +105,26 @@ TEST(handshake_low_latency_sequence) {
   autd3_geometry_free(g);
 }
 
+/* A device takes its output image at SYNC0; before the first edge every image
+ * is replaced unseen (docs/device-model.md "Before the first SYNC0"). The
+ * handshake holds its SetMode until it is acked, so a late SYNC0 (here 40
+ * cycles, past the reference's max(timeout_cycles, 2) = 10) cannot lose it. */
+TEST(setmode_survives_late_first_sync0) {
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_geometry_t *g = fx_geometry(2);
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.low_latency = true;
+  fx_tl.blind_cycles = 40;
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
+  for (int d = 0; d < 2; d++) {
+    ASSERT_EQ(fx_tl_last->devs[d].mode, AUTD3_MODE_LOW_LATENCY);
+    ASSERT_EQ(fx_tl_last->devs[d].counters.executed, FX_OPEN_EXECUTED);
+  }
+  ASSERT_OK(autd3_client_close(c));
+  autd3_geometry_free(g);
+}
+
 TEST(low_latency_emulator) {
   autd3_client_config_t cfg = autd3_client_config_default();
   cfg.low_latency = true;
