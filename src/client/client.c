@@ -417,7 +417,11 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
   pthread_mutex_lock(&c->send_lock);
   uint32_t t = atomic_load_explicit(&c->ring_tail, memory_order_relaxed);
   bool pushed = false;
-  if (!(t & AUTD3__RING_CLOSED)) {
+  /* Once close has begun (magic cleared, before it pushes its silencing
+   * frame under this lock), nothing else is pushed: the silencing frame is
+   * the last frame the devices get, whatever other threads were doing. */
+  bool open = deadline != NULL || atomic_load(&c->magic) == AUTD3__CLIENT_MAGIC;
+  if (!(t & AUTD3__RING_CLOSED) && open) {
     c->ring[t % AUTD3__RING_CAP] = r->index;
     pushed = atomic_compare_exchange_strong_explicit(&c->ring_tail, &t, (t + 1) & AUTD3__RING_MASK, memory_order_release,
                                                      memory_order_relaxed);

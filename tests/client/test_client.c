@@ -460,6 +460,39 @@ TEST(close_silences_every_device) {
   autd3_geometry_free(g);
 }
 
+typedef struct {
+  autd3_client_t *c;
+  atomic_int sent;
+} racing_sender_t;
+
+static void *racing_sender(void *arg) {
+  racing_sender_t *b = arg;
+  autd3_frame_t f = bench_frame();
+  while (autd3_client_send(b->c, &f, NULL) == AUTD3_OK) atomic_fetch_add(&b->sent, 1);
+  return NULL;
+}
+
+/* Senders on other threads, some blocked on back-pressure, while close runs:
+ * nothing they send may reach a device after the silencing frame. */
+TEST(close_silencing_frame_is_the_last_frame) {
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_geometry_t *g = fx_geometry(2);
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.max_inflight = 2; /* the senders block on back-pressure most of the time */
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
+  racing_sender_t b = {.c = c};
+  atomic_init(&b.sent, 0);
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) ASSERT_EQ(pthread_create(&th[i], NULL, racing_sender, &b), 0);
+  while (atomic_load(&b.sent) < 50) autd3__sleep_ns(1000000);
+  ASSERT_OK(autd3_client_close(c));
+  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  ASSERT_EQ(fx_tl.last_tx0[1], AUTD3_CMD_WRITE_PATTERN_FUSED);
+  for (int d = 0; d < 2; d++) ASSERT_EQ(fx_tl.closed_ack[d], fx_tl.last_tx0[0]);
+  autd3_geometry_free(g);
+}
+
 TEST(close_reports_device_not_silenced) {
   autd3_client_config_t cfg = autd3_client_config_default();
   cfg.close_timeout_ms = 50;
