@@ -142,7 +142,12 @@ AUTD3_EXTERN autd3_err_t autd3_request_detach(autd3_request_t *req);
 /** Stop-and-wait: send, wait, then autd3_response_check(). `resp` may be NULL. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *frame, autd3_response_t *resp);
 
-/** Read every device's CPU and FPGA firmware versions (exclusive reads). `out` has N entries. Blocks. */
+/**
+ * Read every device's CPU and FPGA firmware versions (exclusive reads, the
+ * reference's sequence: each FPGA read checked through the error detail; an
+ * FPGA that answers UnknownCmd reads as 0.0.0, "unknown"). `out` has N
+ * entries. Blocks.
+ */
 AUTD3_EXTERN autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out);
 /** Read every device's latched error detail (exclusive read). `out` has N bytes. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out);

@@ -661,22 +661,9 @@ static autd3_err_t read_exclusive(autd3_client_t *c, uint8_t cmd, uint8_t *out, 
 
 autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_firmware_version: NULL argument");
-  static const struct {
-    uint8_t cmd;
-    size_t off;
-  } reads[] = {
-      {AUTD3_CMD_READ_CPU_FW_VERSION_MAJOR, offsetof(autd3_fw_version_t, cpu_major)},
-      {AUTD3_CMD_READ_CPU_FW_VERSION_MINOR, offsetof(autd3_fw_version_t, cpu_minor)},
-      {AUTD3_CMD_READ_CPU_FW_VERSION_PATCH, offsetof(autd3_fw_version_t, cpu_patch)},
-      {AUTD3_CMD_READ_FPGA_FW_VERSION_MAJOR, offsetof(autd3_fw_version_t, fpga_major)},
-      {AUTD3_CMD_READ_FPGA_FW_VERSION_MINOR, offsetof(autd3_fw_version_t, fpga_minor)},
-      {AUTD3_CMD_READ_FPGA_FW_VERSION_PATCH, offsetof(autd3_fw_version_t, fpga_patch)},
-  };
-  for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
-    autd3_err_t err = read_exclusive(c, reads[i].cmd, (uint8_t *)out + reads[i].off, sizeof *out);
-    if (err != AUTD3_OK) return err;
-  }
-  return AUTD3_OK;
+  bool known[AUTD3_MAX_DEVICES];
+  uint8_t functions[AUTD3_MAX_DEVICES];
+  return autd3__client_read_identity(c, out, known, functions); /* session.c: the 0.9 reads */
 }
 
 autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out) {

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "autd3/client.h"
+#include "autd3/emulator.h" /* autd3_fw_version_t */
 #include "autd3/link_driver.h"
 #include "platform/platform.h"
 
@@ -203,6 +204,10 @@ autd3_err_t autd3__client_read_exclusive(struct autd3_client *c, uint8_t cmd, ui
 /* session.c: the open sequence after the handshake (identity reads, optional
  * series check, Clear, Synchronize), and close's silencing. */
 autd3_err_t autd3__client_open_sequence(struct autd3_client *c);
+/* session.c: the reference's identity reads (10 exclusive reads): versions
+ * (FPGA 0.0.0 and known[d] false when the device answered UnknownCmd) and
+ * the FPGA function bits (0 when unknown). Arrays of N entries. */
+autd3_err_t autd3__client_read_identity(struct autd3_client *c, autd3_fw_version_t *v, bool *known, uint8_t *functions);
 autd3_err_t autd3__client_silence(struct autd3_client *c);
 /* session.c: the payload of the silencing frame (WritePatternFused, zero
  * raw pattern); `len` gets its meaningful length. */

@@ -191,7 +191,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
 /* The reference's read_firmware_version: each version read is followed by an
  * error-detail read so that an old FPGA that does not know the command
  * (UNKNOWN_CMD latched) reads as "unknown" rather than as version 0.0.0. */
-static autd3_err_t read_identity(struct autd3_client *c, autd3_fw_version_t *v, bool *fpga_known, uint8_t *functions) {
+autd3_err_t autd3__client_read_identity(struct autd3_client *c, autd3_fw_version_t *v, bool *fpga_known, uint8_t *functions) {
   const size_t n = c->num_devices;
   enum { CPU_MA, CPU_MI, CPU_PA, ERR0, FPGA_MA, FPGA_MI, FPGA_PA, ERR1, FUNCS, ERR2, NREADS };
   static const uint8_t cmds[NREADS] = {
@@ -229,7 +229,7 @@ autd3_err_t autd3__client_open_sequence(struct autd3_client *c) {
   uint8_t functions[AUTD3_MAX_DEVICES];
   /* As the reference, the identity is read even when the check is off; a
    * failed read fails the open only when the check was asked for. */
-  autd3_err_t err = read_identity(c, v, known, functions);
+  autd3_err_t err = autd3__client_read_identity(c, v, known, functions);
   char msg[512];
   if (err != AUTD3_OK && c->cfg.require_supported_firmware) {
     snprintf(msg, sizeof msg, "%s", autd3_last_error()); /* the message buffer is about to be rewritten */

@@ -368,7 +368,7 @@ TEST(exclusive_reads) {
   uint8_t detail[3] = {0xAA, 0xAA, 0xAA};
   ASSERT_OK(autd3_client_read_error_detail(c, detail));
   for (int d = 0; d < 3; d++) ASSERT_EQ(detail[d], 0);
-  ASSERT_EQ(fx_counters(c, 2).executed, FX_OPEN_EXECUTED + 60 + 6 + 1 + 1);
+  ASSERT_EQ(fx_counters(c, 2).executed, FX_OPEN_EXECUTED + 60 + 10 + 1 + 1); /* the version read is 10 reads */
   autd3_client_close(c);
   autd3_geometry_free(g);
 }
