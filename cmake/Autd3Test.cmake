@@ -1,11 +1,12 @@
-# autd3_add_test(FILE path.c [LIBS ...] [TIMEOUT s] [LABELS ...] [PREFIX name] [DEFINES ...] [SOURCES ...])
+# autd3_add_test(FILE path.c [LIBS ...] [TIMEOUT s] [LABELS ...] [PREFIX name] [DEFINES ...] [SOURCES ...]
+#                [FIXTURES ...])
 # The same FILE may be registered several times under different PREFIXes and DEFINES.
 #
 # Builds one test executable from `path.c` plus the harness and registers every
 # `TEST(name)` it contains as its own ctest entry `<prefix>.<name>`, run in its
 # own process. Exit code 77 means skipped (the reason is printed).
 function(autd3_add_test)
-  cmake_parse_arguments(T "" "FILE;TIMEOUT;PREFIX" "LIBS;LABELS;SOURCES;DEFINES" ${ARGN})
+  cmake_parse_arguments(T "" "FILE;TIMEOUT;PREFIX" "LIBS;LABELS;SOURCES;DEFINES;FIXTURES" ${ARGN})
   get_filename_component(base ${T_FILE} NAME_WE)
   if(NOT T_PREFIX)
     set(T_PREFIX ${base})
@@ -28,6 +29,9 @@ function(autd3_add_test)
     set_tests_properties(${T_PREFIX}.${name} PROPERTIES TIMEOUT ${T_TIMEOUT} SKIP_RETURN_CODE 77)
     if(T_LABELS)
       set_tests_properties(${T_PREFIX}.${name} PROPERTIES LABELS "${T_LABELS}")
+    endif()
+    if(T_FIXTURES) # e.g. a cargo peer built by autd3_cargo_peer() (Autd3CargoPeer.cmake)
+      set_tests_properties(${T_PREFIX}.${name} PROPERTIES FIXTURES_REQUIRED "${T_FIXTURES}")
     endif()
   endforeach()
 endfunction()

@@ -2,12 +2,17 @@
  * @file client.h
  * @brief The client: speaks the seq/cmd frame protocol over any link.
  *
- * autd3_client_open() opens the link, starts the client's bus thread, does
- * the handshake (Reset with seq 0 then 1, optional low-latency SetMode),
- * then Clear and Synchronize. From then on the bus thread stages at most one
- * new frame per bus cycle, keeps up to `max_inflight` frames in flight, routes
- * the devices' cumulative acks, and retransmits (resync) or resets when a
- * frame is not acked in time.
+ * autd3_client_open() opens the link, starts the client's bus thread and
+ * runs the open sequence of the reference client autd3-rs 0.9.0: Reset (seq 0
+ * then 1), SetMode (FIFO, or low latency when asked), the firmware identity
+ * reads (CPU and FPGA versions, FPGA function bits, each checked through the
+ * error detail), the optional firmware series check, then Clear and
+ * Synchronize. From then on the bus thread stages at most one new frame per
+ * bus cycle, keeps up to `max_inflight` frames in flight, routes the devices'
+ * cumulative acks, and retransmits (resync) or resets when a frame is not
+ * acked in time. autd3_client_close() silences every device first (a zero
+ * output pattern, as the reference's close) and reports a device that did not
+ * confirm it.
  *
  * Thread-safety: every function may be called from any thread; send and the
  * reads may be called concurrently. Nothing here runs on the bus thread.
@@ -38,7 +43,15 @@ typedef struct autd3_client_config {
   uint32_t reset_resend_cycles; /**< cycles of Reset during recovery; default 2, ≥ 1 */
   int rt_priority;              /**< SCHED_FIFO priority of the bus thread (1..99), 0 = none (default) */
   int rt_cpu;                   /**< CPU for the bus thread, -1 = none (default) */
+  /* appended in 0.2.0 (the 0.9 open/close sequence) */
+  bool require_supported_firmware; /**< open fails (AUTD3_E_VERSION, naming the device and its versions) unless every device runs CPU and FPGA
+                                        firmware of the series AUTD3_FW_SERIES_MAJOR.AUTD3_FW_SERIES_MINOR; default false */
+  uint32_t close_timeout_ms;    /**< how long close may take to silence the devices, 1..60000; default 1000 */
 } autd3_client_config_t;
+
+/** The firmware series this client speaks (autd3-rs 0.9.0, crate autd3-cpu-wire params VERSION_NUM_MAJOR/MINOR). */
+#define AUTD3_FW_SERIES_MAJOR 0
+#define AUTD3_FW_SERIES_MINOR 9
 
 /** Defaults. RT-safe. */
 AUTD3_EXTERN autd3_client_config_t autd3_client_config_default(void);
@@ -129,7 +142,12 @@ AUTD3_EXTERN autd3_err_t autd3_request_detach(autd3_request_t *req);
 /** Stop-and-wait: send, wait, then autd3_response_check(). `resp` may be NULL. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *frame, autd3_response_t *resp);
 
-/** Read every device's CPU and FPGA firmware versions (exclusive reads). `out` has N entries. Blocks. */
+/**
+ * Read every device's CPU and FPGA firmware versions (exclusive reads, the
+ * reference's sequence: each FPGA read checked through the error detail; an
+ * FPGA that answers UnknownCmd reads as 0.0.0, "unknown"). `out` has N
+ * entries. Blocks.
+ */
 AUTD3_EXTERN autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out);
 /** Read every device's latched error detail (exclusive read). `out` has N bytes. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out);
@@ -181,7 +199,7 @@ typedef struct autd3_client_device_status {
  * discarded (the client reset it after it stopped acking).
  * When this changes, everything the device executed before (patterns,
  * modulation, silencer, ...) is gone: the client re-establishes only its
- * open sequence (Reset, SetMode if low latency, Clear, Synchronize), the
+ * open sequence (Reset, SetMode, Clear, Synchronize), the
  * application must re-send its own state. 0 for a NULL client or a bad
  * index. Thread-safe, RT-safe.
  */
@@ -190,16 +208,34 @@ AUTD3_EXTERN uint32_t autd3_client_device_resets(const autd3_client_t *c, uint16
 AUTD3_EXTERN autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *out);
 
 /**
- * Stop the bus thread, fail every request still in flight with AUTD3_E_CLOSED
- * (their handles stay valid until waited on or detached), close the link and
- * free the client (frees; not RT-safe). NULL is fine. Blocks for about one
- * bus cycle plus the link's close (the bus thread stops at its next cycle
- * boundary). Senders blocked on
- * back-pressure in other threads wake and fail with AUTD3_E_CLOSED. A second
- * close is ignored while the client is still alive (see Lifetime above);
- * after that it is undefined.
+ * Silence every device, then stop the bus thread, fail every request still in
+ * flight with AUTD3_E_CLOSED (their handles stay valid until waited on or
+ * detached), close the link and free the client (frees; not RT-safe).
+ *
+ * Silencing: first, a zero output pattern (WritePatternFused, raw, bank 0,
+ * all 249 emissions zero, immediate transition: what the reference client
+ * autd3-rs 0.9.0 sends at close) queued behind the frames already sent, so
+ * every device ends silent whatever it was told before. A device being
+ * re-established is silenced once it is back (its re-establishment's Clear
+ * already zeroes its output). Bounded by `close_timeout_ms`: the client is
+ * closed in any case.
+ *
+ * Returns AUTD3_OK if every device executed the silencing frame. Otherwise
+ * the client is closed all the same and the result names the devices that may
+ * still be emitting (autd3_last_error()): AUTD3_E_TIMEOUT (no ack within
+ * close_timeout_ms, or its frame failed), AUTD3_E_SECOND_MASTER (another
+ * master drives it: left alone), AUTD3_E_LINK (the link had failed: nothing
+ * could be sent), AUTD3_E_DEVICE (the device answered the silencing frame
+ * with an error code). NULL → AUTD3_OK.
+ *
+ * Blocks: one round trip of the silencing frame (a few bus cycles) after the
+ * frames in flight, at most close_timeout_ms, then about one bus cycle plus
+ * the link's close. Senders blocked on back-pressure in other threads wake
+ * and fail with AUTD3_E_CLOSED. A second close while the client is still
+ * alive (see Lifetime above) is ignored (AUTD3_E_CLOSED); after that it is
+ * undefined. @since 0.1.0; returns a result since 0.2.0.
  */
-AUTD3_EXTERN void autd3_client_close(autd3_client_t *c);
+AUTD3_EXTERN autd3_err_t autd3_client_close(autd3_client_t *c);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,16 @@ typedef struct autd3_fw_version {
 } autd3_fw_version_t;
 
 /**
+ * The firmware identity an emulated device reports unless told otherwise:
+ * CPU 0.9.0 and FPGA 0.9.0, the series the client's open sequence follows
+ * (crate autd3-rs 0.9.0; AUTD3_FW_SERIES_MAJOR/MINOR in client.h), so that
+ * `require_supported_firmware` accepts the emulator as it accepts a device of
+ * that generation. Before 0.2.0 the default was 0.1.0, which that check
+ * refuses. Use as an initializer: `autd3_fw_version_t v = AUTD3_FW_VERSION_DEFAULT;`
+ */
+#define AUTD3_FW_VERSION_DEFAULT {0, 9, 0, 0, 9, 0}
+
+/**
  * When an emulated device acts on a frame. A real AUTD3's port layer is not
  * public (docs/device-model.md explains the choice), so this is explicit.
  */
@@ -62,7 +72,7 @@ AUTD3_EXTERN autd3_err_t autd3_timing_model_parse(const char *s, autd3_timing_mo
 typedef struct autd3_emulator_option {
   uint32_t cycle_ns;            /**< bus cycle (SYNC0 period) paced by a real timer; default 1 000 000 */
   autd3_timing_model_t timing;  /**< default autd3_timing_model_default() */
-  autd3_fw_version_t version;   /**< reported firmware versions; default 0.1.0 / 0.1.0 */
+  autd3_fw_version_t version;   /**< reported firmware versions; default AUTD3_FW_VERSION_DEFAULT (0.9.0 / 0.9.0) */
 } autd3_emulator_option_t;
 
 /**

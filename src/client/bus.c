@@ -53,32 +53,58 @@ static void start_numbering(struct autd3_client *c, uint8_t seq) {
   }
 }
 
-/* ---- handshake (rt.rs handshake / negotiate_low_latency) ---------------------------------- */
+/* ---- handshake (rt.rs handshake / negotiate_mode) ------------------------------------------ */
+
+/* SetMode with the configured mode: FIFO unless low latency is asked. Always
+ * sent, as the reference client since 0.6.1 (before, the mode was left at
+ * whatever the firmware had, e.g. low latency from an earlier session). */
+static uint8_t fw_mode(const struct autd3_client *c) { return c->cfg.low_latency ? AUTD3_MODE_LOW_LATENCY : AUTD3_MODE_FIFO; }
+
+/* How many cycles the handshake holds a frame that must be taken before the
+ * next one (a Reset, SetMode): a device takes its output image at SYNC0
+ * (docs/device-model.md "Before the first SYNC0"), and a frame written
+ * before the first SYNC0 edge is replaced by the next one before the
+ * firmware ever sees it. Holding the frame until the device shows it ran it
+ * means it is never lost that way; the bound keeps open from hanging. */
+static uint32_t hold_bound(const struct autd3_client *c) {
+  uint32_t b = c->bus.stale_limit;
+  return b > 2 ? b : 2;
+}
 
 static autd3_err_t handshake(struct autd3_client *c) {
   bool valid = false;
   /* Reset with seq 0 then seq 1: two different (seq, cmd) pairs, so at least
    * one passes the device's duplicate filter even if the last frame it saw
-   * was (0, Reset) (firmware proto.c; notes §1.2 step 3). */
+   * was (0, Reset) (firmware recv_ethercat dedup; notes §1.2 step 3). The
+   * reference sends (0, Reset) reset_resend_cycles times. */
   for (uint8_t seq = 0; seq < 2; seq++) {
     stage_reset(c, seq);
     autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
     if (err != AUTD3_OK) return err;
   }
+  /* Hold the Reset until every device answers 0xFF (what a Reset leaves):
+   * a device not fresh from boot that has not yet taken it (no SYNC0 yet)
+   * would ignore the SetMode seq 0 that follows. A device at boot answers
+   * 0xFF already, so this costs nothing then. */
+  for (uint32_t i = 0; i < hold_bound(c); i++) {
+    bool all = valid;
+    for (size_t d = 0; all && d < c->num_devices; d++) all = c->bus.rx[d * AUTD3_RX_FRAME_BYTES] == 0xFF;
+    if (all) break;
+    autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
+    if (err != AUTD3_OK) return err;
+  }
   start_numbering(c, 0);
-  if (!c->cfg.low_latency) return AUTD3_OK;
 
-  /* SetMode(LowLatency) with seq 0 until every device acks seq 0, bounded by
-   * max(timeout_cycles, 2) cycles; then the first data frame is seq 1. A
-   * device that never acks stays in FIFO mode numbering from 0, as in the
-   * reference; numbering is per device, so the devices that did ack still
-   * start at 1 (a shared choice would feed them a seq 0 they have passed). */
-  autd3_frame_t f = autd3_frame_set_mode(AUTD3_MODE_LOW_LATENCY);
+  /* SetMode with seq 0 until every device acks seq 0, bounded; then the
+   * first data frame is seq 1. A device that never acks keeps numbering from
+   * 0, as in the reference; numbering is per device, so the devices that did
+   * ack still start at 1 (a shared choice would feed them a seq 0 they have
+   * passed). */
+  autd3_frame_t f = autd3_frame_set_mode((autd3_fw_mode_t)fw_mode(c));
   for (size_t d = 0; d < c->num_devices; d++)
     autd3_tx_encode(c->bus.tx + d * AUTD3_TX_FRAME_BYTES, 0, f.cmd, f.payload, f.len);
-  uint32_t bound = c->cfg.timeout_cycles > 2 ? c->cfg.timeout_cycles : 2;
   size_t acked = 0;
-  for (uint32_t i = 0; i < bound && acked < c->num_devices; i++) {
+  for (uint32_t i = 0; i < hold_bound(c) && acked < c->num_devices; i++) {
     autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
     if (err != AUTD3_OK) return err;
     for (size_t d = 0; valid && d < c->num_devices; d++) {
@@ -170,7 +196,7 @@ static void take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t dat
 }
 
 /* Start re-establishing device d (its open sequence, for it alone): Reset
- * seq 0, Reset seq 1, SetMode if low latency, Clear, Synchronize. Its
+ * seq 0, Reset seq 1, SetMode (FIFO or low latency), Clear, Synchronize. Its
  * outstanding frames must be resolved already, or held. */
 static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
   autd3__dev_t *v = &c->bus.dev[d];
@@ -212,7 +238,7 @@ static void stage_recovery(struct autd3_client *c, size_t d) {
     case AUTD3__PH_RESET0: autd3_tx_encode(tx, 0, AUTD3_CMD_RESET, NULL, 0); break;
     case AUTD3__PH_RESET1: autd3_tx_encode(tx, 1, AUTD3_CMD_RESET, NULL, 0); break;
     case AUTD3__PH_SETMODE: {
-      uint8_t mode = AUTD3_MODE_LOW_LATENCY;
+      uint8_t mode = fw_mode(c);
       autd3_tx_encode(tx, 0, AUTD3_CMD_SET_MODE, &mode, 1);
       break;
     }
@@ -334,7 +360,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
        * that, an old ack could pass for the Clear's. */
       if (valid && ack == 0xFF && !v->held) v->saw_ff = true;
       if (v->phase_cycles >= c->cfg.reset_resend_cycles && v->saw_ff && !v->held) {
-        v->phase = c->cfg.low_latency ? AUTD3__PH_SETMODE : AUTD3__PH_CLEAR;
+        v->phase = AUTD3__PH_SETMODE; /* always, as the open (fw_mode) */
         v->rec_seq = 0;
         v->phase_cycles = 0;
         return;
@@ -343,7 +369,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
     case AUTD3__PH_SETMODE:
       /* As the handshake: if the device never acks, it stays in FIFO mode
        * and numbering starts at 0. */
-      if ((valid && ack == 0) || v->phase_cycles >= (c->cfg.timeout_cycles > 2 ? c->cfg.timeout_cycles : 2)) {
+      if ((valid && ack == 0) || v->phase_cycles >= hold_bound(c)) {
         v->rec_seq = valid && ack == 0 ? 1 : 0;
         v->phase = AUTD3__PH_CLEAR;
         v->phase_cycles = 0;

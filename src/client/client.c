@@ -24,6 +24,8 @@ autd3_client_config_t autd3_client_config_default(void) {
       .reset_resend_cycles = 2,
       .rt_priority = 0,
       .rt_cpu = -1,
+      .require_supported_firmware = false,
+      .close_timeout_ms = 1000,
   };
   return c;
 }
@@ -39,6 +41,9 @@ autd3_err_t autd3_client_config_validate(const autd3_client_config_t *c) {
   if (c->rt_priority < 0 || c->rt_priority > 99)
     return autd3_set_error(AUTD3_E_INVALID_CONFIG, "rt_priority = %d: must be 0 (none) or 1..99", c->rt_priority);
   if (c->rt_cpu < -1) return autd3_set_error(AUTD3_E_INVALID_CONFIG, "rt_cpu = %d: must be -1 (none) or a CPU index", c->rt_cpu);
+  /* ≥ 1: close always tries to silence the array (a safety rule, client.h). */
+  if (c->close_timeout_ms < 1 || c->close_timeout_ms > 60000)
+    return autd3_set_error(AUTD3_E_INVALID_CONFIG, "close_timeout_ms = %u: must be 1..60000", c->close_timeout_ms);
   return AUTD3_OK;
 }
 
@@ -84,7 +89,7 @@ static void slot_release(struct autd3__slot *r) {
   atomic_store_explicit(&r->handle, r->gen << 2 | AUTD3__H_NONE, memory_order_relaxed);
   atomic_store_explicit(&r->flags, 0, memory_order_relaxed);
   atomic_store_explicit(&r->state, AUTD3__SLOT_FREE, memory_order_release);
-  sem_post(&c->free_sem);
+  if (r->index != c->num_slots - 1) sem_post(&c->free_sem); /* close's reserved slot is not in the count */
   client_unref(c);
 }
 
@@ -118,9 +123,12 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
   /* Everything the bus thread touches is allocated here, once: slots with
    * room for a per-device frame, the tx/rx images. */
   size_t per_slot = n + n * AUTD3_PAYLOAD_BYTES + n + n;
-  c->slots = calloc(cfg->max_inflight, sizeof *c->slots);
-  c->cells = calloc((size_t)cfg->max_inflight * AUTD3__HANDLE_CELLS, sizeof *c->cells);
-  c->slot_mem = calloc(cfg->max_inflight, per_slot);
+  /* One slot more than max_inflight: the last one is close's own (its
+   * silencing frame must not depend on the user releasing handles). */
+  const uint32_t nslots = cfg->max_inflight + 1;
+  c->slots = calloc(nslots, sizeof *c->slots);
+  c->cells = calloc((size_t)nslots * AUTD3__HANDLE_CELLS, sizeof *c->cells);
+  c->slot_mem = calloc(nslots, per_slot);
   c->bus.tx = calloc(n, AUTD3_TX_FRAME_BYTES);
   c->bus.rx = calloc(n, AUTD3_RX_FRAME_BYTES);
   if (c->slots == NULL || c->cells == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
@@ -153,7 +161,7 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
     free(c);
     return autd3_set_error(AUTD3_E_INTERNAL, "client: cannot initialise its semaphores/mutex: %s", strerror(errno));
   }
-  for (uint32_t i = 0; i < cfg->max_inflight; i++) {
+  for (uint32_t i = 0; i < nslots; i++) {
     if (sem_init(&c->slots[i].done, 0, 0) != 0) {
       autd3_err_t e = autd3_set_error(AUTD3_E_INTERNAL, "client: cannot initialise slot semaphore %u: %s", i, strerror(errno));
       client_free(c);
@@ -182,6 +190,8 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
   *out = c;
   return AUTD3_OK;
 }
+
+static autd3_err_t client_close(autd3_client_t *c, bool silence);
 
 autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link_option_t *link_opt,
                               const autd3_client_config_t *config, autd3_client_t **out) {
@@ -231,30 +241,34 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
     return err;
   }
 
-  /* Clear, then Synchronize, each stop-and-wait and checked (mod.rs open_impl
-   * → synchronize(); autd3-link-layer.md §1.2 step 4). */
-  static const uint8_t init_cmds[] = {AUTD3_CMD_CLEAR, AUTD3_CMD_SYNCHRONIZE};
-  for (size_t i = 0; i < sizeof init_cmds; i++) {
-    autd3_frame_t f = autd3_frame_simple(init_cmds[i]);
-    err = autd3_client_send_checked(c, &f, NULL);
-    if (err != AUTD3_OK) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", autd3_last_error());
-      autd3_client_close(c);
-      return autd3_set_error(err, "client open: %s failed: %s", autd3_cmd_name(init_cmds[i]), msg);
-    }
+  /* The rest of the 0.9 open sequence (identity reads, optional series
+   * check, Clear, Synchronize) runs through the normal send path. */
+  err = autd3__client_open_sequence(c);
+  if (err != AUTD3_OK) {
+    char msg[768];
+    snprintf(msg, sizeof msg, "%s", autd3_last_error());
+    /* As the reference (mod.rs open_impl → close_impl(stop = false)): no
+     * silencing frame to devices the open did not establish (e.g. firmware
+     * of another series, which may read the frame differently). */
+    client_close(c, false);
+    return autd3_set_error(err, "client open: %s", msg);
   }
   *out = c;
   return AUTD3_OK;
 }
 
-void autd3_client_close(autd3_client_t *c) {
-  if (c == NULL) return;
+static autd3_err_t client_close(autd3_client_t *c, bool silence) {
   /* A second close while the client still exists (requests not yet
    * released keep it alive) is detected and ignored; after the last release
    * the memory is gone and any call is undefined (client.h). */
   uint32_t magic = AUTD3__CLIENT_MAGIC;
-  if (!atomic_compare_exchange_strong(&c->magic, &magic, 0)) return;
+  if (!atomic_compare_exchange_strong(&c->magic, &magic, 0))
+    return autd3_set_error(AUTD3_E_CLOSED, "autd3_client_close: the client is already closed");
+  /* Silence first, while the bus thread still runs (session.c). New sends
+   * from other threads are refused from here on (magic cleared). */
+  char msg[768] = "";
+  autd3_err_t result = silence && c->thread_started ? autd3__client_silence(c) : AUTD3_OK;
+  if (result != AUTD3_OK) snprintf(msg, sizeof msg, "%s", autd3_last_error());
   atomic_store(&c->closing, true);
   /* The bus thread notices `closing` at its next cycle boundary (≤ one bus
    * cycle), fails everything in flight or queued with CLOSED and returns. */
@@ -263,6 +277,13 @@ void autd3_client_close(autd3_client_t *c) {
   autd3_link_close(c->link);
   c->link = NULL;
   client_unref(c);
+  if (result != AUTD3_OK) return autd3_set_error(result, "%s", msg);
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3_client_close(autd3_client_t *c) {
+  if (c == NULL) return AUTD3_OK;
+  return client_close(c, true);
 }
 
 size_t autd3_client_num_devices(const autd3_client_t *c) { return c ? c->num_devices : 0; }
@@ -318,15 +339,35 @@ static autd3_err_t closed_error(struct autd3_client *c) {
   return autd3_set_error(AUTD3_E_CLOSED, "client is closed");
 }
 
-/* Take a free slot; blocks while all max_inflight are in use (back-pressure). */
-static autd3_err_t slot_acquire(struct autd3_client *c, struct autd3__slot **out) {
+/* Take a free slot; blocks while all max_inflight are in use (back-pressure),
+ * until `deadline` if given (close's silencing must stay bounded). */
+static autd3_err_t slot_acquire(struct autd3_client *c, const struct timespec *deadline, struct autd3__slot **out) {
   if (atomic_load(&c->dead)) return closed_error(c);
+  if (deadline != NULL) {
+    /* Close: its reserved slot, if free (it is, unless a previous silencing
+     * attempt is still in flight: then wait for that, bounded). */
+    struct autd3__slot *r = &c->slots[c->num_slots - 1];
+    for (;;) {
+      uint32_t expect = AUTD3__SLOT_FREE;
+      if (atomic_compare_exchange_strong(&r->state, &expect, AUTD3__SLOT_BUSY)) {
+        atomic_fetch_add(&c->refs, 1);
+        *out = r;
+        return AUTD3_OK;
+      }
+      if (atomic_load(&c->dead)) return closed_error(c);
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec > deadline->tv_sec || (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
+        return autd3_set_error(AUTD3_E_TIMEOUT, "timed out");
+      autd3__sleep_ns(1000000);
+    }
+  }
   autd3_err_t err = sem_wait_intr(&c->free_sem);
   if (err != AUTD3_OK) return err;
   if (!atomic_load(&c->dead)) {
     /* The semaphore guarantees a FREE slot exists for us; CAS because other
      * senders scan at the same time. Bounded: one pass over ≤ 127 slots. */
-    for (uint32_t i = 0; i < c->num_slots; i++) {
+    for (uint32_t i = 0; i + 1 < c->num_slots; i++) { /* not close's reserved last slot */
       uint32_t expect = AUTD3__SLOT_FREE;
       if (atomic_compare_exchange_strong(&c->slots[i].state, &expect, AUTD3__SLOT_BUSY)) {
         atomic_fetch_add(&c->refs, 1);
@@ -341,9 +382,10 @@ static autd3_err_t slot_acquire(struct autd3_client *c, struct autd3__slot **out
   return closed_error(c);
 }
 
-static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
+static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, const struct timespec *deadline,
+                          autd3_request_t **req) {
   struct autd3__slot *r = NULL;
-  autd3_err_t err = slot_acquire(c, &r);
+  autd3_err_t err = slot_acquire(c, deadline, &r);
   if (err != AUTD3_OK) return err;
   size_t n = c->num_devices;
   r->broadcast = frame->device_cmds == NULL;
@@ -375,7 +417,11 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
   pthread_mutex_lock(&c->send_lock);
   uint32_t t = atomic_load_explicit(&c->ring_tail, memory_order_relaxed);
   bool pushed = false;
-  if (!(t & AUTD3__RING_CLOSED)) {
+  /* Once close has begun (magic cleared, before it pushes its silencing
+   * frame under this lock), nothing else is pushed: the silencing frame is
+   * the last frame the devices get, whatever other threads were doing. */
+  bool open = deadline != NULL || atomic_load(&c->magic) == AUTD3__CLIENT_MAGIC;
+  if (!(t & AUTD3__RING_CLOSED) && open) {
     c->ring[t % AUTD3__RING_CAP] = r->index;
     pushed = atomic_compare_exchange_strong_explicit(&c->ring_tail, &t, (t + 1) & AUTD3__RING_MASK, memory_order_release,
                                                      memory_order_relaxed);
@@ -402,10 +448,17 @@ static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *fr
    * free the client under a sender that is blocked on back-pressure (it wakes
    * through the baton post and fails with CLOSED). */
   atomic_fetch_add(&c->refs, 1);
-  autd3_err_t err = submit(c, frame, exclusive, req);
+  autd3_err_t err = submit(c, frame, exclusive, NULL, req);
   client_unref(c);
   return err;
 }
+
+autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, const struct timespec *deadline,
+                                       autd3_request_t **req) {
+  /* Close's own frames: the magic is already cleared, close holds its reference. */
+  return submit(c, frame, false, deadline, req);
+}
+
 
 autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, autd3_request_t **req) {
   return client_submit(c, frame, false, req);
@@ -608,22 +661,9 @@ static autd3_err_t read_exclusive(autd3_client_t *c, uint8_t cmd, uint8_t *out, 
 
 autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_firmware_version: NULL argument");
-  static const struct {
-    uint8_t cmd;
-    size_t off;
-  } reads[] = {
-      {AUTD3_CMD_READ_CPU_FW_VERSION_MAJOR, offsetof(autd3_fw_version_t, cpu_major)},
-      {AUTD3_CMD_READ_CPU_FW_VERSION_MINOR, offsetof(autd3_fw_version_t, cpu_minor)},
-      {AUTD3_CMD_READ_CPU_FW_VERSION_PATCH, offsetof(autd3_fw_version_t, cpu_patch)},
-      {AUTD3_CMD_READ_FPGA_FW_VERSION_MAJOR, offsetof(autd3_fw_version_t, fpga_major)},
-      {AUTD3_CMD_READ_FPGA_FW_VERSION_MINOR, offsetof(autd3_fw_version_t, fpga_minor)},
-      {AUTD3_CMD_READ_FPGA_FW_VERSION_PATCH, offsetof(autd3_fw_version_t, fpga_patch)},
-  };
-  for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++) {
-    autd3_err_t err = read_exclusive(c, reads[i].cmd, (uint8_t *)out + reads[i].off, sizeof *out);
-    if (err != AUTD3_OK) return err;
-  }
-  return AUTD3_OK;
+  bool known[AUTD3_MAX_DEVICES];
+  uint8_t functions[AUTD3_MAX_DEVICES];
+  return autd3__client_read_identity(c, out, known, functions); /* session.c: the 0.9 reads */
 }
 
 autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out) {
@@ -634,4 +674,8 @@ autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out) {
 autd3_err_t autd3_client_read_fpga_state(autd3_client_t *c, uint8_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_fpga_state: NULL argument");
   return read_exclusive(c, AUTD3_CMD_READ_FPGA_STATE, out, 1);
+}
+
+autd3_err_t autd3__client_read_exclusive(struct autd3_client *c, uint8_t cmd, uint8_t *out, size_t stride) {
+  return read_exclusive(c, cmd, out, stride);
 }

@@ -19,12 +19,14 @@
 #include <stdint.h>
 
 #include "autd3/client.h"
+#include "autd3/emulator.h" /* autd3_fw_version_t */
 #include "autd3/link_driver.h"
 #include "platform/platform.h"
 
 /* Ring of slot indices from the senders to the bus thread. At most
- * max_inflight (≤ 127) slots exist, each in the ring at most once, so 128
- * entries never overflow. */
+ * max_inflight + 1 (≤ 128: the last one is close's) slots exist, each in the
+ * ring at most once, so 128 entries never overflow (free-running counters:
+ * tail - head reaches 128 at most). */
 #define AUTD3__RING_CAP 128u
 #define AUTD3__RING_CLOSED 0x80000000u /* bit of ring_tail: no more pushes */
 #define AUTD3__RING_MASK 0x7FFFFFFFu   /* free-running counters live in 31 bits */
@@ -156,7 +158,7 @@ struct autd3_client {
   /* slot pool */
   struct autd3__slot *slots;
   struct autd3_request *cells; /* num_slots × AUTD3__HANDLE_CELLS handles */
-  uint32_t num_slots; /* = cfg.max_inflight */
+  uint32_t num_slots; /* = cfg.max_inflight + 1; the last slot is reserved for close's silencing frame */
   uint8_t *slot_mem;
   sem_t free_sem;            /* counts FREE slots (+1 "baton" once the bus thread is gone) */
   pthread_mutex_t send_lock; /* serialises producers among themselves; never taken by the bus thread */
@@ -191,6 +193,25 @@ struct autd3_client {
 };
 
 #define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */
+
+/* client.c: queue one frame from close (the magic is already cleared); a
+ * slot is waited for until `deadline` (CLOCK_MONOTONIC; NULL = no limit). */
+struct timespec;
+autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, const struct timespec *deadline,
+                                       autd3_request_t **req);
+/* client.c: one exclusive broadcast read (cmd 0xE0..0xE9) into out[i * stride]. */
+autd3_err_t autd3__client_read_exclusive(struct autd3_client *c, uint8_t cmd, uint8_t *out, size_t stride);
+/* session.c: the open sequence after the handshake (identity reads, optional
+ * series check, Clear, Synchronize), and close's silencing. */
+autd3_err_t autd3__client_open_sequence(struct autd3_client *c);
+/* session.c: the reference's identity reads (10 exclusive reads): versions
+ * (FPGA 0.0.0 and known[d] false when the device answered UnknownCmd) and
+ * the FPGA function bits (0 when unknown). Arrays of N entries. */
+autd3_err_t autd3__client_read_identity(struct autd3_client *c, autd3_fw_version_t *v, bool *known, uint8_t *functions);
+autd3_err_t autd3__client_silence(struct autd3_client *c);
+/* session.c: the payload of the silencing frame (WritePatternFused, zero
+ * raw pattern); `len` gets its meaningful length. */
+void autd3__silence_payload(uint8_t payload[AUTD3_PAYLOAD_BYTES], uint16_t *len);
 
 /* bus.c: the bus thread's entry point (arg = the client). */
 void *autd3__client_bus_main(void *arg);

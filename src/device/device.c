@@ -159,7 +159,8 @@ static uint8_t dispatch(autd3_dev_t *d, const uint8_t *f) {
         r = AUTD3_DEV_ERR_NONE;
       }
       break;
-    case AUTD3_CMD_CLEAR: /* re-initialises the FPGA and silencer guard; nothing to model without an FPGA */
+    case AUTD3_CMD_CLEAR: /* fpga::init: single-pattern mode in bank 0, zero output; thermal is an input */
+      d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | AUTD3_DEV_FPGA_STATE_PATTERN_MODE);
       r = AUTD3_DEV_ERR_NONE;
       break;
     case AUTD3_CMD_WRITE_PATTERN_FUSED: {
@@ -352,6 +353,7 @@ static void firmware_boot(autd3_dev_t *d) {
   d->last_seq = 0xFF;
   d->last_cmd = 0xFF;
   d->synchronized = false;
+  d->fpga_state = AUTD3_DEV_FPGA_STATE_PATTERN_MODE; /* the FPGA powers up with both pattern cycles 0 */
   fifo_clear(d);
   d->busy_until_ns = 0;
   d->isr_pending = false;
@@ -367,11 +369,11 @@ void autd3_dev_init(autd3_dev_t *d, const autd3_fw_version_t *version, const aut
   if (version) {
     d->version = *version;
   } else {
-    autd3_fw_version_t v = {0, 1, 0, 0, 1, 0};
+    autd3_fw_version_t v = AUTD3_FW_VERSION_DEFAULT;
     d->version = v;
   }
   d->timing = timing ? *timing : autd3_timing_model_default();
-  d->fpga_state = 0;
+  d->fpga_functions = AUTD3_DEV_FPGA_FUNC_EMULATOR;
   firmware_boot(d);
 }
 

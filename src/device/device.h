@@ -37,6 +37,26 @@
 
 #define AUTD3_DEV_FIFO_DEPTH 8 /* ring of 8, 7 usable, as the firmware */
 
+/* FPGA state byte (ReadFpgaState 0xE7) bits, crate autd3-cpu-wire 0.9.0
+ * params FPGA_STATE_BIT_*. Only PATTERN_MODE is modelled: it is set while the
+ * current pattern bank holds a single pattern (cycle register 0 → 1 entry,
+ * i.e. a Pattern, not an STM), which is the case after power-on and after
+ * Clear (fpga::init writes PATTERN_CYCLE = 0 for both banks). Hence 0x08
+ * after open, as the reference's in-process firmware answers. */
+#define AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT 0x01u
+#define AUTD3_DEV_FPGA_STATE_MOD_BANK 0x02u
+#define AUTD3_DEV_FPGA_STATE_PATTERN_BANK 0x04u
+#define AUTD3_DEV_FPGA_STATE_PATTERN_MODE 0x08u
+#define AUTD3_DEV_FPGA_STATE_PATTERN_STOPPED 0x10u
+#define AUTD3_DEV_FPGA_STATE_MOD_STOPPED 0x20u
+#define AUTD3_DEV_FPGA_STATE_TRANSITION_PENDING 0x40u
+#define AUTD3_DEV_FPGA_STATE_READS_ENABLED 0x80u
+/* FPGA function bits (ReadFpgaFunctions 0xE9), params FUNC_*_BIT. An
+ * emulated device says it is one (bit 7), as the reference's emulator does;
+ * it does not claim dynamic frequency (bit 1) or flash OTA (bit 2), which it
+ * does not model. */
+#define AUTD3_DEV_FPGA_FUNC_EMULATOR 0x80u
+
 typedef struct autd3_dev_fifo_entry {
   uint8_t frame[AUTD3_TX_FRAME_BYTES];
   uint64_t due_ns; /* when the main loop finishes processing it */
@@ -46,8 +66,8 @@ typedef struct autd3_dev {
   /* configuration */
   autd3_fw_version_t version;
   autd3_timing_model_t timing;
-  uint8_t fpga_state;
-  uint8_t fpga_functions; /* ReadFpgaFunctions (0xE9) answer: FPGA function bits, default 0 */
+  uint8_t fpga_state;     /* ReadFpgaState (0xE7) answer: boot and Clear → PATTERN_MODE (0x08) */
+  uint8_t fpga_functions; /* ReadFpgaFunctions (0xE9) answer: default AUTD3_DEV_FPGA_FUNC_EMULATOR */
 
   /* firmware state (§6.1 of autd3-link-layer.md) */
   uint8_t expected_seq; /* boot 0 */

@@ -14,7 +14,7 @@ autd3_emu_config_t autd3_emu_config_default(void) {
   autd3_emu_config_t c;
   memset(&c, 0, sizeof c);
   c.devices = 2;
-  c.version = (autd3_fw_version_t){0, 1, 0, 0, 1, 0};
+  c.version = (autd3_fw_version_t)AUTD3_FW_VERSION_DEFAULT;
   c.timing = autd3_timing_model_default();
   c.drift_ppm = 0;
   c.hop_ns = 600; /* an MII ESC forwards in roughly 0.5-1 µs (docs/emulator.md) */

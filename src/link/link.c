@@ -128,7 +128,7 @@ autd3_remote_option_t autd3_remote_option_default(void) {
 }
 
 autd3_emulator_option_t autd3_emulator_option_default(void) {
-  autd3_emulator_option_t o = {.cycle_ns = 1000000, .timing = autd3_timing_model_default(), .version = {0, 1, 0, 0, 1, 0}};
+  autd3_emulator_option_t o = {.cycle_ns = 1000000, .timing = autd3_timing_model_default(), .version = AUTD3_FW_VERSION_DEFAULT};
   return o;
 }
 

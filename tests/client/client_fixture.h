@@ -18,6 +18,14 @@
 #include "harness/test.h"
 #include "platform/platform.h"
 
+/* What the open sequence costs each device (session.c, bus.c handshake):
+ * frames through the stream (10 identity reads, Clear, Synchronize), and
+ * commands executed (those + SetMode). A re-establishment executes SetMode,
+ * Clear and Synchronize. */
+#define FX_OPEN_SENT 12
+#define FX_OPEN_EXECUTED 13
+#define FX_REINIT_EXECUTED 3
+
 static inline autd3_geometry_t *fx_geometry(size_t n) {
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(n, NULL, &g));
@@ -66,6 +74,13 @@ __attribute__((unused)) static struct {
   uint8_t hook_seq, foreign_ack;
   uint32_t hook_stale;
   uint32_t stale_left; /* bus thread only */
+  /* The last tx image of device 0, and what the devices showed when the link
+   * was closed (for close's silencing frame). */
+  uint8_t last_tx0[AUTD3_TX_FRAME_BYTES];
+  /* The first blind_cycles cycles reach no device: as if SYNC0 started late
+   * and every image before its first edge were replaced unseen. */
+  uint32_t blind_cycles;
+  uint8_t closed_ack[AUTD3_MAX_DEVICES], closed_data[AUTD3_MAX_DEVICES];
 } fx_tl = {.num_devices_override = -1, .fail_after_cycles = -1};
 
 #define FX_HOOK_REBOOT 1
@@ -111,6 +126,9 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
       atomic_store(&fx_tl.hook_kind, 0);
     }
   }
+  memcpy(fx_tl.last_tx0, tx, AUTD3_TX_FRAME_BYTES);
+  if (fx_tl.blind_cycles > 0) fx_tl.blind_cycles--;
+  else
   for (uint16_t d = 0; d < t->n; d++) {
     autd3_dev_recv_frame(&t->devs[d], tx + (size_t)d * AUTD3_TX_FRAME_BYTES, now);
     rx[d * 2] = t->devs[d].ack;
@@ -125,6 +143,10 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
 
 static inline void fx_tl_close(struct autd3_link *l) {
   fx_testlink_t *t = (fx_testlink_t *)l;
+  for (uint16_t d = 0; d < t->n; d++) {
+    fx_tl.closed_ack[d] = t->devs[d].ack;
+    fx_tl.closed_data[d] = t->devs[d].data;
+  }
   free(t->devs);
   free(t);
 }

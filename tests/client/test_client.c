@@ -46,14 +46,14 @@ TEST(handshake_counters) {
   for (uint16_t d = 0; d < 2; d++) {
     autd3_device_counters_t k = fx_counters(c, d);
     ASSERT_EQ(k.resets, 2);          /* Reset seq 0, Reset seq 1 */
-    ASSERT_EQ(k.executed, 2);        /* Clear (seq 0), Synchronize (seq 1) */
+    ASSERT_EQ(k.executed, FX_OPEN_EXECUTED); /* SetMode (seq 0), 10 reads, Clear, Synchronize */
     ASSERT_EQ(k.errors, 0);
     ASSERT_EQ(k.seq_mismatch, 0);
   }
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
-  ASSERT_EQ(s.sent, 2);
-  ASSERT_EQ(s.completed, 2);
+  ASSERT_EQ(s.sent, FX_OPEN_SENT);
+  ASSERT_EQ(s.completed, FX_OPEN_SENT);
   ASSERT_EQ(s.failed, 0);
   autd3_client_close(c);
 }
@@ -67,15 +67,26 @@ static void expect_log(const uint8_t *seq, const uint8_t *cmd, int n) {
   }
 }
 
+/* The open sequence of the reference client autd3-rs 0.9.0 (mod.rs open_impl,
+ * rt.rs handshake/negotiate_mode, read_firmware_version): Reset, SetMode
+ * (always), the identity reads each checked through ReadErrorDetail, Clear,
+ * Synchronize. Our Resets use seq 0 then 1 (bus.c handshake). */
+static const uint8_t open_seq[] = {0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+static const uint8_t open_cmd[] = {
+    AUTD3_CMD_RESET,                      AUTD3_CMD_RESET,                      AUTD3_CMD_SET_MODE,
+    AUTD3_CMD_READ_CPU_FW_VERSION_MAJOR,  AUTD3_CMD_READ_CPU_FW_VERSION_MINOR,  AUTD3_CMD_READ_CPU_FW_VERSION_PATCH,
+    AUTD3_CMD_READ_ERROR_DETAIL,          AUTD3_CMD_READ_FPGA_FW_VERSION_MAJOR, AUTD3_CMD_READ_FPGA_FW_VERSION_MINOR,
+    AUTD3_CMD_READ_FPGA_FW_VERSION_PATCH, AUTD3_CMD_READ_ERROR_DETAIL,          AUTD3_CMD_READ_FPGA_FUNCTIONS,
+    AUTD3_CMD_READ_ERROR_DETAIL,          AUTD3_CMD_CLEAR,                      AUTD3_CMD_SYNCHRONIZE};
+
 TEST(handshake_sequence) {
   autd3_link_option_t o = fx_testlink_option();
   autd3_geometry_t *g = fx_geometry(1);
   autd3_client_t *c = NULL;
   ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
-  const uint8_t seq[] = {0, 1, 0, 1};
-  const uint8_t cmd[] = {AUTD3_CMD_RESET, AUTD3_CMD_RESET, AUTD3_CMD_CLEAR, AUTD3_CMD_SYNCHRONIZE};
-  expect_log(seq, cmd, 4);
-  ASSERT_EQ(atomic_load(&fx_tl.log_len), 4); /* nothing else: the last frame is re-sent, not new */
+  expect_log(open_seq, open_cmd, (int)sizeof open_seq);
+  ASSERT_EQ(atomic_load(&fx_tl.log_len), (int)sizeof open_seq); /* nothing else: the last frame is re-sent, not new */
+  ASSERT_EQ(fx_tl_last->devs[0].mode, AUTD3_MODE_FIFO); /* asked for explicitly (SetMode FIFO) */
   autd3_client_close(c);
   autd3_geometry_free(g);
 }
@@ -87,11 +98,30 @@ TEST(handshake_low_latency_sequence) {
   cfg.low_latency = true;
   autd3_client_t *c = NULL;
   ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
-  /* SetMode takes seq 0, so the first data frame is seq 1 (rt.rs negotiate_low_latency). */
-  const uint8_t seq[] = {0, 1, 0, 1, 2};
-  const uint8_t cmd[] = {AUTD3_CMD_RESET, AUTD3_CMD_RESET, AUTD3_CMD_SET_MODE, AUTD3_CMD_CLEAR, AUTD3_CMD_SYNCHRONIZE};
-  expect_log(seq, cmd, 5);
+  /* SetMode takes seq 0, so the first data frame is seq 1 (rt.rs negotiate_mode). */
+  expect_log(open_seq, open_cmd, (int)sizeof open_seq);
+  ASSERT_EQ(fx_tl_last->devs[0].mode, AUTD3_MODE_LOW_LATENCY);
   autd3_client_close(c);
+  autd3_geometry_free(g);
+}
+
+/* A device takes its output image at SYNC0; before the first edge every image
+ * is replaced unseen (docs/device-model.md "Before the first SYNC0"). The
+ * handshake holds its SetMode until it is acked, so a late SYNC0 (here 40
+ * cycles, past the reference's max(timeout_cycles, 2) = 10) cannot lose it. */
+TEST(setmode_survives_late_first_sync0) {
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_geometry_t *g = fx_geometry(2);
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.low_latency = true;
+  fx_tl.blind_cycles = 40;
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
+  for (int d = 0; d < 2; d++) {
+    ASSERT_EQ(fx_tl_last->devs[d].mode, AUTD3_MODE_LOW_LATENCY);
+    ASSERT_EQ(fx_tl_last->devs[d].counters.executed, FX_OPEN_EXECUTED);
+  }
+  ASSERT_OK(autd3_client_close(c));
   autd3_geometry_free(g);
 }
 
@@ -102,7 +132,7 @@ TEST(low_latency_emulator) {
   stream_ok(c, 200, AUTD3_MAX_INFLIGHT);
   for (uint16_t d = 0; d < 2; d++) {
     autd3_device_counters_t k = fx_counters(c, d);
-    ASSERT_EQ(k.executed, 1 + 2 + 200); /* SetMode, Clear, Synchronize, the frames */
+    ASSERT_EQ(k.executed, FX_OPEN_EXECUTED + 200); /* SetMode, reads, Clear, Synchronize, the frames */
     ASSERT_EQ(k.errors, 0);
   }
   autd3_client_close(c);
@@ -115,11 +145,11 @@ TEST(pipelined_10000) {
   stream_ok(c, 10000, AUTD3_MAX_INFLIGHT);
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
-  ASSERT_EQ(s.completed, 2 + 10000);
+  ASSERT_EQ(s.completed, FX_OPEN_SENT + 10000);
   ASSERT_EQ(s.failed, 0);
   for (uint16_t d = 0; d < 2; d++) {
     autd3_device_counters_t k = fx_counters(c, d);
-    ASSERT_EQ(k.executed, 2 + 10000); /* each exactly once */
+    ASSERT_EQ(k.executed, FX_OPEN_EXECUTED + 10000); /* each exactly once */
     ASSERT_EQ(k.errors, 0);
   }
   autd3_client_close(c);
@@ -137,9 +167,9 @@ TEST(seq_wraparound) {
   }
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
-  ASSERT_EQ(s.completed, 2 + sent);
+  ASSERT_EQ(s.completed, FX_OPEN_SENT + sent);
   ASSERT_EQ(s.resyncs, 0);
-  for (uint16_t d = 0; d < 2; d++) ASSERT_EQ(fx_counters(c, d).executed, 2 + sent);
+  for (uint16_t d = 0; d < 2; d++) ASSERT_EQ(fx_counters(c, d).executed, FX_OPEN_EXECUTED + sent);
   autd3_client_close(c);
 }
 
@@ -158,8 +188,8 @@ TEST(fire_and_forget_and_detach) {
   ASSERT_OK(autd3_client_send_checked(c, &f, NULL)); /* in order: all before it are done */
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
-  ASSERT_EQ(s.completed, 2 + 151);
-  ASSERT_EQ(fx_counters(c, 0).executed, 2 + 151);
+  ASSERT_EQ(s.completed, FX_OPEN_SENT + 151);
+  ASSERT_EQ(fx_counters(c, 0).executed, FX_OPEN_EXECUTED + 151);
   autd3_client_close(c);
 }
 
@@ -196,7 +226,7 @@ TEST(dropped_frames_retransmitted) {
   /* Nothing lost, nothing executed twice, on either device. */
   for (uint16_t d = 0; d < 2; d++) {
     autd3_device_counters_t k = fx_counters(c, d);
-    ASSERT_EQ(k.executed, 2 + sent);
+    ASSERT_EQ(k.executed, FX_OPEN_EXECUTED + sent);
     ASSERT_EQ(k.errors, 0);
   }
   autd3_client_close(c);
@@ -258,8 +288,8 @@ TEST(frozen_device_times_out_then_recovers) {
   /* Device 0: Clear, Synchronize and the three frames, each exactly once.
    * Device 1 (frozen before the first frame reached it): Clear and
    * Synchronize at open, again when re-established, and the last frame. */
-  ASSERT_EQ(fx_counters(c, 0).executed, 2 + 3);
-  ASSERT_EQ(fx_counters(c, 1).executed, 2 + 2 + 1);
+  ASSERT_EQ(fx_counters(c, 0).executed, FX_OPEN_EXECUTED + 3);
+  ASSERT_EQ(fx_counters(c, 1).executed, FX_OPEN_EXECUTED + FX_REINIT_EXECUTED + 1);
   autd3_client_close(c);
 }
 
@@ -338,7 +368,7 @@ TEST(exclusive_reads) {
   uint8_t detail[3] = {0xAA, 0xAA, 0xAA};
   ASSERT_OK(autd3_client_read_error_detail(c, detail));
   for (int d = 0; d < 3; d++) ASSERT_EQ(detail[d], 0);
-  ASSERT_EQ(fx_counters(c, 2).executed, 2 + 60 + 6 + 1 + 1);
+  ASSERT_EQ(fx_counters(c, 2).executed, FX_OPEN_EXECUTED + 60 + 10 + 1 + 1); /* the version read is 10 reads */
   autd3_client_close(c);
   autd3_geometry_free(g);
 }
@@ -346,6 +376,7 @@ TEST(exclusive_reads) {
 TEST(close_fails_inflight) {
   autd3_client_config_t cfg = autd3_client_config_default();
   cfg.timeout_cycles = 1000000; /* nothing may time out before close, however slow this machine is */
+  cfg.close_timeout_ms = 1;     /* the frozen device cannot be silenced: do not wait for it */
   autd3_client_t *c = fx_open_emu(2, CYCLE_NS, &cfg);
   autd3_device_fault_t freeze = {.freeze = true};
   ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 0, &freeze));
@@ -384,6 +415,7 @@ static void *blocked_sender(void *arg) {
 TEST(close_wakes_blocked_sender) {
   autd3_client_config_t cfg = autd3_client_config_default();
   cfg.max_inflight = 2;
+  cfg.close_timeout_ms = 1; /* the frozen device cannot be silenced: close at once, before the frames time out */
   autd3_client_t *c = fx_open_emu(1, CYCLE_NS, &cfg);
   autd3_device_fault_t freeze = {.freeze = true};
   ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 0, &freeze));
@@ -400,6 +432,145 @@ TEST(close_wakes_blocked_sender) {
   pthread_join(th, NULL);
   ASSERT_ERR(b.third, AUTD3_E_CLOSED);
   for (int i = 0; i < 2; i++) ASSERT_ERR(autd3_request_wait(b.r[i], NULL), AUTD3_E_CLOSED);
+}
+
+/* ---- close silences the array (issue 14: the reference's close writes a zero pattern) ---- */
+
+TEST(close_silences_every_device) {
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_geometry_t *g = fx_geometry(3);
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  autd3_frame_t f = bench_frame();
+  for (int i = 0; i < 20; i++) ASSERT_OK(autd3_client_send(c, &f, NULL)); /* in flight at close */
+  ASSERT_OK(autd3_client_close(c));
+  /* The last frame: WritePatternFused, bank 0, raw, divider 0xFFFF, size 1,
+   * immediate, rep infinite, 498 data bytes, all zero (crate autd3-rs 0.9.0
+   * commands/pattern.rs → write_pattern_fused.rs for Emission::NULL). */
+  const uint8_t *t = fx_tl.last_tx0;
+  ASSERT_EQ(t[0], FX_OPEN_SENT + 1 + 20); /* after the 20 frames, in order */
+  ASSERT_EQ(t[1], AUTD3_CMD_WRITE_PATTERN_FUSED);
+  const uint8_t hdr[16] = {0x00, 0x01, 0xFF, 0xFF, 0x01, 0x00, 0x00, 0x00, 0x00, 0xFF, 0x00, 0x00, 0xFF, 0xFF, 0xF2, 0x01};
+  ASSERT_MEMEQ(t + 2, hdr, sizeof hdr);
+  for (size_t i = 2 + sizeof hdr; i < AUTD3_TX_FRAME_BYTES; i++) ASSERT_EQ(t[i], 0);
+  for (int d = 0; d < 3; d++) { /* every device acked it, without error */
+    ASSERT_EQ(fx_tl.closed_ack[d], t[0]);
+    ASSERT_EQ(fx_tl.closed_data[d], 0);
+  }
+  autd3_geometry_free(g);
+}
+
+typedef struct {
+  autd3_client_t *c;
+  atomic_int sent;
+} racing_sender_t;
+
+static void *racing_sender(void *arg) {
+  racing_sender_t *b = arg;
+  autd3_frame_t f = bench_frame();
+  while (autd3_client_send(b->c, &f, NULL) == AUTD3_OK) atomic_fetch_add(&b->sent, 1);
+  return NULL;
+}
+
+/* Senders on other threads, some blocked on back-pressure, while close runs:
+ * nothing they send may reach a device after the silencing frame. */
+TEST(close_silencing_frame_is_the_last_frame) {
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_geometry_t *g = fx_geometry(2);
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.max_inflight = 2; /* the senders block on back-pressure most of the time */
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
+  racing_sender_t b = {.c = c};
+  atomic_init(&b.sent, 0);
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) ASSERT_EQ(pthread_create(&th[i], NULL, racing_sender, &b), 0);
+  while (atomic_load(&b.sent) < 50) autd3__sleep_ns(1000000);
+  ASSERT_OK(autd3_client_close(c));
+  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  ASSERT_EQ(fx_tl.last_tx0[1], AUTD3_CMD_WRITE_PATTERN_FUSED);
+  for (int d = 0; d < 2; d++) ASSERT_EQ(fx_tl.closed_ack[d], fx_tl.last_tx0[0]);
+  autd3_geometry_free(g);
+}
+
+TEST(close_reports_device_not_silenced) {
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.close_timeout_ms = 50;
+  autd3_client_t *c = fx_open_emu(3, CYCLE_NS, &cfg);
+  autd3_device_fault_t freeze = {.freeze = true};
+  ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &freeze));
+  ASSERT_ERR(autd3_client_close(c), AUTD3_E_TIMEOUT);
+  ASSERT_CONTAINS(autd3_last_error(), "device(s) 1 did not ack the silencing frame");
+  ASSERT_CONTAINS(autd3_last_error(), "may still be emitting");
+}
+
+TEST(close_silences_a_device_being_reestablished) {
+  autd3_client_t *c = fx_open_emu(2, CYCLE_NS, NULL);
+  /* Device 0 reboots just before close: the silencing frame is not sent to it
+   * while it is re-established; close waits for it and silences it then. */
+  ASSERT_OK(autd3_emulator_power_cycle(autd3_client_link(c), 0));
+  ASSERT_OK(autd3_client_close(c));
+}
+
+TEST(close_after_link_error_reports_it) {
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_geometry_t *g = fx_geometry(1);
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  fx_tl.fail_after_cycles = (int)atomic_load(&fx_tl.cycles) + 1;
+  while (autd3_client_send(c, &(autd3_frame_t){.cmd = AUTD3_CMD_NOP}, NULL) == AUTD3_OK) autd3__sleep_ns(1000000);
+  ASSERT_ERR(autd3_client_close(c), AUTD3_E_LINK);
+  ASSERT_CONTAINS(autd3_last_error(), "not silenced");
+  ASSERT_CONTAINS(autd3_last_error(), "injected cable cut");
+  autd3_geometry_free(g);
+}
+
+TEST(close_twice_is_refused) {
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.max_inflight = 1;
+  autd3_client_t *c = fx_open_emu(1, CYCLE_NS, &cfg);
+  autd3_request_t *r = NULL;
+  ASSERT_OK(autd3_client_send(c, &(autd3_frame_t){.cmd = AUTD3_CMD_NOP}, &r)); /* keeps the client alive */
+  ASSERT_OK(autd3_client_close(c));
+  ASSERT_ERR(autd3_client_close(c), AUTD3_E_CLOSED);
+  autd3_request_wait(r, NULL);
+}
+
+/* ---- firmware identity ------------------------------------------------------------------ */
+
+TEST(require_supported_firmware_refuses_other_series) {
+  autd3_geometry_t *g = fx_geometry(2);
+  autd3_link_option_t o = fx_emu_option(CYCLE_NS);
+  autd3_fw_version_t old = {0, 1, 0, 0, 1, 0};
+  o.u.emulator.version = old;
+  autd3_client_config_t cfg = autd3_client_config_default();
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c)); /* the check is off by default: 0.1.0 is accepted */
+  ASSERT_OK(autd3_client_close(c));
+  cfg.require_supported_firmware = true;
+  c = (autd3_client_t *)1;
+  ASSERT_ERR(autd3_client_open(g, &o, &cfg, &c), AUTD3_E_VERSION);
+  ASSERT_TRUE(c == NULL);
+  ASSERT_CONTAINS(autd3_last_error(), "device 0 runs firmware CPU 0.1.0, FPGA 0.1.0 [emulator]");
+  ASSERT_CONTAINS(autd3_last_error(), "0.9.x");
+  autd3_geometry_free(g);
+}
+
+TEST(default_emulator_identity_is_supported) {
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.require_supported_firmware = true;
+  autd3_client_t *c = fx_open_emu(2, CYCLE_NS, &cfg);
+  autd3_fw_version_t v[2];
+  ASSERT_OK(autd3_client_read_firmware_version(c, v));
+  ASSERT_EQ(v[1].cpu_minor, AUTD3_FW_SERIES_MINOR);
+  ASSERT_EQ(v[1].fpga_minor, AUTD3_FW_SERIES_MINOR);
+  /* After open the FPGA is in single-pattern mode (bit 3), as the reference
+   * firmware reports: 0x08. */
+  uint8_t st[2];
+  ASSERT_OK(autd3_client_read_fpga_state(c, st));
+  ASSERT_EQ(st[0], 0x08);
+  ASSERT_EQ(st[1], 0x08);
+  ASSERT_OK(autd3_client_close(c));
 }
 
 TEST(link_error_fails_pending) {
@@ -553,7 +724,7 @@ TEST(geometry_out_of_range) {
   autd3_client_t *c = fx_open_emu(128, CYCLE_NS, &cfg);
   autd3_frame_t f = bench_frame();
   for (int i = 0; i < 10; i++) ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
-  ASSERT_EQ(fx_counters(c, 127).executed, 2 + 10);
+  ASSERT_EQ(fx_counters(c, 127).executed, FX_OPEN_EXECUTED + 10);
   autd3_client_close(c);
 }
 

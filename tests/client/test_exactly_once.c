@@ -116,13 +116,13 @@ TEST(power_cycle_mid_stream) {
   ASSERT_EQ(resp.outcome[1], AUTD3_OUTCOME_EXECUTED);
   executed1++;
 
-  /* Exactly once: device 0 ran Clear, Synchronize and every frame once. */
-  ASSERT_EQ(fx_counters(c, 0).executed, 2 + N + 1);
-  /* Device 1 ran Clear + Synchronize at open and again when re-established,
+  /* Exactly once: device 0 ran the open sequence and every frame once. */
+  ASSERT_EQ(fx_counters(c, 0).executed, FX_OPEN_EXECUTED + N + 1);
+  /* Device 1 ran the open sequence, SetMode + Clear + Synchronize when re-established,
    * every EXECUTED frame, and at most the UNKNOWN ones on top. */
   uint64_t k1 = fx_counters(c, 1).executed;
-  ASSERT_GE(k1, 4 + executed1);
-  ASSERT_TRUE(k1 <= 4 + executed1 + unknown1);
+  ASSERT_GE(k1, FX_OPEN_EXECUTED + FX_REINIT_EXECUTED + executed1);
+  ASSERT_TRUE(k1 <= FX_OPEN_EXECUTED + FX_REINIT_EXECUTED + executed1 + unknown1);
   autd3_client_close(c);
 }
 
@@ -155,19 +155,19 @@ TEST(power_cycle_low_latency) {
   ASSERT_OK(autd3_emulator_power_cycle(autd3_client_link(c), 0));
   wait_device_ready(c, 0, 1);
   for (int i = 0; i < 300; i++) ASSERT_OK(autd3_client_send_checked(c, &f, NULL)); /* across a seq wrap */
-  /* Device 1: SetMode, Clear, Sync and 305 frames, each once. */
-  ASSERT_EQ(fx_counters(c, 1).executed, 3 + 5 + 300);
+  /* Device 1: the open sequence and 305 frames, each once. */
+  ASSERT_EQ(fx_counters(c, 1).executed, FX_OPEN_EXECUTED + 5 + 300);
   ASSERT_EQ(autd3_client_device_resets(c, 1), 0);
   autd3_client_close(c);
 }
 
 /* ---- ack 0xFF inside the window (testlink: no reset evidence) ------------------------------ */
 
-/* Stop-and-wait until the next frame gets seq `seq` (user frames start at 2:
- * Clear and Synchronize took 0 and 1). */
+/* Stop-and-wait until the next frame gets seq `seq` (user frames start at
+ * FX_OPEN_SENT + 1: SetMode took 0, the open's frames 1..FX_OPEN_SENT). */
 static void advance_to_seq(autd3_client_t *c, uint8_t seq) {
   autd3_frame_t nop = autd3_frame_simple(AUTD3_CMD_NOP);
-  for (unsigned s = 2; s < seq; s++) ASSERT_OK(autd3_client_send_checked(c, &nop, NULL));
+  for (unsigned s = FX_OPEN_SENT + 1; s < seq; s++) ASSERT_OK(autd3_client_send_checked(c, &nop, NULL));
 }
 
 TEST(ack_ff_in_window_after_stale_is_unknown) {
@@ -227,11 +227,11 @@ TEST(ack_ff_outside_window_is_a_reboot) {
   autd3_client_t *c = NULL;
   ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
   autd3_geometry_free(g);
-  advance_to_seq(c, 10);
-  /* Device 1 reboots silently (no stale cycles, no evidence) as seq 10 reaches
-   * it: its 0xFF is outside its window (9, 10], so it is a definite reboot. */
+  advance_to_seq(c, 16);
+  /* Device 1 reboots silently (no stale cycles, no evidence) as seq 16 reaches
+   * it: its 0xFF is outside its window (15, 16], so it is a definite reboot. */
   fx_tl.hook_dev = 1;
-  fx_tl.hook_seq = 10;
+  fx_tl.hook_seq = 16;
   atomic_store(&fx_tl.hook_kind, FX_HOOK_REBOOT);
   autd3_frame_t nop = autd3_frame_simple(AUTD3_CMD_NOP);
   autd3_response_t resp;
@@ -243,8 +243,8 @@ TEST(ack_ff_outside_window_is_a_reboot) {
   ASSERT_EQ(autd3_client_device_resets(c, 0), 0);
   wait_device_ready(c, 1, 1);
   ASSERT_OK(autd3_client_send_checked(c, &nop, NULL));
-  /* Device 0 executed every frame once: Clear, Sync, 8 Nops, 1 + 1. */
-  ASSERT_EQ(fx_tl_last->devs[0].counters.executed, 2 + 8 + 2);
+  /* Device 0 executed every frame once: the open sequence, 3 Nops, 1 + 1. */
+  ASSERT_EQ(fx_tl_last->devs[0].counters.executed, FX_OPEN_EXECUTED + (16 - FX_OPEN_SENT - 1) + 2);
   autd3_client_close(c);
 }
 
@@ -275,10 +275,10 @@ TEST(unresponsive_device_times_out_not_executed) {
   wait_device_ready(c, 1, 1);
   ASSERT_OK(autd3_client_send_checked(c, &nop, NULL));
   /* Device 0: every frame once, with no replay from device 1's recovery:
-   * Clear, Sync, 28 Nops, then 1 + 1. Device 1: Clear, Sync, 28 Nops, then
+   * the open sequence, the Nops up to seq 29, then 1 + 1. Device 1: the same Nops, then
    * Clear, Sync again and the last Nop. */
-  ASSERT_EQ(fx_tl_last->devs[0].counters.executed, 2 + 28 + 2);
-  ASSERT_EQ(fx_tl_last->devs[1].counters.executed, 2 + 28 + 2 + 1);
+  ASSERT_EQ(fx_tl_last->devs[0].counters.executed, FX_OPEN_EXECUTED + (30 - FX_OPEN_SENT - 1) + 2);
+  ASSERT_EQ(fx_tl_last->devs[1].counters.executed, FX_OPEN_EXECUTED + (30 - FX_OPEN_SENT - 1) + FX_REINIT_EXECUTED + 1);
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
   ASSERT_EQ(s.device_timeouts, 1);
@@ -323,16 +323,16 @@ TEST(frozen_device_mid_stream_no_replays) {
   fprintf(stderr, "device 1: %zu executed, %zu unknown, %zu timeout\n", executed1, unknown1, timeouts);
   ASSERT_GE(unknown1 + timeouts, 1);
   /* The healthy device executed every frame exactly once. */
-  ASSERT_EQ(fx_counters(c, 0).executed, 2 + N);
+  ASSERT_EQ(fx_counters(c, 0).executed, FX_OPEN_EXECUTED + N);
   /* Thaw: device 1 may run what it had queued (UNKNOWN ones), nothing else. */
   autd3_device_fault_t none = {0};
   ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &none));
   wait_device_ready(c, 1, 1);
   ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
-  ASSERT_EQ(fx_counters(c, 0).executed, 2 + N + 1);
+  ASSERT_EQ(fx_counters(c, 0).executed, FX_OPEN_EXECUTED + N + 1);
   uint64_t k1 = fx_counters(c, 1).executed;
-  ASSERT_GE(k1, 2 + executed1 + 2 + 1);
-  ASSERT_TRUE(k1 <= 2 + executed1 + unknown1 + 2 + 1);
+  ASSERT_GE(k1, FX_OPEN_EXECUTED + executed1 + FX_REINIT_EXECUTED + 1);
+  ASSERT_TRUE(k1 <= FX_OPEN_EXECUTED + executed1 + unknown1 + FX_REINIT_EXECUTED + 1);
   autd3_client_close(c);
 }
 
@@ -378,7 +378,7 @@ TEST(stale_outage_unknown_then_catches_up) {
   ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
   ASSERT_EQ(autd3_client_device_resets(c, 0), 0);
   ASSERT_EQ(autd3_client_device_resets(c, 1), 0);
-  for (uint16_t d = 0; d < 2; d++) ASSERT_EQ(fx_counters(c, d).executed, 2 + N + 1);
+  for (uint16_t d = 0; d < 2; d++) ASSERT_EQ(fx_counters(c, d).executed, FX_OPEN_EXECUTED + N + 1);
   autd3_client_close(c);
 }
 

@@ -245,10 +245,23 @@ TEST(version_reads) {
   }
   ASSERT_EQ(d.counters.errors, 0);
   ASSERT_EQ(d.error_detail, 0); /* values are not errors */
-  /* default versions: 0.1.0 */
+  /* default identity: the 0.9 series the client speaks (CPU/FPGA 0.9.0), an
+   * emulator by its function bits, FPGA state "pattern mode" (0x08) as the
+   * reference firmware answers after power-on */
   autd3_dev_init(&d, NULL, &ideal);
   autd3_dev_recv_frame(&d, fr(0, AUTD3_CMD_READ_CPU_FW_VERSION_MINOR), 0);
-  ASSERT_RX(&d, 0, 0, 1);
+  ASSERT_RX(&d, 0, 0, 9);
+  autd3_dev_recv_frame(&d, fr(1, AUTD3_CMD_READ_FPGA_FW_VERSION_MINOR), 0);
+  ASSERT_RX(&d, 0, 1, 9);
+  autd3_dev_recv_frame(&d, fr(2, AUTD3_CMD_READ_FPGA_FUNCTIONS), 0);
+  ASSERT_RX(&d, 0, 2, AUTD3_DEV_FPGA_FUNC_EMULATOR);
+  autd3_dev_recv_frame(&d, fr(3, AUTD3_CMD_READ_FPGA_STATE), 0);
+  ASSERT_RX(&d, 0, 3, AUTD3_DEV_FPGA_STATE_PATTERN_MODE);
+  /* Clear restores pattern mode (fpga::init), keeps the thermal input */
+  d.fpga_state = AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT | AUTD3_DEV_FPGA_STATE_PATTERN_BANK;
+  autd3_dev_recv_frame(&d, fr(4, AUTD3_CMD_CLEAR), 0);
+  autd3_dev_recv_frame(&d, fr(5, AUTD3_CMD_READ_FPGA_STATE), 0);
+  ASSERT_RX(&d, 0, 5, AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT | AUTD3_DEV_FPGA_STATE_PATTERN_MODE);
 }
 
 /* Opcodes of the reference client autd3-rs 0.9.0 (PyPI autd3 0.9.0): open() reads

@@ -208,7 +208,7 @@ def scenario_reference(emu):
             client = await autd3.Client.open(geo, link, autd3.ClientConfig())
             check(True, "reference client opened through the reference TwinCAT link (Reset, Clear, Synchronize acked)")
             versions = await client.read_firmware_version()
-            check(len(versions) == 2 and all("0.1.0" in str(v) for v in versions), f"firmware versions read: {versions}")
+            check(len(versions) == 2 and all("0.9.0" in str(v) for v in versions), f"firmware versions read: {versions}")
             # 0.9.0 reads the FPGA function bits (opcode 0xE9) after the FPGA version; an
             # UnknownCmd there makes it report the FPGA version as unknown.
             check(all("unknown" not in str(v).lower() for v in versions), "FPGA version and function bits read without UnknownCmd")

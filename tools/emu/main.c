@@ -54,7 +54,7 @@ static void usage(FILE *o) {
           "usage: autd3-emu --interface NAME [options]\n"
           "  --interface, -i NAME   network interface (raw socket; needs CAP_NET_RAW)\n"
           "  --devices, -n N        devices in the chain, 1..128 (default 2)\n"
-          "  --fw-version A.B.C     firmware version the devices report (CPU and FPGA; default 0.1.0)\n"
+          "  --fw-version A.B.C     firmware version the devices report (CPU and FPGA; default 0.9.0)\n"
           "  --timing SPEC          default|pessimistic|ideal|take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now\n"
           "  --drift-ppm X          oscillator error of each device, up to +-X ppm (default 0)\n"
           "  --hop-ns N             forwarding delay per device (default 600)\n"

@@ -1,0 +1,58 @@
+//! Differential peer for libautd3's device model (src/device).
+//!
+//! stdin, one command per line:
+//!   `<1252 hex digits>`  one 626-byte output image for the device: the firmware takes it
+//!                        (recv), its main loop runs until idle (process_pending), then
+//!                        the peer prints `<ack> <data> <fpga_state>` (two hex digits each)
+//!   `power_cycle`        power-cycle the device (prints `power_cycle`)
+//!   `# ...` or empty     ignored
+//! SYNC0 is configured active with a 1 ms period (so Synchronize can succeed), as in the C test.
+use std::io::{self, BufRead, Write};
+
+use autd3_rs_core::protocol::TX_FRAME_BYTES;
+use autd3_rs_firmware_emulator::Device;
+
+fn parse_hex(line: &str) -> Option<[u8; TX_FRAME_BYTES]> {
+    let b = line.as_bytes();
+    if b.len() != TX_FRAME_BYTES * 2 {
+        return None;
+    }
+    let mut out = [0u8; TX_FRAME_BYTES];
+    for (i, o) in out.iter_mut().enumerate() {
+        let s = std::str::from_utf8(&b[2 * i..2 * i + 2]).ok()?;
+        *o = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn setup(dev: &mut Device) {
+    dev.fpga_mut().set_sync0_cycle_ns(1_000_000);
+    dev.fpga_mut().set_next_sync0(1_000_000_000);
+}
+
+fn main() {
+    let mut dev = Device::new(249);
+    setup(&mut dev);
+    let stdin = io::stdin();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    for (n, line) in stdin.lock().lines().enumerate() {
+        let line = line.expect("stdin");
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line == "power_cycle" {
+            dev.power_cycle();
+            setup(&mut dev);
+            writeln!(out, "power_cycle").unwrap();
+            continue;
+        }
+        let Some(frame) = parse_hex(line) else {
+            eprintln!("line {}: expected {} hex digits", n + 1, TX_FRAME_BYTES * 2);
+            std::process::exit(2);
+        };
+        let rx = dev.send(&frame);
+        writeln!(out, "{:02x} {:02x} {:02x}", rx.ack.get(), rx.data, dev.fpga().fpga_state()).unwrap();
+    }
+}
