@@ -343,7 +343,7 @@ TEST(interop_published_python_discovery) {
 TEST(interop_published_rust_server_v7) {
   /* tests/peers/armt7-rust-server: crates.io autd3-rs-link-remote 0.9.0's RemoteServer over an echo link. */
   if (!executable(AUTD3_ARMT7_RUST_SERVER))
-    SKIP("%s is not built (needs cargo: ctest builds it as peers.build_armt7_rust_server)", AUTD3_ARMT7_RUST_SERVER);
+    SKIP("%s is not built (needs cargo: ctest builds it as peers.build.armt7-rust-server)", AUTD3_ARMT7_RUST_SERVER);
   char addr[32];
   snprintf(addr, sizeof addr, "127.0.0.1:%u", free_port());
   char *argv[] = {(char *)AUTD3_ARMT7_RUST_SERVER, addr, NULL};
