@@ -35,7 +35,13 @@ extern "C" {
 #endif
 
 /** Client configuration (mirrors the reference ClientConfig). */
+/*
+ * Size-tagged (docs/api.md "Structs that can grow"): start from autd3_client_config_default(), which sets `size`
+ * to the caller's sizeof; new fields are appended and get their defaults when an older caller's `size` ends
+ * before them. To append one: add it at the end and add the old sizeof to the known sizes in src/client/client.c.
+ */
 typedef struct autd3_client_config {
+  uint32_t size;                /**< sizeof(autd3_client_config_t); set by the default; unknown → INVALID_CONFIG. @since 0.3.0 */
   uint32_t timeout_cycles;      /**< cycles a head frame may stay unacked before resync; default 10, ≥ 1 */
   uint32_t max_inflight;        /**< frames in flight, 1..127; default 127 */
   uint32_t max_resync_rounds;   /**< resync rounds before reset, and again before giving up; default 8, ≥ 1 */
@@ -53,8 +59,19 @@ typedef struct autd3_client_config {
 #define AUTD3_FW_SERIES_MAJOR 0
 #define AUTD3_FW_SERIES_MINOR 9
 
-/** Defaults. RT-safe. */
+/** Fill the first `size` bytes of `*c` with the defaults, `c->size = size`; nothing past `size`. RT-safe. @since 0.3.0 */
+AUTD3_EXTERN void autd3_client_config_init(autd3_client_config_t *c, size_t size);
+/**
+ * Defaults. RT-safe. The exported function keeps the 0.3.0 layout for binaries and FFI that call it; in source it
+ * is the inline below, which passes the caller's sizeof, so that a struct returned by value can grow.
+ */
 AUTD3_EXTERN autd3_client_config_t autd3_client_config_default(void);
+static inline autd3_client_config_t autd3_client_config_default_(void) {
+  autd3_client_config_t c;
+  autd3_client_config_init(&c, sizeof c);
+  return c;
+}
+#define autd3_client_config_default() autd3_client_config_default_()
 /** Validate; AUTD3_E_INVALID_CONFIG with a message naming the field. RT-safe. */
 AUTD3_EXTERN autd3_err_t autd3_client_config_validate(const autd3_client_config_t *c);
 
@@ -179,6 +196,13 @@ typedef struct autd3_client_stats {
 
 /** Read the client's counters (thread-safe, RT-safe). `resets` counts per-device recoveries started. */
 AUTD3_EXTERN void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out);
+/**
+ * autd3_client_stats() writing exactly `size` bytes of `out` (a smaller, older struct gets its prefix; a larger
+ * one zeros past what the library knows). The macro autd3_client_stats(c, out) passes the caller's sizeof; the
+ * exported function of that name writes the 0.3.0 layout. RT-safe. @since 0.3.0
+ */
+AUTD3_EXTERN void autd3_client_stats_sized(const autd3_client_t *c, autd3_client_stats_t *out, size_t size);
+#define autd3_client_stats(c, out) autd3_client_stats_sized((c), (out), sizeof *(out))
 
 /** What the client is doing with one device (autd3_client_device_status_t.state). */
 typedef enum autd3_client_device_state {
@@ -206,6 +230,10 @@ typedef struct autd3_client_device_status {
 AUTD3_EXTERN uint32_t autd3_client_device_resets(const autd3_client_t *c, uint16_t dev);
 /** Device `dev`'s status (thread-safe, RT-safe). AUTD3_E_INVALID_ARGUMENT for NULL or a bad index. */
 AUTD3_EXTERN autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *out);
+/** autd3_client_device_status() writing exactly `size` bytes of `out`; the macro passes the caller's sizeof. @since 0.3.0 */
+AUTD3_EXTERN autd3_err_t autd3_client_device_status_sized(const autd3_client_t *c, uint16_t dev,
+                                                          autd3_client_device_status_t *out, size_t size);
+#define autd3_client_device_status(c, dev, out) autd3_client_device_status_sized((c), (dev), (out), sizeof *(out))
 
 /**
  * Silence every device, then stop the bus thread, fail every request still in

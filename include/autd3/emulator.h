@@ -12,6 +12,7 @@
 #define AUTD3_EMULATOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "autd3/error.h"
@@ -68,7 +69,8 @@ AUTD3_EXTERN autd3_timing_model_t autd3_timing_model_ideal(void);
  */
 AUTD3_EXTERN autd3_err_t autd3_timing_model_parse(const char *s, autd3_timing_model_t *out);
 
-/** Options of the in-process emulator link. The device count comes from the geometry. */
+/** Options of the in-process emulator link. The device count comes from the geometry. Grows by appending fields
+ * (see autd3_link_option_t); the embedded timing model and version are frozen for the soname. */
 typedef struct autd3_emulator_option {
   uint32_t cycle_ns;            /**< bus cycle (SYNC0 period) paced by a real timer; default 1 000 000 */
   autd3_timing_model_t timing;  /**< default autd3_timing_model_default() */
@@ -76,7 +78,8 @@ typedef struct autd3_emulator_option {
 } autd3_emulator_option_t;
 
 /**
- * Defaults.
+ * Defaults. In source (with autd3/link.h) a macro over autd3_link_option_default() that is safe when this struct
+ * grows; this function keeps the 0.3.0 layout for binaries and FFI that call it.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_emulator_option_t autd3_emulator_option_default(void);
@@ -121,6 +124,15 @@ AUTD3_EXTERN autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uin
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out);
+/**
+ * autd3_emulator_counters() writing exactly `size` bytes of `out`: the prefix a smaller (older) struct has, zeros
+ * past what the library knows for a larger one. The macro autd3_emulator_counters(link, dev, out) passes the
+ * caller's sizeof; the exported function of that name writes the 0.3.0 layout. @since 0.3.0
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_emulator_counters_sized(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out,
+                                                       size_t size);
+#define autd3_emulator_counters(link, dev, out) autd3_emulator_counters_sized((link), (dev), (out), sizeof *(out))
 
 #ifdef __cplusplus
 }

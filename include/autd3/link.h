@@ -51,8 +51,20 @@ typedef enum autd3_link_kind {
   AUTD3_LINK_KIND_COUNT_
 } autd3_link_kind_t;
 
-/** Tagged link option: `kind` selects the member of the union that is read. */
+/**
+ * Tagged link option: `kind` selects the member of the union that is read.
+ *
+ * Size-tagged (docs/api.md "Structs that can grow"): start from
+ * autd3_link_option_default(), which sets `size`, then change fields. A kind's
+ * option grows by appending fields inside the union, whose reserved room keeps
+ * sizeof(autd3_link_option_t) fixed; `size` says how much of the kind's member
+ * the caller knew, and autd3_link_open() gives every field past it its
+ * default. A size the library does not know (0: the struct was not started
+ * from a default) is refused with AUTD3_E_INVALID_OPTION.
+ * @since 0.1.0; `size` and the reserved room since 0.3.0
+ */
 typedef struct autd3_link_option {
+  uint32_t size; /**< AUTD3_LINK_OPTION_SIZE(the kind's member type); set by autd3_link_option_default() */
   autd3_link_kind_t kind;
   union {
     autd3_emulator_option_t emulator;
@@ -61,14 +73,33 @@ typedef struct autd3_link_option {
     autd3_ethercrab_option_t ethercrab;
     autd3_twincat_option_t twincat;
     autd3_remote_option_t remote;
+    uint64_t reserved_[32]; /**< room to grow: every member fits in 256 bytes, so the union's size never changes */
   } u;
 } autd3_link_option_t;
 
 /**
- * A tagged option for `kind` holding that kind's defaults.
+ * The `size` of a link option whose kind's member is `T` (e.g. autd3_echocat_option_t) as the caller's header
+ * defines it: what autd3_link_option_default() stores. Only needed to build an option without that function.
+ */
+#define AUTD3_LINK_OPTION_SIZE(T) ((uint32_t)(offsetof(autd3_link_option_t, u) + sizeof(T)))
+
+/**
+ * A tagged option for `kind` holding that kind's defaults, `size` set.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_link_option_t autd3_link_option_default(autd3_link_kind_t kind);
+/*
+ * The per-kind defaults (autd3_echocat_option_default(), ...) return a struct that may grow, and a struct
+ * returned by value can't carry the caller's size. So in source they are macros that take the kind's member
+ * out of autd3_link_option_default() (fixed size) and copy only what the caller's header defines; the exported
+ * functions of these names stay for binaries and FFI and keep the 0.3.0 layout.
+ */
+#define autd3_emulator_option_default() (autd3_link_option_default(AUTD3_LINK_EMULATOR).u.emulator)
+#define autd3_echocat_option_default() (autd3_link_option_default(AUTD3_LINK_ECHOCAT).u.echocat)
+#define autd3_soem_option_default() (autd3_link_option_default(AUTD3_LINK_SOEM).u.soem)
+#define autd3_ethercrab_option_default() (autd3_link_option_default(AUTD3_LINK_ETHERCRAB).u.ethercrab)
+#define autd3_twincat_option_default() (autd3_link_option_default(AUTD3_LINK_TWINCAT).u.twincat)
+#define autd3_remote_option_default() (autd3_link_option_default(AUTD3_LINK_REMOTE).u.remote)
 /**
  * The common EtherCAT section of an echocat/SOEM/EtherCrab option, NULL for other kinds.
  * Context: any thread; RT-safe.
@@ -162,10 +193,19 @@ AUTD3_EXTERN autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link);
  */
 AUTD3_EXTERN uint32_t autd3_link_device_resets(const autd3_link_t *link, uint16_t dev);
 /**
- * Statistics (thread-safe, lock-free).
+ * Statistics (thread-safe, lock-free), written as `size` bytes: pass `sizeof *out`. The library writes exactly
+ * `size` bytes: a smaller (older) struct gets its prefix, a larger (newer) one zeros past what the library knows.
+ * The macro autd3_link_stats(link, out) passes the caller's sizeof. @since 0.3.0
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN void autd3_link_stats_sized(const autd3_link_t *link, autd3_link_stats_t *out, size_t size);
+/**
+ * Statistics (thread-safe, lock-free). In source this is a macro over autd3_link_stats_sized(); the exported
+ * function of this name (binaries, FFI) writes the 0.3.0 layout (24 bytes).
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out);
+#define autd3_link_stats(link, out) autd3_link_stats_sized((link), (out), sizeof *(out))
 /**
  * Check the devices' states and try to recover the ones that are not in OP.
  * Thread-safe with respect to autd3_link_cycle() (may be called from another
@@ -173,6 +213,14 @@ AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t 
  * Context: one checker thread at a time, concurrently with the bus thread; blocks for a few bus round trips; no allocation.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_check_state(autd3_link_t *link, autd3_link_status_t *out);
+/**
+ * autd3_link_check_state() writing exactly `size` bytes of `out` (see autd3_link_stats_sized()). The macro
+ * autd3_link_check_state(link, out) passes the caller's sizeof; the exported function of that name writes the
+ * 0.3.0 layout. @since 0.3.0
+ * Context: as autd3_link_check_state().
+ */
+AUTD3_EXTERN autd3_err_t autd3_link_check_state_sized(autd3_link_t *link, autd3_link_status_t *out, size_t size);
+#define autd3_link_check_state(link, out) autd3_link_check_state_sized((link), (out), sizeof *(out))
 /**
  * Link-specific diagnostics as text lines "name : value" (e.g. departure
  * jitter against the DC deadline, late wake-ups), written to `buf`

@@ -20,6 +20,7 @@ typedef enum autd3_nic_backend {
 } autd3_nic_backend_t;
 
 /** echocat options. */
+/* Grows by appending fields (see autd3_link_option_t). */
 typedef struct autd3_echocat_option {
   autd3_ethercat_option_t ethercat; /**< common EtherCAT options */
   autd3_nic_backend_t backend;      /**< default AUTD3_NIC_AUTO */
@@ -28,7 +29,8 @@ typedef struct autd3_echocat_option {
 } autd3_echocat_option_t;
 
 /**
- * Defaults.
+ * Defaults. In source (with autd3/link.h) a macro over autd3_link_option_default() that is safe when this struct
+ * grows; this function keeps the 0.3.0 layout for binaries and FFI that call it.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_echocat_option_t autd3_echocat_option_default(void);

@@ -18,7 +18,11 @@
 extern "C" {
 #endif
 
-/** Options common to every EtherCAT link. Times in nanoseconds or milliseconds as named. */
+/**
+ * Options common to every EtherCAT link. Times in nanoseconds or milliseconds as named.
+ * Frozen for the soname: it sits at the start of the echocat, SOEM and EtherCrab options, so a field added
+ * here would move theirs. A new common field is appended to each of those three instead (docs/api.md).
+ */
 typedef struct autd3_ethercat_option {
   /** Adapter name ("eth0"), or NULL / "auto": the first adapter whose slaves are all AUTD3. */
   const char *interface;

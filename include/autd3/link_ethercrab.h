@@ -14,13 +14,15 @@ extern "C" {
 #endif
 
 /** EtherCrab options. */
+/* Grows by appending fields (see autd3_link_option_t). */
 typedef struct autd3_ethercrab_option {
   autd3_ethercat_option_t ethercat; /**< common EtherCAT options */
   uint32_t pdu_timeout_ms;          /**< EtherCrab PDU timeout; default 100 */
 } autd3_ethercrab_option_t;
 
 /**
- * Defaults.
+ * Defaults. In source (with autd3/link.h) a macro over autd3_link_option_default() that is safe when this struct
+ * grows; this function keeps the 0.3.0 layout for binaries and FFI that call it.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_ethercrab_option_t autd3_ethercrab_option_default(void);

@@ -38,6 +38,7 @@ typedef enum autd3_remote_pipeline {
 #define AUTD3_REMOTE_PROTOCOL_V7 7u    /**< autd3-rs-link-remote 0.5-0.9, PyPI autd3-link-remote 0.8/0.9 */
 
 /** Remote options. autd3_link_check_state() reports the states of the last v7 reply, AUTD3_DEVICE_UNKNOWN over v3 (it carries no device state). */
+/* Grows by appending fields (see autd3_link_option_t). */
 typedef struct autd3_remote_option {
   const char *address; /**< "host:port", "[v6]:port"; names are resolved; default "127.0.0.1:8080" */
   uint32_t timeout_ms; /**< connect, read and write timeout; 0 = none (default) */
@@ -48,7 +49,8 @@ typedef struct autd3_remote_option {
 } autd3_remote_option_t;
 
 /**
- * Defaults.
+ * Defaults. In source (with autd3/link.h) a macro over autd3_link_option_default() that is safe when this struct
+ * grows; this function keeps the 0.3.0 layout for binaries and FFI that call it.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_remote_option_t autd3_remote_option_default(void);

@@ -15,12 +15,14 @@ extern "C" {
 #endif
 
 /** SOEM options (the common EtherCAT ones). */
+/* Grows by appending fields (see autd3_link_option_t). */
 typedef struct autd3_soem_option {
   autd3_ethercat_option_t ethercat; /**< common EtherCAT options */
 } autd3_soem_option_t;
 
 /**
- * Defaults.
+ * Defaults. In source (with autd3/link.h) a macro over autd3_link_option_default() that is safe when this struct
+ * grows; this function keeps the 0.3.0 layout for binaries and FFI that call it.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_soem_option_t autd3_soem_option_default(void);

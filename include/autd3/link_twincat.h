@@ -16,6 +16,7 @@ extern "C" {
 #endif
 
 /** TwinCAT options. Local when `server_ip` is NULL: the router at 127.0.0.1:48898. */
+/* Grows by appending fields (see autd3_link_option_t). */
 typedef struct autd3_twincat_option {
   const char *server_ip;         /**< remote TwinCAT host: IPv4 / IPv6 address or host name; NULL = local router (default) */
   uint16_t server_port;          /**< ADS TCP port; default 48898 */
@@ -30,7 +31,8 @@ typedef struct autd3_twincat_option {
 } autd3_twincat_option_t;
 
 /**
- * Defaults.
+ * Defaults. In source (with autd3/link.h) a macro over autd3_link_option_default() that is safe when this struct
+ * grows; this function keeps the 0.3.0 layout for binaries and FFI that call it.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_twincat_option_t autd3_twincat_option_default(void);

@@ -28,6 +28,7 @@
 #ifndef AUTD3_REMOTE_SERVER_H
 #define AUTD3_REMOTE_SERVER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "autd3/link.h"
@@ -39,8 +40,14 @@ extern "C" {
 /** Largest accepted `max_connections`. */
 #define AUTD3_REMOTE_SERVER_MAX_CONNECTIONS 256
 
-/** Server options. Strings (and those inside `link`) must outlive the server. */
+/**
+ * Server options. Strings (and those inside `link`) must outlive the server.
+ * Size-tagged (docs/api.md "Structs that can grow"): start from autd3_remote_server_option_default(), which sets
+ * `size` to the caller's sizeof; new fields are appended and get their defaults when an older caller's `size`
+ * ends before them. An unknown `size` (0: not started from the default) is refused with AUTD3_E_INVALID_OPTION.
+ */
 typedef struct autd3_remote_server_option {
+  uint32_t size;                 /**< sizeof(autd3_remote_server_option_t); set by the default. @since 0.3.0 */
   const char *listen;            /**< "host:port" or "[v6]:port"; default "127.0.0.1:8080" (loopback only); port 0 = any */
   autd3_link_option_t link;      /**< the wrapped link; default emulator */
   uint16_t devices;              /**< 0 = open the link per client from its geometry (default); N = open at start */
@@ -83,10 +90,24 @@ typedef struct autd3_remote_server_stats {
 typedef struct autd3_remote_server autd3_remote_server_t;
 
 /**
- * Defaults.
+ * Fill the first `size` bytes of `*o` with the defaults and set `o->size = size` (zeros past what this library
+ * knows). Writes nothing past `size`. @since 0.3.0
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN void autd3_remote_server_option_init(autd3_remote_server_option_t *o, size_t size);
+/**
+ * Defaults. The exported function keeps the 0.3.0 layout for binaries and FFI that call it; in source it is
+ * the inline below, which passes the caller's sizeof to autd3_remote_server_option_init(), so that a struct
+ * returned by value can grow.
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN autd3_remote_server_option_t autd3_remote_server_option_default(void);
+static inline autd3_remote_server_option_t autd3_remote_server_option_default_(void) {
+  autd3_remote_server_option_t o;
+  autd3_remote_server_option_init(&o, sizeof o);
+  return o;
+}
+#define autd3_remote_server_option_default() autd3_remote_server_option_default_()
 /**
  * Bind the listening socket (and with `devices` > 0 open the link and start the
  * bus thread). Allocates. Errors: INVALID_OPTION, CONNECT (cannot bind), the link's own.
@@ -113,6 +134,15 @@ AUTD3_EXTERN void autd3_remote_server_stop(autd3_remote_server_t *s);
  * Context: any thread; RT-safe.
  */
 AUTD3_EXTERN void autd3_remote_server_stats(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out);
+/**
+ * autd3_remote_server_stats() writing exactly `size` bytes of `out`: the prefix a smaller (older) struct has, zeros
+ * past what the library knows for a larger one. The macro autd3_remote_server_stats(s, out) passes the caller's
+ * sizeof; the exported function of that name writes the 0.3.0 layout. @since 0.3.0
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN void autd3_remote_server_stats_sized(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out,
+                                                  size_t size);
+#define autd3_remote_server_stats(s, out) autd3_remote_server_stats_sized((s), (out), sizeof *(out))
 /**
  * Close the client, stop the bus thread, close the link, free. Not while run() is running. NULL is fine.
  * Context: once, after run() returned; blocks (joins the bus thread, closes the link); frees.

@@ -14,9 +14,11 @@
 #include <time.h>
 
 #include "client/client_internal.h"
+#include "core/struct_size.h"
 
-autd3_client_config_t autd3_client_config_default(void) {
+static autd3_client_config_t config_defaults(void) {
   autd3_client_config_t c = {
+      .size = sizeof(autd3_client_config_t),
       .timeout_cycles = 10,
       .max_inflight = AUTD3_MAX_INFLIGHT,
       .max_resync_rounds = 8,
@@ -30,8 +32,36 @@ autd3_client_config_t autd3_client_config_default(void) {
   return c;
 }
 
-autd3_err_t autd3_client_config_validate(const autd3_client_config_t *c) {
-  if (c == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "client config is NULL");
+/* Every sizeof(autd3_client_config_t) a header had (src/core/struct_size.h): append the old one when a field is added. */
+static const size_t config_sizes[] = {sizeof(autd3_client_config_t)};
+
+void autd3_client_config_init(autd3_client_config_t *c, size_t size) {
+  if (c == NULL || size < sizeof c->size) return;
+  autd3_client_config_t d = config_defaults();
+  d.size = (uint32_t)size;
+  autd3__out_copy(c, size, &d, sizeof d);
+}
+
+autd3_client_config_t(autd3_client_config_default)(void) { return config_defaults(); }
+
+/* The caller's config as this library's struct: its prefix over the defaults. */
+static autd3_err_t config_full(const autd3_client_config_t *c, autd3_client_config_t *out) {
+  if (!autd3__size_known(c->size, config_sizes, sizeof config_sizes / sizeof config_sizes[0]))
+    return autd3_set_error(AUTD3_E_INVALID_CONFIG,
+                           "client config: size = %u is not a size this library knows (%zu; start from "
+                           "autd3_client_config_default(), which sets it)",
+                           c->size, sizeof(autd3_client_config_t));
+  *out = config_defaults();
+  memcpy(out, c, c->size);
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3_client_config_validate(const autd3_client_config_t *config) {
+  if (config == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "client config is NULL");
+  autd3_client_config_t full;
+  autd3_err_t err = config_full(config, &full);
+  if (err != AUTD3_OK) return err;
+  const autd3_client_config_t *c = &full;
   if (c->timeout_cycles < 1) return autd3_set_error(AUTD3_E_INVALID_CONFIG, "timeout_cycles = 0: must be >= 1");
   /* 127 = half the 8-bit seq space, so "newer than" stays unambiguous (config.rs). */
   if (c->max_inflight < 1 || c->max_inflight > AUTD3_MAX_INFLIGHT)
@@ -199,8 +229,9 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
   if (geometry == NULL || link_opt == NULL || out == NULL)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_open: %s is NULL",
                            geometry == NULL ? "geometry" : link_opt == NULL ? "link option" : "out");
-  autd3_client_config_t cfg = config ? *config : autd3_client_config_default();
-  autd3_err_t err = autd3_client_config_validate(&cfg);
+  autd3_client_config_t cfg = config_defaults();
+  autd3_err_t err = config ? config_full(config, &cfg) : AUTD3_OK;
+  if (err == AUTD3_OK) err = autd3_client_config_validate(&cfg);
   if (err != AUTD3_OK) return err;
 
   autd3_link_t *link = NULL;
@@ -290,8 +321,9 @@ size_t autd3_client_num_devices(const autd3_client_t *c) { return c ? c->num_dev
 
 autd3_link_t *autd3_client_link(autd3_client_t *c) { return c ? c->link : NULL; }
 
-void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out) {
-  if (c == NULL || out == NULL) return;
+void autd3_client_stats_sized(const autd3_client_t *c, autd3_client_stats_t *dst, size_t size) {
+  if (c == NULL || dst == NULL) return;
+  autd3_client_stats_t st, *out = &st;
   autd3_client_t *m = (autd3_client_t *)c; /* atomics are read-only here */
   out->sent = atomic_load_explicit(&m->st_sent, memory_order_relaxed);
   out->completed = atomic_load_explicit(&m->st_completed, memory_order_relaxed);
@@ -308,6 +340,11 @@ void autd3_client_stats(const autd3_client_t *c, autd3_client_stats_t *out) {
   out->unknown_outcomes = atomic_load_explicit(&m->st_unknown, memory_order_relaxed);
   out->second_master = atomic_load_explicit(&m->st_foreign, memory_order_relaxed);
   out->device_timeouts = atomic_load_explicit(&m->st_timeouts, memory_order_relaxed);
+  autd3__out_copy(dst, size, &st, sizeof st);
+}
+
+void(autd3_client_stats)(const autd3_client_t *c, autd3_client_stats_t *out) {
+  autd3_client_stats_sized(c, out, AUTD3__SIZE_THROUGH(autd3_client_stats_t, device_timeouts));
 }
 
 uint32_t autd3_client_device_resets(const autd3_client_t *c, uint16_t dev) {
@@ -315,12 +352,14 @@ uint32_t autd3_client_device_resets(const autd3_client_t *c, uint16_t dev) {
   return atomic_load(&((autd3_client_t *)c)->ds_resets[dev]);
 }
 
-autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *out) {
-  if (c == NULL || out == NULL)
+autd3_err_t autd3_client_device_status_sized(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *dst,
+                                             size_t size) {
+  if (c == NULL || dst == NULL)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_device_status: %s is NULL", c ? "out" : "client");
   if (dev >= c->num_devices)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_device_status: device %u out of range (%u devices)",
                            (unsigned)dev, (unsigned)c->num_devices);
+  autd3_client_device_status_t st, *out = &st;
   autd3_client_t *m = (autd3_client_t *)c; /* atomics are read-only here */
   /* reinits before resets and state last: a reader never sees a finished
    * re-establishment that the counters do not account for. */
@@ -328,7 +367,12 @@ autd3_err_t autd3_client_device_status(const autd3_client_t *c, uint16_t dev, au
   out->resets = atomic_load(&m->ds_resets[dev]);
   out->reinits = reinits;
   out->state = (autd3_client_device_state_t)atomic_load(&m->ds_state[dev]);
+  autd3__out_copy(dst, size, &st, sizeof st);
   return AUTD3_OK;
+}
+
+autd3_err_t(autd3_client_device_status)(const autd3_client_t *c, uint16_t dev, autd3_client_device_status_t *out) {
+  return autd3_client_device_status_sized(c, dev, out, AUTD3__SIZE_THROUGH(autd3_client_device_status_t, state));
 }
 
 /* ---- send ----------------------------------------------------------------------------- */

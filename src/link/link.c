@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "core/struct_size.h"
 #include "link/link_internal.h"
 
 static const struct {
@@ -102,50 +103,101 @@ autd3_err_t autd3_ethercat_option_validate(const autd3_ethercat_option_t *o) {
   return AUTD3_OK;
 }
 
-autd3_echocat_option_t autd3_echocat_option_default(void) {
-  autd3_echocat_option_t o = {.ethercat = autd3_ethercat_option_default(), .backend = AUTD3_NIC_AUTO, .spin_ns = 0, .warmup_cycles = 200};
-  return o;
-}
-
-autd3_soem_option_t autd3_soem_option_default(void) {
-  autd3_soem_option_t o = {.ethercat = autd3_ethercat_option_default()};
-  return o;
-}
-
-autd3_ethercrab_option_t autd3_ethercrab_option_default(void) {
-  autd3_ethercrab_option_t o = {.ethercat = autd3_ethercat_option_default(), .pdu_timeout_ms = 100};
-  return o;
-}
-
-autd3_twincat_option_t autd3_twincat_option_default(void) {
-  autd3_twincat_option_t o = {.server_ip = NULL, .server_port = 48898, .server_ams_net_id = NULL, .client_ams_net_id = NULL, .ams_port = 301, .timeout_ms = 1000};
-  return o;
-}
-
-autd3_remote_option_t autd3_remote_option_default(void) {
-  autd3_remote_option_t o = {.address = "127.0.0.1:8080", .timeout_ms = 0};
-  return o;
-}
-
-autd3_emulator_option_t autd3_emulator_option_default(void) {
-  autd3_emulator_option_t o = {.cycle_ns = 1000000, .timing = autd3_timing_model_default(), .version = AUTD3_FW_VERSION_DEFAULT};
-  return o;
-}
-
-autd3_link_option_t autd3_link_option_default(autd3_link_kind_t kind) {
+/* The kinds' defaults. The exported per-kind functions below return them by
+ * value (frozen at the 0.3.0 layout); in source they are macros over
+ * autd3_link_option_default(), whose struct has a fixed size (link.h). */
+static autd3_link_option_t kind_defaults(autd3_link_kind_t kind) {
   autd3_link_option_t o;
   memset(&o, 0, sizeof o);
   o.kind = kind;
   switch (kind) {
-    case AUTD3_LINK_EMULATOR: o.u.emulator = autd3_emulator_option_default(); break;
-    case AUTD3_LINK_ECHOCAT: o.u.echocat = autd3_echocat_option_default(); break;
-    case AUTD3_LINK_SOEM: o.u.soem = autd3_soem_option_default(); break;
-    case AUTD3_LINK_ETHERCRAB: o.u.ethercrab = autd3_ethercrab_option_default(); break;
-    case AUTD3_LINK_TWINCAT: o.u.twincat = autd3_twincat_option_default(); break;
-    case AUTD3_LINK_REMOTE: o.u.remote = autd3_remote_option_default(); break;
+    case AUTD3_LINK_EMULATOR:
+      o.size = AUTD3_LINK_OPTION_SIZE(autd3_emulator_option_t);
+      o.u.emulator.cycle_ns = 1000000;
+      o.u.emulator.timing = autd3_timing_model_default();
+      o.u.emulator.version = (autd3_fw_version_t)AUTD3_FW_VERSION_DEFAULT;
+      break;
+    case AUTD3_LINK_ECHOCAT:
+      o.size = AUTD3_LINK_OPTION_SIZE(autd3_echocat_option_t);
+      o.u.echocat.ethercat = autd3_ethercat_option_default();
+      o.u.echocat.backend = AUTD3_NIC_AUTO;
+      o.u.echocat.warmup_cycles = 200;
+      break;
+    case AUTD3_LINK_SOEM:
+      o.size = AUTD3_LINK_OPTION_SIZE(autd3_soem_option_t);
+      o.u.soem.ethercat = autd3_ethercat_option_default();
+      break;
+    case AUTD3_LINK_ETHERCRAB:
+      o.size = AUTD3_LINK_OPTION_SIZE(autd3_ethercrab_option_t);
+      o.u.ethercrab.ethercat = autd3_ethercat_option_default();
+      o.u.ethercrab.pdu_timeout_ms = 100;
+      break;
+    case AUTD3_LINK_TWINCAT:
+      o.size = AUTD3_LINK_OPTION_SIZE(autd3_twincat_option_t);
+      o.u.twincat.server_port = 48898;
+      o.u.twincat.ams_port = 301;
+      o.u.twincat.timeout_ms = 1000;
+      break;
+    case AUTD3_LINK_REMOTE:
+      o.size = AUTD3_LINK_OPTION_SIZE(autd3_remote_option_t);
+      o.u.remote.address = "127.0.0.1:8080";
+      o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_AUTO;
+      o.u.remote.protocol = AUTD3_REMOTE_PROTOCOL_NEWEST;
+      break;
     default: break;
   }
   return o;
+}
+
+autd3_link_option_t autd3_link_option_default(autd3_link_kind_t kind) { return kind_defaults(kind); }
+
+autd3_emulator_option_t(autd3_emulator_option_default)(void) { return kind_defaults(AUTD3_LINK_EMULATOR).u.emulator; }
+autd3_echocat_option_t(autd3_echocat_option_default)(void) { return kind_defaults(AUTD3_LINK_ECHOCAT).u.echocat; }
+autd3_soem_option_t(autd3_soem_option_default)(void) { return kind_defaults(AUTD3_LINK_SOEM).u.soem; }
+autd3_ethercrab_option_t(autd3_ethercrab_option_default)(void) { return kind_defaults(AUTD3_LINK_ETHERCRAB).u.ethercrab; }
+autd3_twincat_option_t(autd3_twincat_option_default)(void) { return kind_defaults(AUTD3_LINK_TWINCAT).u.twincat; }
+autd3_remote_option_t(autd3_remote_option_default)(void) { return kind_defaults(AUTD3_LINK_REMOTE).u.remote; }
+
+/* The union's reserved room is what keeps sizeof(autd3_link_option_t) fixed:
+ * a member that outgrows it changes the size of every link option. */
+_Static_assert(sizeof(((autd3_link_option_t *)0)->u) == sizeof(((autd3_link_option_t *)0)->u.reserved_),
+               "a link kind's option outgrew the reserved room of autd3_link_option_t");
+
+/* Every size of a kind's member a header had, as AUTD3_LINK_OPTION_SIZE
+ * (src/core/struct_size.h). Append the old size when a kind gains a field.
+ * Remote's first entry is its field set without `protocol` (appended in
+ * 0.3.0): a caller that knows no `protocol` gets the newest. */
+#define OPT_SIZE_THROUGH_(T, f) ((size_t)offsetof(autd3_link_option_t, u) + AUTD3__SIZE_THROUGH(T, f))
+static const size_t emulator_sizes[] = {AUTD3_LINK_OPTION_SIZE(autd3_emulator_option_t)};
+static const size_t echocat_sizes[] = {AUTD3_LINK_OPTION_SIZE(autd3_echocat_option_t)};
+static const size_t soem_sizes[] = {AUTD3_LINK_OPTION_SIZE(autd3_soem_option_t)};
+static const size_t ethercrab_sizes[] = {AUTD3_LINK_OPTION_SIZE(autd3_ethercrab_option_t)};
+static const size_t twincat_sizes[] = {AUTD3_LINK_OPTION_SIZE(autd3_twincat_option_t)};
+static const size_t remote_sizes[] = {OPT_SIZE_THROUGH_(autd3_remote_option_t, pipeline),
+                                      AUTD3_LINK_OPTION_SIZE(autd3_remote_option_t)};
+static const struct {
+  const size_t *v;
+  size_t n;
+} kind_sizes[AUTD3_LINK_KIND_COUNT_] = {
+#define SIZES_(a) {a, sizeof a / sizeof a[0]}
+    [AUTD3_LINK_EMULATOR] = SIZES_(emulator_sizes), [AUTD3_LINK_ECHOCAT] = SIZES_(echocat_sizes),
+    [AUTD3_LINK_SOEM] = SIZES_(soem_sizes),         [AUTD3_LINK_ETHERCRAB] = SIZES_(ethercrab_sizes),
+    [AUTD3_LINK_TWINCAT] = SIZES_(twincat_sizes),   [AUTD3_LINK_REMOTE] = SIZES_(remote_sizes),
+#undef SIZES_
+};
+
+autd3_err_t autd3__link_option_full(const autd3_link_option_t *option, autd3_link_option_t *out) {
+  if ((unsigned)option->kind >= AUTD3_LINK_KIND_COUNT_)
+    return autd3_set_error(AUTD3_E_UNKNOWN_LINK, "unknown link kind %d", (int)option->kind);
+  const autd3_link_kind_t kind = option->kind;
+  if (!autd3__size_known(option->size, kind_sizes[kind].v, kind_sizes[kind].n))
+    return autd3_set_error(AUTD3_E_INVALID_OPTION,
+                           "link option: size = %u is not a size of the %s option this library knows (newest %u); "
+                           "start from autd3_link_option_default(), which sets it",
+                           option->size, kind_info[kind].name, (unsigned)kind_sizes[kind].v[kind_sizes[kind].n - 1]);
+  *out = kind_defaults(kind);
+  memcpy(out, option, option->size);
+  return AUTD3_OK;
 }
 
 autd3_ethercat_option_t *autd3_link_option_ethercat(autd3_link_option_t *o) {
@@ -186,12 +238,15 @@ void autd3_link_count_cycle(struct autd3_link *link, bool rx_valid, bool lost) {
   if (lost) atomic_fetch_add_explicit(&link->lost_cycles, 1, memory_order_relaxed);
 }
 
-autd3_err_t autd3_link_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, autd3_link_t **out) {
-  if (option == NULL || geometry == NULL || out == NULL)
+autd3_err_t autd3_link_open(const autd3_link_option_t *given, const autd3_geometry_t *geometry, autd3_link_t **out) {
+  if (given == NULL || geometry == NULL || out == NULL)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_link_open: NULL argument");
   *out = NULL;
-  if ((unsigned)option->kind >= AUTD3_LINK_KIND_COUNT_)
-    return autd3_set_error(AUTD3_E_UNKNOWN_LINK, "unknown link kind %d", (int)option->kind);
+  /* Every open function sees this library's full struct: the caller's prefix, defaults past it. */
+  autd3_link_option_t full;
+  autd3_err_t err = autd3__link_option_full(given, &full);
+  if (err != AUTD3_OK) return err;
+  const autd3_link_option_t *option = &full;
   size_t n = autd3_geometry_num_devices(geometry);
   if (n < 1 || n > AUTD3_MAX_DEVICES)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "geometry has %zu devices; must be 1..%d", n, AUTD3_MAX_DEVICES);
@@ -206,7 +261,7 @@ autd3_err_t autd3_link_open(const autd3_link_option_t *option, const autd3_geome
                            kind_info[option->kind].name, kind_info[option->kind].cmake_option, extra);
   }
   struct autd3_link *link = NULL;
-  autd3_err_t err = open(option, geometry, &link);
+  err = open(option, geometry, &link);
   if (err != AUTD3_OK) return err;
   if (link == NULL) return autd3_set_error(AUTD3_E_INTERNAL, "%s link open returned no link", kind_info[option->kind].name);
   *out = link;
@@ -225,19 +280,33 @@ autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link) {
   return link->vt->wait_next_cycle ? link->vt->wait_next_cycle(link) : AUTD3_OK;
 }
 
-void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out) {
-  out->cycles = atomic_load_explicit(&link->cycles, memory_order_relaxed);
-  out->stale_cycles = atomic_load_explicit(&link->stale_cycles, memory_order_relaxed);
-  out->lost_cycles = atomic_load_explicit(&link->lost_cycles, memory_order_relaxed);
+void autd3_link_stats_sized(const autd3_link_t *link, autd3_link_stats_t *out, size_t size) {
+  if (link == NULL || out == NULL) return;
+  autd3_link_stats_t st;
+  st.cycles = atomic_load_explicit(&link->cycles, memory_order_relaxed);
+  st.stale_cycles = atomic_load_explicit(&link->stale_cycles, memory_order_relaxed);
+  st.lost_cycles = atomic_load_explicit(&link->lost_cycles, memory_order_relaxed);
+  autd3__out_copy(out, size, &st, sizeof st);
 }
 
-autd3_err_t autd3_link_check_state(autd3_link_t *link, autd3_link_status_t *out) {
+void(autd3_link_stats)(const autd3_link_t *link, autd3_link_stats_t *out) {
+  autd3_link_stats_sized(link, out, AUTD3__SIZE_THROUGH(autd3_link_stats_t, lost_cycles));
+}
+
+autd3_err_t autd3_link_check_state_sized(autd3_link_t *link, autd3_link_status_t *out, size_t size) {
   if (link == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_link_check_state: NULL argument");
-  memset(out, 0, sizeof *out);
-  out->num_devices = link->num_devices;
+  /* The link's checker fills this library's struct; the caller gets `size` bytes of it. */
+  autd3_link_status_t st;
+  memset(&st, 0, sizeof st);
+  st.num_devices = link->num_devices;
   /* Zeroed = AUTD3_DEVICE_UNKNOWN: a link without a checker (Remote) reports no state it has not seen. */
-  if (link->vt->check_state == NULL) return AUTD3_OK;
-  return link->vt->check_state(link, out);
+  autd3_err_t err = link->vt->check_state == NULL ? AUTD3_OK : link->vt->check_state(link, &st);
+  autd3__out_copy(out, size, &st, sizeof st);
+  return err;
+}
+
+autd3_err_t(autd3_link_check_state)(autd3_link_t *link, autd3_link_status_t *out) {
+  return autd3_link_check_state_sized(link, out, AUTD3__SIZE_THROUGH(autd3_link_status_t, recoveries));
 }
 
 size_t autd3_link_diagnostics(autd3_link_t *link, char *buf, size_t cap) {

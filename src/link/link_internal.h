@@ -9,4 +9,9 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *o, const autd3_g
 autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *o, const autd3_geometry_t *g, struct autd3_link **out);
 autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_geometry_t *g, struct autd3_link **out);
 
+/* The caller's option as this library's full struct: its `size` checked
+ * against the sizes the kind's member had, its prefix copied over the
+ * defaults (autd3_link_open() and the Remote server use it). */
+autd3_err_t autd3__link_option_full(const autd3_link_option_t *option, autd3_link_option_t *out);
+
 #endif

@@ -43,6 +43,8 @@
 
 #include "autd3/link_driver.h"
 #include "autd3/remote_server.h"
+#include "core/struct_size.h"
+#include "link/link_internal.h"
 #include "link/remote/armt.h"
 #include "net/log_limit.h"
 #include "net/mdns.h"
@@ -157,9 +159,10 @@ static size_t encode_refusal_for(const armt_parser_t *p, uint8_t *b, size_t cap,
   return armt__encode_session7(b, cap, code, 0, text);
 }
 
-autd3_remote_server_option_t autd3_remote_server_option_default(void) {
+static autd3_remote_server_option_t option_defaults(void) {
   autd3_remote_server_option_t o;
   memset(&o, 0, sizeof o);
+  o.size = sizeof o;
   o.listen = "127.0.0.1:8080";
   o.link = autd3_link_option_default(AUTD3_LINK_EMULATOR);
   o.handshake_timeout_ms = 10000;
@@ -171,6 +174,19 @@ autd3_remote_server_option_t autd3_remote_server_option_default(void) {
   o.pickup_percent = 50;
   return o;
 }
+
+/* Every sizeof(autd3_remote_server_option_t) a header had (src/core/struct_size.h): append the old one when a
+ * field is added. */
+static const size_t option_sizes[] = {sizeof(autd3_remote_server_option_t)};
+
+void autd3_remote_server_option_init(autd3_remote_server_option_t *o, size_t size) {
+  if (o == NULL || size < sizeof o->size) return;
+  autd3_remote_server_option_t d = option_defaults();
+  d.size = (uint32_t)size;
+  autd3__out_copy(o, size, &d, sizeof d);
+}
+
+autd3_remote_server_option_t(autd3_remote_server_option_default)(void) { return option_defaults(); }
 
 /* ---------------- bus thread ---------------- */
 
@@ -910,11 +926,18 @@ void autd3_remote_server_stop(autd3_remote_server_t *s) {
 
 uint16_t autd3_remote_server_port(const autd3_remote_server_t *s) { return s ? s->port : 0; }
 
-void autd3_remote_server_stats(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out) {
-  out->clients = atomic_load(&s->st_clients);
-  out->refused = atomic_load(&s->st_refused);
-  out->requests = atomic_load(&s->st_requests);
-  out->dropped = atomic_load(&s->st_dropped);
+void autd3_remote_server_stats_sized(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out, size_t size) {
+  if (s == NULL || out == NULL) return;
+  autd3_remote_server_stats_t st;
+  st.clients = atomic_load(&s->st_clients);
+  st.refused = atomic_load(&s->st_refused);
+  st.requests = atomic_load(&s->st_requests);
+  st.dropped = atomic_load(&s->st_dropped);
+  autd3__out_copy(out, size, &st, sizeof st);
+}
+
+void(autd3_remote_server_stats)(const autd3_remote_server_t *s, autd3_remote_server_stats_t *out) {
+  autd3_remote_server_stats_sized(s, out, AUTD3__SIZE_THROUGH(autd3_remote_server_stats_t, dropped));
 }
 
 void autd3_remote_server_destroy(autd3_remote_server_t *s) {
@@ -942,9 +965,21 @@ void autd3_remote_server_destroy(autd3_remote_server_t *s) {
   free(s);
 }
 
-autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *o, autd3_remote_server_t **out) {
-  if (o == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_create: NULL argument");
+autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *given, autd3_remote_server_t **out) {
+  if (given == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_create: NULL argument");
   *out = NULL;
+  /* The caller's prefix over the defaults, the wrapped link's option likewise (so a bad link option fails here,
+   * not at the first client). */
+  if (!autd3__size_known(given->size, option_sizes, sizeof option_sizes / sizeof option_sizes[0]))
+    return autd3_set_error(AUTD3_E_INVALID_OPTION,
+                           "remote server option: size = %u is not a size this library knows (%zu); start from "
+                           "autd3_remote_server_option_default(), which sets it",
+                           given->size, sizeof(autd3_remote_server_option_t));
+  autd3_remote_server_option_t full = option_defaults();
+  memcpy(&full, given, given->size);
+  autd3_err_t lerr = autd3__link_option_full(&given->link, &full.link);
+  if (lerr != AUTD3_OK) return lerr;
+  const autd3_remote_server_option_t *o = &full;
   if (o->devices > AUTD3_MAX_DEVICES)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "remote server: devices = %u; must be 0 (from the client) or 1..%d",
                            o->devices, AUTD3_MAX_DEVICES);

@@ -5,10 +5,11 @@
 
 #include "autd3/autd3.h"
 #include "autd3/link_driver.h"
+#include "autd3/remote_server.h"
 
-extern "C" void autd3_test_layout_cxx(size_t out[8]);
+extern "C" void autd3_test_layout_cxx(size_t out[12]);
 
-extern "C" void autd3_test_layout_cxx(size_t out[8]) {
+extern "C" void autd3_test_layout_cxx(size_t out[12]) {
   out[0] = sizeof(struct autd3_link);
   out[1] = alignof(struct autd3_link);
   out[2] = offsetof(struct autd3_link, cycles);
@@ -17,4 +18,9 @@ extern "C" void autd3_test_layout_cxx(size_t out[8]) {
   out[5] = offsetof(struct autd3_link, device_resets_any);
   out[6] = sizeof(autd3_link_option_t);
   out[7] = sizeof(autd3_link_status_t);
+  /* The size-tagged structs: a C++ caller's sizeof is the size it passes. */
+  out[8] = AUTD3_LINK_OPTION_SIZE(autd3_echocat_option_t);
+  out[9] = sizeof(autd3_client_config_t);
+  out[10] = sizeof(autd3_remote_server_option_t);
+  out[11] = autd3_remote_server_option_default().size;
 }

@@ -7,15 +7,16 @@
 
 #include "autd3/autd3.h"
 #include "autd3/link_driver.h"
+#include "autd3/remote_server.h"
 #include "harness/test.h"
 
 #if AUTD3_TEST_HAVE_CXX
-void autd3_test_layout_cxx(size_t out[8]);
+void autd3_test_layout_cxx(size_t out[12]);
 #endif
 
 TEST(cxx_layout_matches_c) {
 #if AUTD3_TEST_HAVE_CXX
-  size_t cxx[8];
+  size_t cxx[12];
   autd3_test_layout_cxx(cxx);
   ASSERT_EQ(cxx[0], sizeof(struct autd3_link));
   ASSERT_EQ(cxx[1], alignof(struct autd3_link));
@@ -25,6 +26,10 @@ TEST(cxx_layout_matches_c) {
   ASSERT_EQ(cxx[5], offsetof(struct autd3_link, device_resets_any));
   ASSERT_EQ(cxx[6], sizeof(autd3_link_option_t));
   ASSERT_EQ(cxx[7], sizeof(autd3_link_status_t));
+  ASSERT_EQ(cxx[8], AUTD3_LINK_OPTION_SIZE(autd3_echocat_option_t));
+  ASSERT_EQ(cxx[9], sizeof(autd3_client_config_t));
+  ASSERT_EQ(cxx[10], sizeof(autd3_remote_server_option_t));
+  ASSERT_EQ(cxx[11], sizeof(autd3_remote_server_option_t));
 #else
   SKIP("no C++ compiler found at configure time");
 #endif

@@ -78,7 +78,7 @@ TEST(bad_arguments) {
   ASSERT_CONTAINS(autd3_last_error(), "device 2");
   ASSERT_ERR(autd3_emulator_inject(l, 5, &f), AUTD3_E_INVALID_ARGUMENT);
   ASSERT_ERR(autd3_emulator_inject(l, 0, NULL), AUTD3_E_INVALID_ARGUMENT);
-  ASSERT_ERR(autd3_emulator_counters(l, 0, NULL), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR((autd3_emulator_counters)(l, 0, NULL), AUTD3_E_INVALID_ARGUMENT); /* the function: the macro takes sizeof *out */
   ASSERT_ERR(autd3_emulator_counters(NULL, 0, &c), AUTD3_E_INVALID_ARGUMENT);
   bool valid;
   ASSERT_ERR(autd3_link_cycle(l, NULL, rx, &valid), AUTD3_E_INVALID_ARGUMENT);

@@ -27,6 +27,7 @@
 
 #include "autd3/link_driver.h"
 #include "device/device.h"
+#include "core/struct_size.h"
 #include "link/link_internal.h"
 #include "platform/platform.h"
 
@@ -234,13 +235,14 @@ autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const a
   return AUTD3_OK;
 }
 
-autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out) {
+autd3_err_t autd3_emulator_counters_sized(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *dst, size_t size) {
   emu_slot_t *s = NULL;
   autd3_err_t err = emu_slot(link, dev, "autd3_emulator_counters", &s);
   if (err != AUTD3_OK) return err;
-  if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_counters: out is NULL");
+  if (dst == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_counters: out is NULL");
   uint64_t v[7];
   for (int i = 0; i < 7; i++) v[i] = atomic_load_explicit(&s->counters.v[i], memory_order_relaxed);
+  autd3_device_counters_t c, *out = &c;
   out->received = v[0];
   out->executed = v[1];
   out->deduplicated = v[2];
@@ -248,7 +250,12 @@ autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3
   out->seq_mismatch = v[4];
   out->resets = v[5];
   out->errors = v[6];
+  autd3__out_copy(dst, size, &c, sizeof c);
   return AUTD3_OK;
+}
+
+autd3_err_t(autd3_emulator_counters)(struct autd3_link *link, uint16_t dev, autd3_device_counters_t *out) {
+  return autd3_emulator_counters_sized(link, dev, out, AUTD3__SIZE_THROUGH(autd3_device_counters_t, errors));
 }
 
 /* Power-cycle (autd3_emulator_power_cycle): a separate request from the
