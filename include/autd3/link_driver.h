@@ -257,6 +257,8 @@ typedef struct autd3_link_services {
   void (*master_guard_release)(autd3_link_master_guard_t *g);
   /** "aa:bb:cc:dd:ee:ff" into out. */
   void (*mac_format)(const uint8_t mac[6], char out[18]);
+  /** The tap saw another master's frames (tap_foreign != 0): set and return SECOND_MASTER with the message every EtherCAT link gives. */
+  autd3_err_t (*foreign_master_error)(const char *who, const char *ifname, const char *when, autd3_link_tap_t *tap);
 
   /* ---- AUTD3 identity (version 1) */
   /** Vendor, product and name are an AUTD3's. */

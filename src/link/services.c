@@ -61,6 +61,12 @@ static uint64_t svc_tap_frames(const autd3_link_tap_t *tap) {
 }
 static void svc_tap_stop(autd3_link_tap_t *tap) { autd3__capture_tap_stop((autd3_capture_tap_t *)tap); }
 
+static autd3_err_t svc_foreign_error(const char *who, const char *ifname, const char *when, autd3_link_tap_t *tap) {
+  uint8_t mac[6] = {0};
+  uint64_t n = autd3__tap_foreign((autd3_capture_tap_t *)tap, mac);
+  return autd3__foreign_master_error(who, ifname, when, n, mac);
+}
+
 static autd3_err_t svc_guard_take(const char *ifname, const char *who, autd3_link_master_guard_t **out) {
   autd3_master_guard_t *g = NULL;
   autd3_err_t e = autd3__master_guard_take(ifname, AUTD3_NIC_AUTO, who, &g);
@@ -96,6 +102,7 @@ static const autd3_link_services_t services = {
     .master_guard_take = svc_guard_take,
     .master_guard_release = svc_guard_release,
     .mac_format = autd3__mac_format,
+    .foreign_master_error = svc_foreign_error,
     .ecat_is_autd = autd3__ecat_is_autd,
     .ecat_check_identity = autd3__ecat_check_identity,
 };

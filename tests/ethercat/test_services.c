@@ -31,6 +31,7 @@ TEST(services_versions) {
                        (const void *)s->tap_foreign,       (const void *)s->tap_frames,
                        (const void *)s->tap_stop,          (const void *)s->master_guard_take,
                        (const void *)s->master_guard_release, (const void *)s->mac_format,
+                       (const void *)s->foreign_master_error,
                        (const void *)s->ecat_is_autd,      (const void *)s->ecat_check_identity};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     ASSERT_TRUE(fns[i] != NULL);

@@ -243,12 +243,7 @@ autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, c
  * for the link (every later cycle fails the same way). */
 autd3_err_t echocat__foreign_master_error(echocat_t *ec, const char *when) {
   uint64_t n = atomic_load_explicit(&ec->foreign, memory_order_acquire);
-  char mac[18];
-  autd3__mac_format(ec->foreign_mac, mac);
-  return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "echocat: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
-                         "source MAC %s that echocat did not send; one master per chain: the link stops",
-                         ec->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", mac);
+  return autd3__foreign_master_error("echocat", ec->ifname, when, n, ec->foreign_mac);
 }
 
 autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {

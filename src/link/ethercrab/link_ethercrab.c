@@ -144,14 +144,7 @@ static const uint8_t CRAB_MASTER_MAC[6] = {0x10, 0x10, 0x10, 0x10, 0x10, 0x10};
 
 /* Another master's frames on the chain (the tap's watch): fatal for the link. */
 static autd3_err_t foreign_master_error(ethercrab_link_t *L, const char *ifname, const char *when) {
-  uint8_t mac[6] = {0};
-  uint64_t n = S->tap_foreign(L->cap, mac);
-  char s[18];
-  S->mac_format(mac, s);
-  return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "ethercrab: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
-                         "source MAC %s that EtherCrab did not send; one master per chain: the link stops",
-                         ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+  return S->foreign_master_error("ethercrab", ifname, when, L->cap);
 }
 
 static autd3_err_t map_code(int32_t code) {

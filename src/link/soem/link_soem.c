@@ -419,14 +419,7 @@ static void soem_master_mac(uint8_t mac[6]) {
 /* Another master's frames on the chain (the tap's watch): the devices execute
  * its frames too. Fatal for the link: every later cycle fails the same way. */
 static autd3_err_t foreign_master_error(soem_link_t *l, const char *when) {
-  uint8_t mac[6] = {0};
-  uint64_t n = S->tap_foreign(l->cap, mac);
-  char s[18];
-  S->mac_format(mac, s);
-  return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "soem: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from source "
-                         "MAC %s that SOEM did not send; one master per chain: the link stops",
-                         l->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+  return S->foreign_master_error("soem", l->ifname, when, l->cap);
 }
 
 /* ---- vtable ------------------------------------------------------------------------------------ */
