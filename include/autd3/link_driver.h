@@ -121,6 +121,161 @@ AUTD3_EXTERN autd3_err_t autd3_set_error(autd3_err_t err, const char *fmt, ...)
 #endif
     ;
 
+/* ------------------------------------------------------------------ services */
+
+/**
+ * Version of the services table this header describes. The table only grows:
+ * version N+1 appends members after those of N and changes none, so a link
+ * built against version N works with every libautd3 that offers N or later.
+ * Version 1: errors, time, the pacer, threads, NIC, capture tap, one master
+ * per chain, the AUTD3 identity check.
+ */
+#define AUTD3_LINK_SERVICES_VERSION 1u
+
+/** A thread started through the services (opaque to the link). */
+typedef struct autd3_link_thread {
+  uintptr_t handle;
+} autd3_link_thread_t;
+/** A raw EtherCAT socket on one adapter (opaque). */
+typedef struct autd3_link_nic autd3_link_nic_t;
+/** A passive tap of one adapter: capture file and/or foreign-master watch (opaque). */
+typedef struct autd3_link_tap autd3_link_tap_t;
+/** One master per chain: the per-interface lock of an open link (opaque). */
+typedef struct autd3_link_master_guard autd3_link_master_guard_t;
+
+/**
+ * The pacer: absolute deadlines on a grid of `period_ns`, the one pacing
+ * mechanism of the links (docs/architecture.md "Pacing").
+ *
+ * Lateness policy (the same for every link that paces with it): a wake-up
+ * after its point is *late* (counted, and the worst lateness kept, both
+ * against the point it was due at); the exchange then runs at once and keeps
+ * the grid. Late by a whole period or
+ * more, the missed points are *skipped* (counted) and the exchange takes the
+ * latest point not after now: a late caller never bursts through the points
+ * it missed. Lateness below AUTD3_LINK_PACER_LATE_NS is the OS's wake-up
+ * granularity, not a late cycle, and is not counted.
+ *
+ * Fields are the link's (written by the bus thread); the counters may be read
+ * from any thread. Zero-initialised = unanchored with period 0.
+ */
+typedef struct autd3_link_pacer {
+  uint64_t period_ns;
+  uint64_t next_ns; /**< next point (monotonic ns); 0 = unanchored: the next wait returns at once */
+  uint32_t spin_ns; /**< busy-wait the last spin_ns before a point (0 = sleep only) */
+  AUTD3_LINK_ATOMIC_(uint64_t) late;        /**< wake-ups at least AUTD3_LINK_PACER_LATE_NS after their point */
+  AUTD3_LINK_ATOMIC_(uint64_t) skipped;     /**< points skipped because the caller came a period or more late */
+  AUTD3_LINK_ATOMIC_(uint64_t) max_late_ns; /**< worst lateness of a wake-up */
+} autd3_link_pacer_t;
+
+/** Lateness the pacer counts (see autd3_link_pacer_t): 50 µs, the default timer slack of Linux. */
+#define AUTD3_LINK_PACER_LATE_NS 50000u
+
+/**
+ * What libautd3 offers a link built outside it (the SOEM and EtherCrab
+ * libraries use nothing else of libautd3's insides), so that such a library
+ * never compiles its own copy of libautd3's platform, NIC or EtherCAT code.
+ * The members behave as documented for libautd3's own links; "open time"
+ * members may allocate and block, the others are fit for a bus thread's
+ * cycle (no allocation, no lock a user thread can hold).
+ */
+typedef struct autd3_link_services {
+  uint32_t version; /**< AUTD3_LINK_SERVICES_VERSION of the library that made the table */
+  uint32_t size;    /**< sizeof the table in that library */
+
+  /* ---- errors (version 1) */
+  /** autd3_set_error(). */
+  autd3_err_t (*set_error)(autd3_err_t err, const char *fmt, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 2, 3)))
+#endif
+      ;
+
+  /* ---- time (version 1) */
+  /** Monotonic clock, ns. Never goes back. */
+  uint64_t (*now_ns)(void);
+  /** Wall clock, ns since the Unix epoch. */
+  uint64_t (*realtime_ns)(void);
+  /** Sleep until monotonic `deadline_ns` (returns at once if past); busy-wait the last `spin_ns`. */
+  void (*sleep_until_ns)(uint64_t deadline_ns, uint32_t spin_ns);
+  /** Relative sleep. */
+  void (*sleep_ns)(uint64_t ns);
+
+  /* ---- the pacer (version 1; see autd3_link_pacer_t) */
+  /** Period and spin; unanchored, counters zero. */
+  void (*pacer_init)(autd3_link_pacer_t *p, uint64_t period_ns, uint32_t spin_ns);
+  /** Put the next point at `point_ns` (the grid follows it); 0 = unanchored. */
+  void (*pacer_anchor)(autd3_link_pacer_t *p, uint64_t point_ns);
+  /** Sleep until the next point (lateness policy above), advance the grid by a period; returns the point (now if unanchored). */
+  uint64_t (*pacer_wait)(autd3_link_pacer_t *p);
+
+  /* ---- threads (version 1). The bus thread is the client's: a link never
+   * changes the RT policy of the thread that calls its vtable; set_rt is for
+   * the link's own threads (e.g. the ethercat option's rt_priority/rt_cpu). */
+  /** Start fn(arg) on a new thread named `name` (open time). */
+  autd3_err_t (*thread_start)(autd3_link_thread_t *t, void *(*fn)(void *), void *arg, const char *name);
+  /** Join it. */
+  void (*thread_join)(autd3_link_thread_t *t);
+  /** SCHED_FIFO `priority` (1..99, 0 = leave) and CPU `cpu` (-1 = leave) for the calling (link-owned) thread. PERMISSION with a message if refused. */
+  autd3_err_t (*thread_set_rt)(int priority, int cpu);
+
+  /* ---- NIC (version 1): raw EtherCAT frames (EtherType 0x88A4) on one adapter */
+  /** Open `ifname` (open time). NO_INTERFACE, PERMISSION (names CAP_NET_RAW), IO. */
+  autd3_err_t (*nic_open)(const char *ifname, autd3_link_nic_t **out);
+  /** Send one Ethernet frame (header included). */
+  autd3_err_t (*nic_send)(autd3_link_nic_t *nic, const uint8_t *frame, size_t len);
+  /** Next EtherCAT frame not sent by this handle, waiting until monotonic `deadline_ns` (0 = no wait); TIMEOUT if none. */
+  autd3_err_t (*nic_recv)(autd3_link_nic_t *nic, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline_ns);
+  /** The adapter's MAC address. */
+  void (*nic_mac)(const autd3_link_nic_t *nic, uint8_t mac[6]);
+  /** Close (NULL is fine). */
+  void (*nic_close)(autd3_link_nic_t *nic);
+  /** Names of the adapters that are up, loopback excluded (open time). */
+  autd3_err_t (*nic_list)(char (*names)[32], size_t cap, size_t *count);
+
+  /* ---- capture tap (version 1): the one capture path (docs/architecture.md "Capture") */
+  /**
+   * Start a passive tap of `ifname` on its own thread, before the link's
+   * first frame: every EtherCAT frame of the adapter, both directions, into
+   * the pcap file `capture_path` (NULL: none), and, with `master_mac`, a
+   * count of frames from any other source (another master). The tap thread
+   * gets `rt_priority`/`rt_cpu` (0/-1: leave). Open time.
+   */
+  autd3_err_t (*tap_start)(const char *ifname, const char *capture_path, const uint8_t *master_mac, int rt_priority,
+                           int rt_cpu, autd3_link_tap_t **out);
+  /** Frames from another master so far; `mac` (may be NULL) gets the first one's source. Lock-free. */
+  uint64_t (*tap_foreign)(autd3_link_tap_t *tap, uint8_t mac[6]);
+  /** Frames written to the file so far. */
+  uint64_t (*tap_frames)(const autd3_link_tap_t *tap);
+  /** Write what is queued, stop, close, free (NULL is fine). Close time. */
+  void (*tap_stop)(autd3_link_tap_t *tap);
+
+  /* ---- one master per chain (version 1; docs/echocat.md "One master per chain") */
+  /** Lock `ifname` and listen for a foreign master (open time); SECOND_MASTER names the holder. `who` prefixes messages. */
+  autd3_err_t (*master_guard_take)(const char *ifname, const char *who, autd3_link_master_guard_t **out);
+  /** Release (NULL is fine). */
+  void (*master_guard_release)(autd3_link_master_guard_t *g);
+  /** "aa:bb:cc:dd:ee:ff" into out. */
+  void (*mac_format)(const uint8_t mac[6], char out[18]);
+  /** The tap saw another master's frames (tap_foreign != 0): set and return SECOND_MASTER with the message every EtherCAT link gives. */
+  autd3_err_t (*foreign_master_error)(const char *who, const char *ifname, const char *when, autd3_link_tap_t *tap);
+
+  /* ---- AUTD3 identity (version 1) */
+  /** Vendor, product and name are an AUTD3's. */
+  bool (*ecat_is_autd)(uint32_t vendor, uint32_t product, const char *name);
+  /** AUTD3_OK, or NOT_AUTD with the one message every EtherCAT link gives. */
+  autd3_err_t (*ecat_check_identity)(const char *who, const char *ifname, uint16_t position, uint32_t vendor,
+                                     uint32_t product, const char *name);
+} autd3_link_services_t;
+
+/**
+ * The services table, if this library offers at least `version` (pass
+ * AUTD3_LINK_SERVICES_VERSION); NULL, with AUTD3_E_INVALID_ARGUMENT's message
+ * naming both versions, if it is older. The table is static: keep the pointer.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN const autd3_link_services_t *autd3_link_services(uint32_t version);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "client/client_internal.h"
+#include "platform/rt.h"
 
 #define STAT_INC(c, f) atomic_fetch_add_explicit(&(c)->f, 1, memory_order_relaxed)
 
@@ -610,10 +611,9 @@ void *autd3__client_bus_main(void *arg) {
   b->stale_limit = c->cfg.timeout_cycles * c->cfg.max_resync_rounds;
 
   autd3_err_t err = AUTD3_OK;
-  if (c->cfg.rt_priority > 0 || c->cfg.rt_cpu >= 0) {
-    err = autd3__thread_set_rt(c->cfg.rt_priority, c->cfg.rt_cpu);
-    if (err != AUTD3_OK) keep_link_message(c, c->hs_msg, sizeof c->hs_msg, "client bus thread: rt_priority/rt_cpu: ");
-  }
+  /* The one owner of the bus thread's RT policy (platform/rt.h): links never change the thread that cycles them. */
+  err = autd3__bus_thread_policy(c->cfg.rt_priority, c->cfg.rt_cpu);
+  if (err != AUTD3_OK) keep_link_message(c, c->hs_msg, sizeof c->hs_msg, "client bus thread: rt_priority/rt_cpu: ");
   if (err == AUTD3_OK) {
     err = handshake(c);
     if (err != AUTD3_OK) keep_link_message(c, c->hs_msg, sizeof c->hs_msg, "client handshake: link cycle failed: ");

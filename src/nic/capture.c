@@ -76,6 +76,9 @@ struct autd3_capture_tap {
   uint8_t foreign_mac[6];
   atomic_bool stop;
   autd3__thread_t thread;
+  int rt_priority, rt_cpu;
+  _Atomic int rt_state; /* 0 pending, 1 applied (or nothing asked), 2 refused: rt_msg says why */
+  char rt_msg[256];
   uint8_t buf[AUTD3_CAPTURE_SNAPLEN];
 };
 
@@ -83,6 +86,14 @@ struct autd3_capture_tap {
  * then what is still queued. */
 static void *tap_main(void *arg) {
   autd3_capture_tap_t *t = arg;
+  int st = 1;
+  if ((t->rt_priority > 0 || t->rt_cpu >= 0) && autd3__thread_set_rt(t->rt_priority, t->rt_cpu) != AUTD3_OK) {
+    snprintf(t->rt_msg, sizeof t->rt_msg, "%s", autd3_last_error());
+    st = 2;
+  }
+  atomic_store_explicit(&t->rt_state, st, memory_order_release);
+  if (st == 2)
+    return NULL;
   for (uint32_t after_stop = 0; after_stop < TAP_DRAIN_MAX;) {
     bool stopping = atomic_load_explicit(&t->stop, memory_order_acquire);
     after_stop += stopping;
@@ -112,7 +123,7 @@ static void *tap_main(void *arg) {
 }
 
 autd3_err_t autd3__capture_tap_start(const char *ifname, const char *path, autd3_capture_tap_t **out) {
-  const autd3_tap_options_t o = {path, NULL};
+  const autd3_tap_options_t o = {path, NULL, 0, -1};
   return autd3__tap_start(ifname, &o, out);
 }
 
@@ -131,9 +142,23 @@ autd3_err_t autd3__tap_start(const char *ifname, const autd3_tap_options_t *o, a
   autd3_err_t e = autd3__nic_open_tap(ifname, &t->nic);
   if (e == AUTD3_OK && o->capture_path != NULL)
     e = autd3__capture_open(&t->w, o->capture_path);
+  bool started = false;
   if (e == AUTD3_OK) {
     atomic_init(&t->stop, false);
+    atomic_init(&t->rt_state, 0);
+    t->rt_priority = o->rt_priority, t->rt_cpu = o->rt_cpu;
     e = autd3__thread_start(&t->thread, tap_main, t, "autd3-capture");
+    started = e == AUTD3_OK;
+  }
+  if (started) { /* the RT policy is applied by the thread itself: wait for its verdict */
+    int st;
+    while ((st = atomic_load_explicit(&t->rt_state, memory_order_acquire)) == 0)
+      autd3__sleep_ns(100000);
+    if (st == 2) {
+      autd3__thread_join(&t->thread);
+      e = autd3_set_error(AUTD3_E_PERMISSION, "capture tap on \"%s\": rt_priority/rt_cpu: %s", ifname ? ifname : "",
+                          t->rt_msg);
+    }
   }
   if (e != AUTD3_OK) {
     autd3__capture_close(&t->w);

@@ -64,6 +64,12 @@ autd3_err_t autd3__capture_tap_start(const char *ifname, const char *path, autd3
 typedef struct autd3_tap_options {
   const char *capture_path;  /* NULL: no file */
   const uint8_t *master_mac; /* NULL: no watch */
+  /* RT policy of the tap thread (the link's own thread; the ethercat option's
+   * rt_priority/rt_cpu): 0 / -1 = leave. A refusal fails the start with the
+   * OS's PERMISSION message. Zero-initialised options leave rt_cpu at 0: set
+   * it to -1 unless you mean CPU 0. */
+  int rt_priority;
+  int rt_cpu;
 } autd3_tap_options_t;
 autd3_err_t autd3__tap_start(const char *ifname, const autd3_tap_options_t *o, autd3_capture_tap_t **out);
 /* Frames from another master seen so far (0 for NULL or without a watch);

@@ -19,6 +19,16 @@ void autd3__mac_format(const uint8_t mac[6], char out[18]) {
   snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
 }
 
+autd3_err_t autd3__foreign_master_error(const char *who, const char *ifname, const char *when, uint64_t frames,
+                                        const uint8_t mac[6]) {
+  char m[18];
+  autd3__mac_format(mac, m);
+  return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                         "%s: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from source "
+                         "MAC %s that %s did not send; one master per chain: the link stops",
+                         who, ifname, when, (unsigned long long)frames, frames == 1 ? "" : "s", m, who);
+}
+
 /* The lock's name. An interface name is unique per network namespace only
  * (every test namespace has its own "autd3m0"), so the namespace's inode
  * number is part of it where the OS has one (Linux /proc/self/ns/net). */

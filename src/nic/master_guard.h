@@ -53,6 +53,14 @@ static inline bool autd3__frame_from(const uint8_t *frame, const uint8_t mine[6]
          frame[9] == mine[3] && frame[10] == mine[4] && frame[11] == mine[5];
 }
 
+/* The one message every EtherCAT link gives when another master's frames
+ * reached the chain after open (`when`: "mid-run", "during open"): sets
+ * SECOND_MASTER "<who>: another EtherCAT master appeared on interface <ifname>
+ * <when>: <frames> EtherCAT frame(s) from source MAC <mac> that <who> did not
+ * send; one master per chain: the link stops" and returns it. */
+autd3_err_t autd3__foreign_master_error(const char *who, const char *ifname, const char *when, uint64_t frames,
+                                        const uint8_t mac[6]);
+
 /* "aa:bb:cc:dd:ee:ff" into out (18 bytes). */
 void autd3__mac_format(const uint8_t mac[6], char out[18]);
 

@@ -12,7 +12,7 @@
 #include "platform/platform.h"
 
 #define LINK_KIND AUTD3_LINK_ECHOCAT
-#include "ethercat/ethercat_netns.h"
+#include "harness/emu_chain.h"
 
 static autd3_link_option_t option(void) {
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_ECHOCAT);

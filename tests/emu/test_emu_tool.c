@@ -4,8 +4,8 @@
  * control socket (tests/harness/emuctl.h), pysoem as an independent master,
  * and tshark's EtherCAT dissector over a capture.
  *
- * Tests that need the namespace re-run themselves inside autd3-netns (the
- * environment variable AUTD3_EMU_CONTROL tells them they are inside).
+ * Tests that need the namespace re-run themselves inside autd3-netns through
+ * the one emulated-chain harness (tests/harness/emu_chain.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "harness/emu_chain.h"
 #include "harness/emuctl.h"
 #include "harness/test.h"
 #include "nic/nic.h"
@@ -25,27 +26,6 @@ static void need_userns(void) {
   if (system("unshare -rn true >/dev/null 2>&1") != 0)
     SKIP("unprivileged user namespaces unavailable (unshare -rn failed)");
   if (access(AUTD3_BINARY_DIR "/tools/emu/autd3-emu", X_OK) != 0) SKIP("autd3-emu not built");
-}
-
-/* Re-run the current test inside autd3-netns with `devices` emulated devices. */
-static void enter_netns(const char *devices, const char *emu_args) {
-  if (getenv("AUTD3_EMU_CONTROL")) return;
-  need_userns();
-  char cmdline[4096] = {0};
-  FILE *f = fopen("/proc/self/cmdline", "rb");
-  ASSERT_TRUE(f != NULL);
-  size_t n = fread(cmdline, 1, sizeof cmdline - 1, f);
-  fclose(f);
-  const char *test = cmdline + strlen(cmdline) + 1; /* argv[1]: the test name */
-  ASSERT_TRUE((size_t)(test - cmdline) < n);
-  char exe[1024];
-  ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  ASSERT_TRUE(l > 0);
-  exe[l] = 0;
-  fflush(NULL);
-  execl(NETNS, NETNS, "--devices", devices, "--build", AUTD3_BINARY_DIR, "--emu-args", emu_args, "--", exe, test,
-        (char *)NULL);
-  TEST_FAIL_("exec %s failed", NETNS);
 }
 
 static autd3_nic_t *g_nic;
@@ -104,7 +84,7 @@ static void ctl_ok(const char *cmd, char *r, size_t cap) {
 }
 
 TEST(control_unplug_replug_power_cycle) {
-  enter_netns("3", "");
+  autd3_test_in_emu_chain("control_unplug_replug_power_cycle", 3, "", false);
   ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &g_nic));
   char r[8192];
   ctl_ok("ping", r, sizeof r);
@@ -145,7 +125,7 @@ TEST(control_unplug_replug_power_cycle) {
 }
 
 TEST(control_silence_drop_delay) {
-  enter_netns("1", "");
+  autd3_test_in_emu_chain("control_silence_drop_delay", 1, "", false);
   ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &g_nic));
   char r[512];
   uint16_t v;
@@ -167,7 +147,7 @@ TEST(control_silence_drop_delay) {
 
 /* Hostile frames on the wire: the emulator survives and keeps answering. */
 TEST(hostile_frames_on_the_wire) {
-  enter_netns("2", "");
+  autd3_test_in_emu_chain("hostile_frames_on_the_wire", 2, "", false);
   ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &g_nic));
   uint8_t b[1514];
   for (int k = 0; k < 200; k++) {

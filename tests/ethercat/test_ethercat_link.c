@@ -30,7 +30,7 @@
 #include "harness/test.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
-#include "ethercat/ethercat_netns.h"
+#include "harness/emu_chain.h"
 
 #ifndef LINK_KIND
 #define LINK_KIND AUTD3_LINK_ECHOCAT

@@ -4,7 +4,7 @@
  * sockets work without real root and nothing touches the host's network),
  * then, inside, optionally creates a veth pair. One helper for every test
  * that needs it (NIC, capture, SOEM, EtherCrab); the EtherCAT scenarios that
- * also need the emulator use tests/ethercat/ethercat_netns.h (autd3-netns).
+ * also need the emulator use tests/harness/emu_chain.h (autd3-netns).
  */
 #ifndef AUTD3_TEST_HARNESS_NETNS_H
 #define AUTD3_TEST_HARNESS_NETNS_H

@@ -4,10 +4,6 @@
  * mailbox frame, and wait_next_cycle.
  */
 #define _GNU_SOURCE
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
-
 #include "link/echocat/echocat_internal.h"
 
 static void jitter_record(echocat_t *ec, int64_t late_ns) {
@@ -89,6 +85,12 @@ static uint64_t dc_at(const echocat_t *ec, uint64_t now) {
   return dc;
 }
 
+/* echocat's pacing is not the shared host-grid pacer (link/pacer.h) on
+ * purpose: its deadlines are the devices' SYNC0 edges in DC time, mapped to
+ * host time through a measured offset that moves every cycle, and a late
+ * wake-up must aim at the next edge still ahead (the one-image rule), never
+ * run "now" on a past point. Its lateness is counted in edges ("late
+ * wake-ups") and departure jitter instead. */
 /* The SYNC0 edge outputs sent at host time `now` aim at: the next one at least
  * MIN_LEAD ahead, and never one that may already hold an image of ours (one
  * image per SYNC0: the devices keep only the newest SM2 buffer). */
@@ -161,11 +163,8 @@ autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, c
   if (mbx) {
     ec->xs.state = SLOT_IDLE;
     ec->xs.sent_ns = autd3__now_ns();
-    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK) {
+    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
       ec->xs.state = SLOT_SENT;
-      if (ec->cap.f)
-        autd3__capture_write(&ec->cap, ec->xs.f.buf, ec->xs.wire, autd3__realtime_ns());
-    }
     set[ns++] = &ec->xs;
   }
   atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
@@ -244,12 +243,7 @@ autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, c
  * for the link (every later cycle fails the same way). */
 autd3_err_t echocat__foreign_master_error(echocat_t *ec, const char *when) {
   uint64_t n = atomic_load_explicit(&ec->foreign, memory_order_acquire);
-  char mac[18];
-  autd3__mac_format(ec->foreign_mac, mac);
-  return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "echocat: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
-                         "source MAC %s that echocat did not send; one master per chain: the link stops",
-                         ec->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", mac);
+  return autd3__foreign_master_error("echocat", ec->ifname, when, n, ec->foreign_mac);
 }
 
 autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
@@ -257,16 +251,6 @@ autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *
   *rx_valid = false;
   if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0)
     return echocat__foreign_master_error(ec, "mid-run");
-  static _Thread_local const void *tuned;
-  if (tuned != ec) { /* once per bus thread: exact wake-ups, and the RT options */
-    tuned = ec;
-#ifdef __linux__
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-#endif
-    if (ec->opt.ethercat.rt_priority > 0 || ec->opt.ethercat.rt_cpu >= 0)
-      if (autd3__thread_set_rt(ec->opt.ethercat.rt_priority, ec->opt.ethercat.rt_cpu) != AUTD3_OK)
-        atomic_store(&ec->rt_failed, true);
-  }
   atomic_fetch_add(&ec->bus_cycles, 1);
   int own = OWN_NONE;
   if (!atomic_compare_exchange_strong(&ec->owner, &own, OWN_BUS)) {

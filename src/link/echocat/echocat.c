@@ -194,15 +194,13 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
                    "outputs to reference : %.0f us\n"
                    "ignored frames       : %" PRIu64 "\n"
                    "foreign master frames: %" PRIu64 "%s%s\n"
-                   "rt priority/affinity : %s\n",
+                   "captured frames      : %" PRIu64 "\n",
                    n ? jit_pct(ec, n, 50) : 0, n ? jit_pct(ec, n, 99) : 0, (double)atomic_load(&ec->jit_max) / 1000.0,
                    (uint64_t)atomic_load(&ec->late), (uint64_t)atomic_load(&ec->unproven),
                    (uint64_t)atomic_load(&ec->guard_waits), cyc ? (double)atomic_load(&ec->frames) / (double)cyc : 0.0,
                    (double)atomic_load(&ec->diag_ra) / 1000.0, (double)atomic_load(&ec->diag_out) / 1000.0,
                    autd3__nic_ignored(ec->nic), foreign, foreign ? " from " : "", foreign ? fmac : "",
-                   atomic_load(&ec->rt_failed)                                           ? "refused by the OS"
-                   : (ec->opt.ethercat.rt_priority > 0 || ec->opt.ethercat.rt_cpu >= 0) ? "applied"
-                                                                                        : "not requested");
+                   autd3__capture_tap_frames(ec->cap));
   if (w < 0)
     return 0;
   return (size_t)w < cap ? (size_t)w : cap - 1;
@@ -213,8 +211,8 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
 static void release(echocat_t *ec) {
   if (ec->nic)
     autd3__nic_close(ec->nic);
+  autd3__capture_tap_stop(ec->cap); /* after the last frame: the tap writes what it has queued */
   autd3__master_guard_release(ec->guard); /* after the last frame (close's INIT request) */
-  autd3__capture_close(&ec->cap);
   pthread_mutex_destroy(&ec->check_lock);
   free(ec->zero_tx);
   free(ec);
@@ -265,9 +263,16 @@ static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
    * filter by direction drop those), and a frame with any other source is
    * another master's (collect_until). */
   autd3__master_guard_mac(ec->guard, ec->mac);
-  if (ec->opt.ethercat.capture_path && !ec->cap.f &&
-      (e = autd3__capture_open(&ec->cap, ec->opt.ethercat.capture_path)) != AUTD3_OK)
-    return e;
+  if (ec->opt.ethercat.capture_path && !ec->cap) {
+    /* The one capture path of the EtherCAT links (src/nic/capture.h): a tap
+     * on its own thread sees both directions, so the bus thread never writes
+     * a file (it blocks only on its own socket). Its thread is echocat's only
+     * own thread: the ethercat option's RT policy is for it. */
+    const autd3_tap_options_t to = {ec->opt.ethercat.capture_path, NULL, ec->opt.ethercat.rt_priority,
+                                    ec->opt.ethercat.rt_cpu};
+    if ((e = autd3__tap_start(ifname, &to, &ec->cap)) != AUTD3_OK)
+      return e;
+  }
   if ((e = echocat__count_slaves(ec, count)) != AUTD3_OK)
     return e;
   if (*count == 0)
@@ -296,6 +301,12 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
     return autd3_set_error(AUTD3_E_INVALID_OPTION,
                            "echocat: send_cycle_ns = %u must be a multiple of sync0_period_ns = %u (one image per SYNC0)",
                            o->send_cycle_ns, o->sync0_period_ns);
+  if ((o->rt_priority > 0 || o->rt_cpu >= 0) && o->capture_path == NULL)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION,
+                           "echocat: rt_priority = %d / rt_cpu = %d: the ethercat option's RT policy is for a link's "
+                           "own threads and echocat has none without capture_path; its cycle runs on the caller's "
+                           "thread: set autd3_client_config_t.rt_priority/rt_cpu (the client's bus thread)",
+                           o->rt_priority, o->rt_cpu);
   if ((unsigned)opt->backend > AUTD3_NIC_PCAP)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "echocat: backend = %d is not a autd3_nic_backend_t", (int)opt->backend);
   if (opt->spin_ns >= send_cycle / 2)
@@ -337,6 +348,8 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
       if (ec->nic)
         autd3__nic_close(ec->nic);
       ec->nic = NULL;
+      autd3__capture_tap_stop(ec->cap); /* the file is for the adapter that is chosen */
+      ec->cap = NULL;
       autd3__master_guard_release(ec->guard);
       ec->guard = NULL;
       ec->n = 0;

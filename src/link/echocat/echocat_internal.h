@@ -87,7 +87,7 @@ typedef struct echocat {
   uint8_t mac[6];
   uint16_t n;
   slave_t sl[AUTD3_MAX_DEVICES];
-  autd3_capture_t cap;
+  autd3_capture_tap_t *cap; /* capture_path's tap (NULL: none) */
   uint8_t rxbuf[AUTD3_NIC_MAX_FRAME];
 
   /* DC / timing (bus thread after open) */
@@ -125,7 +125,6 @@ typedef struct echocat {
   /* diagnostics (written by the bus thread, read anywhere) */
   atomic_uint jit[JIT_BUCKETS + 1];
   atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc, guard_waits, unproven;
-  atomic_bool rt_failed;
   /* EtherCAT frames received that echocat did not send (another master on
    * the chain): counted by whoever drives the NIC; the first one's source
    * MAC is written before the count leaves 0 (release/acquire). */

@@ -17,8 +17,6 @@ autd3_err_t echocat__slot_send(echocat_t *ec, slot_t *s) {
   s->wire = ecat_frame_finish(&s->f);
   s->sent_ns = autd3__now_ns();
   autd3_err_t e = autd3__nic_send(ec->nic, s->f.buf, s->wire);
-  if (ec->cap.f)
-    autd3__capture_write(&ec->cap, s->f.buf, s->wire, autd3__realtime_ns());
   s->state = e == AUTD3_OK ? SLOT_SENT : SLOT_FAILED;
   return e;
 }
@@ -38,8 +36,6 @@ autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t 
     if (e != AUTD3_OK)
       return e;
     uint64_t t = autd3__now_ns();
-    if (ec->cap.f)
-      autd3__capture_write(&ec->cap, ec->rxbuf, len, autd3__realtime_ns());
     if (!autd3__frame_from(ec->rxbuf, ec->mac)) { /* another master's frame (the source MAC is this open's own) */
       if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) == 0)
         memcpy(ec->foreign_mac, ec->rxbuf + 6, 6);

@@ -3,7 +3,7 @@
  * periodic timer, so a client runs end to end without hardware or privileges.
  *
  * Pacing: exchanges sit on a grid of absolute deadlines start + k·cycle_ns
- * (autd3__sleep_until_ns), and each device's SYNC0 edges lie on the same grid.
+ * (the shared pacer, link/pacer.h), and each device's SYNC0 edges lie on the same grid.
  * One cycle() is one exchange at its deadline T: device time is T itself (the
  * nominal grid instant, so the timing model is exact and independent of the
  * host's wake-up jitter); the edge at T runs first, then the frame arrives
@@ -29,6 +29,7 @@
 #include "device/device.h"
 #include "core/struct_size.h"
 #include "link/link_internal.h"
+#include "link/pacer.h"
 #include "platform/platform.h"
 
 #define MAX_CYCLE_NS 1000000000u /* 1 s: longer cycles are surely a units mistake */
@@ -50,12 +51,9 @@ typedef struct emu_link {
   uint32_t cycle_ns;
   autd3_timing_model_t timing;
   uint64_t grid_start_ns;
-  uint64_t next_deadline_ns;
+  autd3_link_pacer_t pace; /* the shared pacer on the grid from grid_start_ns; its counters are the diagnostics */
   pthread_mutex_t mu;              /* pending faults only */
   _Atomic bool any_pending;        /* fast path: skip the trylock when nothing was injected */
-  _Atomic uint64_t late_cycles;    /* exchanges that started after their deadline */
-  _Atomic uint64_t skipped_points; /* grid points skipped by resynchronisation */
-  _Atomic uint64_t max_late_ns;
   bool armed;       /* emu_wait() already slept to armed_t */
   uint64_t armed_t;
   emu_slot_t slots[];
@@ -87,28 +85,11 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
   pthread_mutex_unlock(&l->mu);
 }
 
-/* Pick the next exchange's grid point and sleep until it. */
-static uint64_t sleep_to_next_point(emu_link_t *l) {
-  uint64_t t = l->next_deadline_ns;
-  uint64_t now = autd3__now_ns();
-  if (now >= t + l->cycle_ns) {
-    /* Late by a cycle or more: this exchange takes the latest grid point
-     * (now, late by less than a cycle) and the missed ones are skipped,
-     * instead of bursting through them. */
-    uint64_t nt = l->grid_start_ns + (now - l->grid_start_ns) / l->cycle_ns * l->cycle_ns;
-    atomic_fetch_add_explicit(&l->skipped_points, (nt - t) / l->cycle_ns, memory_order_relaxed);
-    t = nt;
-  }
-  if (now > t) {
-    uint64_t late = now - t;
-    atomic_fetch_add_explicit(&l->late_cycles, 1, memory_order_relaxed);
-    if (late > atomic_load_explicit(&l->max_late_ns, memory_order_relaxed))
-      atomic_store_explicit(&l->max_late_ns, late, memory_order_relaxed);
-  }
-  autd3__sleep_until_ns(t, 0);
-  l->next_deadline_ns = t + l->cycle_ns;
-  return t;
-}
+/* Pick the next exchange's grid point and sleep until it: the shared pacer,
+ * whose lateness policy is the emulator's own (a caller late by a cycle or
+ * more takes the latest grid point at once; the missed ones are skipped,
+ * never burst through). */
+static uint64_t sleep_to_next_point(emu_link_t *l) { return autd3__pacer_wait(&l->pace); }
 
 /* wait_next_cycle: sleep now, so the caller stages its tx after waking; the
  * cycle() that follows exchanges at the same grid point without sleeping. */
@@ -166,8 +147,8 @@ static size_t emu_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
                    "skipped grid points : %llu\n",
                    l->cycle_ns, l->timing.take_on_sync0 ? "sync0" : "arrival", l->timing.fifo_latency_ns,
                    l->timing.ll_latency_ns, l->timing.publish_on_sync0 ? "sync0" : "now",
-                   (unsigned long long)atomic_load(&l->late_cycles), (unsigned long long)atomic_load(&l->max_late_ns),
-                   (unsigned long long)atomic_load(&l->skipped_points));
+                   (unsigned long long)atomic_load(&l->pace.late), (unsigned long long)atomic_load(&l->pace.max_late_ns),
+                   (unsigned long long)atomic_load(&l->pace.skipped));
   if (n < 0) return 0;
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
@@ -197,7 +178,8 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
   l->cycle_ns = eo->cycle_ns;
   l->timing = eo->timing;
   l->grid_start_ns = autd3__now_ns() + eo->cycle_ns;
-  l->next_deadline_ns = l->grid_start_ns;
+  autd3__pacer_init(&l->pace, eo->cycle_ns, 0);
+  autd3__pacer_anchor(&l->pace, l->grid_start_ns);
   for (size_t i = 0; i < n; i++) {
     autd3_dev_t *d = &l->slots[i].dev;
     autd3_dev_init(d, &eo->version, &eo->timing);

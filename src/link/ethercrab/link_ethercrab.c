@@ -16,13 +16,15 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
-#include "ecat/identity.h"
-#include "nic/capture.h"
-#include "nic/master_guard.h"
-#include "platform/platform.h"
+
+/* Everything this library needs of libautd3 besides the public API (time,
+ * the pacer, threads' RT policy, the capture tap, the one-master guard, the
+ * identity check) comes through the versioned services table, so that nothing
+ * of libautd3 is compiled in twice. Set at registration; the table is static. */
+static const autd3_link_services_t *S;
 
 /* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
-#define CRAB_ABI_VERSION 5u
+#define CRAB_ABI_VERSION 6u
 
 enum {
   CRAB_OK = 0,
@@ -67,6 +69,9 @@ typedef struct crab_open_args {
    * discovery for every device; non-zero = a CRAB_* code, `msg` says why. */
   int32_t (*check_identity)(const char *ifname, uint16_t position, uint32_t vendor, uint32_t product, const char *name,
                             char *msg, size_t cap);
+  /* libautd3's RT policy for the shim's tx/rx thread (a thread the link
+   * owns), called on that thread; non-zero = a CRAB_* code, `msg` says why. */
+  int32_t (*apply_rt)(int32_t priority, int32_t cpu, char *msg, size_t cap);
 } crab_open_args_t;
 
 typedef struct crab_open_info {
@@ -103,13 +108,16 @@ typedef struct ethercrab_link {
   struct crab_link *crab;
   /* EtherCrab owns its socket, so the shared passive tap watches the adapter
    * for another master's frames and, with capture_path, records it */
-  autd3_capture_tap_t *cap;
-  autd3_master_guard_t *guard; /* one master per chain: the interface's lock, held until close */
+  autd3_link_tap_t *cap;
+  autd3_link_master_guard_t *guard; /* one master per chain: the interface's lock, held until close */
   /* reset reported, device not back in OP yet; atomic: checks may run on several threads */
   atomic_bool reset_reported[AUTD3_MAX_DEVICES];
   uint32_t period_ns;     /* SYNC0 period */
   uint64_t send_period_ns; /* send_cycle_ns (a multiple of the SYNC0 period) */
-  uint64_t next_at_ns;     /* next send, host monotonic time; 0 = at once (right after open) */
+  /* the shared pacer, anchored by pace() at the next send (host monotonic
+   * time), unanchored = at once (right after open); its counters are the
+   * late wake-up diagnostics */
+  autd3_link_pacer_t pace;
   /* Host <-> DC mapping for the pacing: est = lower envelope of (DC time at
    * which a frame reached the reference - host time the exchange started). */
   bool have_est;
@@ -121,7 +129,6 @@ typedef struct ethercrab_link {
   char cycle_msg[MSG_CAP]; /* bus thread only */
   /* diagnostics: written by the bus thread, read by anyone */
   _Atomic uint32_t last_wkc;
-  _Atomic uint64_t late_wakeups;     /* woke more than one period after the deadline */
   _Atomic uint64_t exchange_max_ns;  /* longest send->all groups received */
   _Atomic uint64_t exchange_last_ns;
   /* DC phase of each frame: (DC system time at the reference - shift) mod period,
@@ -137,14 +144,7 @@ static const uint8_t CRAB_MASTER_MAC[6] = {0x10, 0x10, 0x10, 0x10, 0x10, 0x10};
 
 /* Another master's frames on the chain (the tap's watch): fatal for the link. */
 static autd3_err_t foreign_master_error(ethercrab_link_t *L, const char *ifname, const char *when) {
-  uint8_t mac[6] = {0};
-  uint64_t n = autd3__tap_foreign(L->cap, mac);
-  char s[18];
-  autd3__mac_format(mac, s);
-  return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "ethercrab: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from "
-                         "source MAC %s that EtherCrab did not send; one master per chain: the link stops",
-                         ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+  return S->foreign_master_error("ethercrab", ifname, when, L->cap);
 }
 
 static autd3_err_t map_code(int32_t code) {
@@ -192,12 +192,12 @@ static void pace(ethercrab_link_t *L, uint64_t t0, uint64_t dc_ns, uint64_t phas
     L->have_est = true;
   }
   if (!L->have_est) {
-    L->next_at_ns = 0;
+    S->pacer_anchor(&L->pace, 0);
     return;
   }
   L->target_dc_ns += L->send_period_ns;
   uint64_t send = L->target_dc_ns - (uint64_t)L->est_ns;
-  uint64_t now = autd3__now_ns();
+  uint64_t now = S->now_ns();
   if ((int64_t)(send - now) < 0) { /* late: skip to the first slot still ahead */
     uint64_t n = (now - send) / L->send_period_ns + 1;
     L->target_dc_ns += n * L->send_period_ns;
@@ -207,16 +207,13 @@ static void pace(ethercrab_link_t *L, uint64_t t0, uint64_t dc_ns, uint64_t phas
     L->have_est = false;
     send = 0;
   }
-  L->next_at_ns = send;
+  S->pacer_anchor(&L->pace, send);
 }
 
-/* Bus thread: sleep (absolute deadline) until the next DC-aligned send. */
-static void crab_sleep(ethercrab_link_t *L) {
-  if (L->next_at_ns == 0) return;
-  uint64_t now = autd3__now_ns();
-  if (now > L->next_at_ns + L->period_ns) atomic_fetch_add_explicit(&L->late_wakeups, 1, memory_order_relaxed);
-  autd3__sleep_until_ns(L->next_at_ns, 0);
-}
+/* Bus thread: sleep (absolute deadline) until the next DC-aligned send.
+ * pace() picks the send time in DC time, always a slot still ahead; the
+ * shared pacer sleeps to it and counts a late wake-up by the one policy. */
+static void crab_sleep(ethercrab_link_t *L) { (void)S->pacer_wait(&L->pace); }
 
 /* Bus thread, optional pacing step: sleep now so that the caller stages its
  * tx right before the exchange; the cycle() that follows sends at once. */
@@ -234,18 +231,18 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   ethercrab_link_t *L = (ethercrab_link_t *)l;
   if (tx == NULL || rx == NULL || rx_valid == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "ethercrab: cycle: NULL buffer");
   *rx_valid = false;
-  if (autd3__tap_foreign(L->cap, NULL) != 0) return foreign_master_error(L, L->ifname, "mid-run");
+  if (S->tap_foreign(L->cap, NULL) != 0) return foreign_master_error(L, L->ifname, "mid-run");
   if (!L->waited) crab_sleep(L);
   L->waited = false;
   crab_cycle_out_t out;
   memset(&out, 0, sizeof out);
-  uint64_t t0 = autd3__now_ns();
+  uint64_t t0 = S->now_ns();
   int32_t rc = autd3crab_cycle(L->crab, tx, rx, &out, L->cycle_msg, sizeof L->cycle_msg);
-  uint64_t dt = autd3__now_ns() - t0;
+  uint64_t dt = S->now_ns() - t0;
   atomic_store_explicit(&L->exchange_last_ns, dt, memory_order_relaxed);
   if (dt > atomic_load_explicit(&L->exchange_max_ns, memory_order_relaxed))
     atomic_store_explicit(&L->exchange_max_ns, dt, memory_order_relaxed);
-  if (rc == CRAB_OK && autd3__tap_foreign(L->cap, NULL) != 0) { /* these inputs may be the other master's doing */
+  if (rc == CRAB_OK && S->tap_foreign(L->cap, NULL) != 0) { /* these inputs may be the other master's doing */
     autd3_link_count_cycle(l, false, false);
     return foreign_master_error(L, L->ifname, "mid-run");
   }
@@ -286,8 +283,8 @@ static autd3_err_t crab_check_state(struct autd3_link *l, autd3_link_status_t *o
 static void crab_close(struct autd3_link *l) {
   ethercrab_link_t *L = (ethercrab_link_t *)l;
   autd3crab_close(L->crab);         /* SYNC0 off, INIT, tx/rx thread joined */
-  autd3__capture_tap_stop(L->cap); /* writes the INIT frames still queued */
-  autd3__master_guard_release(L->guard); /* after the last frame */
+  S->tap_stop(L->cap); /* writes the INIT frames still queued */
+  S->master_guard_release(L->guard); /* after the last frame */
   free(L);
 }
 
@@ -297,8 +294,9 @@ static void crab_close(struct autd3_link *l) {
  * capture_path. */
 typedef struct crab_adapter_ctx {
   const char *path;
-  autd3_capture_tap_t *tap;
-  autd3_master_guard_t *guard;
+  int rt_priority, rt_cpu; /* the tap thread is one of the link's own threads */
+  autd3_link_tap_t *tap;
+  autd3_link_master_guard_t *guard;
 } crab_adapter_ctx_t;
 
 static int32_t crab_code(autd3_err_t e) {
@@ -312,27 +310,33 @@ static int32_t crab_code(autd3_err_t e) {
 
 static int32_t crab_on_adapter(void *user, const char *ifname, char *msg, size_t cap) {
   crab_adapter_ctx_t *c = user;
-  autd3__capture_tap_stop(c->tap); /* "auto": the previous candidate was not it */
+  S->tap_stop(c->tap); /* "auto": the previous candidate was not it */
   c->tap = NULL;
-  autd3__master_guard_release(c->guard);
+  S->master_guard_release(c->guard);
   c->guard = NULL;
-  autd3_err_t e = autd3__master_guard_take(ifname, AUTD3_NIC_AUTO, "ethercrab", &c->guard);
+  autd3_err_t e = S->master_guard_take(ifname, "ethercrab", &c->guard);
   if (e != AUTD3_OK) {
     snprintf(msg, cap, "%s", autd3_last_error());
     return crab_code(e);
   }
   /* the watch for a master that starts after the listen (and the capture) */
-  const autd3_tap_options_t to = {c->path, CRAB_MASTER_MAC};
-  e = autd3__tap_start(ifname, &to, &c->tap);
+  e = S->tap_start(ifname, c->path, CRAB_MASTER_MAC, c->rt_priority, c->rt_cpu, &c->tap);
   if (e == AUTD3_OK) return CRAB_OK;
   snprintf(msg, cap, "ethercrab: capture on \"%s\": %s", ifname, autd3_last_error());
   return crab_code(e);
 }
 
+/* The shim's tx/rx thread: the services' RT policy, the same as every link thread's. */
+static int32_t crab_apply_rt(int32_t priority, int32_t cpu, char *msg, size_t cap) {
+  if (S->thread_set_rt(priority, cpu) == AUTD3_OK) return CRAB_OK;
+  snprintf(msg, cap, "%s", autd3_last_error());
+  return CRAB_PERMISSION;
+}
+
 /* Discovery: the same AUTD3 identity check and message as echocat and SOEM. */
 static int32_t crab_check_identity(const char *ifname, uint16_t position, uint32_t vendor, uint32_t product,
                                    const char *name, char *msg, size_t cap) {
-  if (autd3__ecat_check_identity("ethercrab", ifname, position, vendor, product, name) == AUTD3_OK) return CRAB_OK;
+  if (S->ecat_check_identity("ethercrab", ifname, position, vendor, product, name) == AUTD3_OK) return CRAB_OK;
   snprintf(msg, cap, "%s", autd3_last_error());
   return CRAB_NOT_AUTD;
 }
@@ -352,6 +356,7 @@ static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
                    "expected wkc : %u\n"
                    "last wkc : %u\n"
                    "late wake-ups : %llu\n"
+                   "skipped cycles : %llu\n"
                    "exchange last : %.3f us\n"
                    "exchange max : %.3f us\n"
                    "dc phase last : %.3f us after SYNC0+shift\n"
@@ -359,12 +364,13 @@ static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
                    "ignored replies : %llu\n"
                    "foreign master frames : %llu\n",
                    L->ifname, (unsigned)L->expected_wkc, (unsigned)atomic_load(&L->last_wkc),
-                   (unsigned long long)atomic_load(&L->late_wakeups), (double)atomic_load(&L->exchange_last_ns) / 1e3,
+                   (unsigned long long)atomic_load(&L->pace.late),
+                   (unsigned long long)atomic_load(&L->pace.skipped), (double)atomic_load(&L->exchange_last_ns) / 1e3,
                    (double)atomic_load(&L->exchange_max_ns) / 1e3, (double)atomic_load(&L->phase_last_ns) / 1e3,
                    (unsigned long long)atomic_load(&L->phase_early), (unsigned long long)atomic_load(&L->phase_samples),
                    /* late replies to timed-out PDUs etc., dropped by the shim's tx/rx driver */
                    (unsigned long long)autd3crab_ignored_replies(L->crab),
-                   (unsigned long long)autd3__tap_foreign(L->cap, NULL));
+                   (unsigned long long)S->tap_foreign(L->cap, NULL));
   if (n < 0) return 0;
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
@@ -410,7 +416,7 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
       .rt_priority = e->rt_priority,
       .rt_cpu = e->rt_cpu,
   };
-  crab_adapter_ctx_t ad = {e->capture_path, NULL, NULL};
+  crab_adapter_ctx_t ad = {e->capture_path, e->rt_priority, e->rt_cpu, NULL, NULL};
   args.on_adapter = crab_on_adapter;
   args.on_adapter_user = &ad;
   /* the header first: the reset hook counts into it (only ever after open) */
@@ -418,19 +424,20 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   args.on_device_reset = crab_on_device_reset;
   args.on_device_reset_user = L;
   args.check_identity = crab_check_identity;
+  args.apply_rt = crab_apply_rt;
   crab_open_info_t info;
   memset(&info, 0, sizeof info);
   char msg[MSG_CAP] = "";
   int32_t rc = autd3crab_open(&args, &L->crab, &info, msg, sizeof msg);
   if (rc != CRAB_OK) {
-    autd3__capture_tap_stop(ad.tap);
-    autd3__master_guard_release(ad.guard);
+    S->tap_stop(ad.tap);
+    S->master_guard_release(ad.guard);
     free(L);
     return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: open failed");
   }
   L->cap = ad.tap;
   L->guard = ad.guard;
-  if (autd3__tap_foreign(L->cap, NULL) != 0) { /* another master's frames during the bring-up */
+  if (S->tap_foreign(L->cap, NULL) != 0) { /* another master's frames during the bring-up */
     autd3_err_t fe = foreign_master_error(L, info.interface, "during open");
     char keep[MSG_CAP];
     snprintf(keep, sizeof keep, "%s", autd3_last_error());
@@ -439,6 +446,7 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   }
   L->period_ns = e->sync0_period_ns;
   L->send_period_ns = e->send_cycle_ns != 0 ? e->send_cycle_ns : e->sync0_period_ns;
+  S->pacer_init(&L->pace, L->send_period_ns, 0);
   L->expected_wkc = info.expected_wkc;
   L->shift_mod_ns = (uint64_t)(((int64_t)e->sync0_shift_ns % (int64_t)e->sync0_period_ns + (int64_t)e->sync0_period_ns) %
                                (int64_t)e->sync0_period_ns);
@@ -448,7 +456,10 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   return AUTD3_OK;
 }
 
-void autd3_link_ethercrab_register(void) { (void)autd3_link_register(AUTD3_LINK_ETHERCRAB, crab_open); }
+void autd3_link_ethercrab_register(void) {
+  if (S == NULL) S = autd3_link_services(AUTD3_LINK_SERVICES_VERSION);
+  if (S != NULL) (void)autd3_link_register(AUTD3_LINK_ETHERCRAB, crab_open); /* else opening it reports NOT_BUILT */
+}
 
 /* Linking this object is enough to make the link available. */
 __attribute__((constructor)) static void crab_register_at_load(void) { autd3_link_ethercrab_register(); }

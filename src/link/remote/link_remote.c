@@ -107,6 +107,8 @@ static autd3_err_t read_reply(remote_link_t *l, uint64_t deadline) {
  * after a missed cycle (a reply interval > 1.5 periods) it does not wait, so it
  * cannot lock itself into missing every cycle.
  */
+/* Not the shared pacer (link/pacer.h): the server paces the bus, so there is
+ * no grid here to keep, only a wake-up relative to the last reply. */
 static autd3_err_t remote_wait(struct autd3_link *base) {
   remote_link_t *l = (remote_link_t *)base;
   if (l->period_ns == 0 || l->broken || l->last_iv_ns > l->period_ns * 3 / 2) return AUTD3_OK;

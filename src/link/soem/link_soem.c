@@ -42,11 +42,13 @@
 #include <soem/soem.h>
 
 #include "autd3/link_driver.h"
-#include "ecat/identity.h"
-#include "ecat/regs.h" /* register numbers: the tree's one map */
-#include "nic/capture.h"
-#include "nic/master_guard.h"
-#include "platform/platform.h"
+#include "ecat/regs.h" /* register numbers: the tree's one map (header-only constants) */
+
+/* Everything else this library needs of libautd3 (time, the pacer, the
+ * capture tap, the one-master guard, the identity check) comes through the
+ * versioned services table, so that nothing of libautd3 is compiled in twice.
+ * Set by the first open (or registration); the table is static. */
+static const autd3_link_services_t *S;
 
 #define TX_BYTES AUTD3_TX_FRAME_BYTES
 #define RX_BYTES AUTD3_RX_FRAME_BYTES
@@ -69,21 +71,22 @@ typedef struct soem_link {
   int expected_wkc;
   bool ctx_open;   /* ecx_init called: ecx_close needed */
   bool configured; /* slaves configured by us: stop SYNC0 and request INIT on close */
-  /* cycle state, touched by the cycle thread only */
-  uint64_t next_at_ns; /* 0: send at once (first cycle or after a lost one) */
+  /* cycle state, touched by the cycle thread only: the shared pacer,
+   * re-anchored at the DC phase after every good cycle, unanchored (send at
+   * once) before the first and after a lost one; its counters are read by
+   * diagnostics */
+  autd3_link_pacer_t pace;
   /* diagnostics, written by the cycle thread, read by anyone */
   _Atomic int64_t diag_last_wkc;
-  _Atomic uint64_t diag_late_cycles;  /* woke more than 100 µs after the deadline */
-  _Atomic uint64_t diag_max_late_ns;  /* worst lateness against the deadline */
   _Atomic uint64_t diag_max_txrx_ns;  /* worst send+receive duration */
   _Atomic int64_t diag_dc_phase_ns;   /* DC time mod cycle at the last good cycle */
   /* SOEM owns its socket, so the shared passive tap (src/nic/capture.h)
    * watches the adapter for another master's frames and, with capture_path,
    * records every frame like tcpdump would */
-  autd3_capture_tap_t *cap;
+  autd3_link_tap_t *cap;
   /* one master per chain: the interface's lock, taken before SOEM's first
    * frame and held until close (src/nic/master_guard.h) */
-  autd3_master_guard_t *guard;
+  autd3_link_master_guard_t *guard;
   /* state checker (serialised by check_busy; never touched by cycle) */
   atomic_flag check_busy;
   uint64_t recoveries;
@@ -218,7 +221,7 @@ static autd3_err_t soem_init(ecx_contextt *ctx, bool *ctx_open, const char *ifna
 static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
   for (int i = 1; i <= n; i++) {
     const ec_slavet *s = &ctx->slavelist[i];
-    if (!autd3__ecat_is_autd(s->eep_man, s->eep_id, s->name)) {
+    if (!S->ecat_is_autd(s->eep_man, s->eep_id, s->name)) {
       *bad = i;
       return false;
     }
@@ -228,7 +231,7 @@ static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
 
 /* Interface "auto": the first adapter whose slaves are all AUTD3 (adapters.rs).
  * Loopback adapters are skipped (they can hold no EtherCAT slave). */
-static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_master_guard_t **guard) {
+static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_link_master_guard_t **guard) {
   ec_adaptert *head = ec_find_adapters();
   char scanned[256] = "";
   size_t used = 0;
@@ -245,7 +248,7 @@ static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_master_guard_t
     if (loopback) continue;
     if (used < sizeof scanned) used += (size_t)snprintf(scanned + used, sizeof scanned - used, "%s%s", used ? ", " : "", a->name);
     autd3_err_t err = probe_interface(a->name);
-    if (err == AUTD3_OK) err = autd3__master_guard_take(a->name, AUTD3_NIC_AUTO, "soem", guard);
+    if (err == AUTD3_OK) err = S->master_guard_take(a->name, "soem", guard);
     if (err == AUTD3_E_PERMISSION) permission = true;
     if (err == AUTD3_E_SECOND_MASTER) busy = true;
     if (err != AUTD3_OK) continue;
@@ -260,7 +263,7 @@ static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_master_guard_t
       out[cap - 1] = 0;
       found = true; /* keep its guard */
     } else {
-      autd3__master_guard_release(*guard);
+      S->master_guard_release(*guard);
       *guard = NULL;
     }
     if (open) soem_close_ctx(ctx);
@@ -294,13 +297,13 @@ static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_
   int n = ctx->slavecount;
   double ema[AUTD3_MAX_DEVICES];
   bool have[AUTD3_MAX_DEVICES] = {false};
-  uint64_t start = autd3__now_ns(), last_check = start;
+  uint64_t start = S->now_ns(), last_check = start;
   double worst = 0.0;
   int worst_dev = -1;
   for (;;) {
     uint64_t dc = 0;
     ecx_FRMW(&ctx->port, ctx->slavelist[1].configadr, REG_DCSYS, sizeof dc, &dc, EC_TIMEOUTRET);
-    uint64_t now = autd3__now_ns();
+    uint64_t now = S->now_ns();
     if (now - last_check >= ALIGN_CHECK_NS) {
       last_check = now;
       bool complete = true;
@@ -337,7 +340,7 @@ static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_
                                timeout_ms, worst_dev, worst, tolerance_ns);
       }
     }
-    autd3__sleep_ns(ALIGN_LOOP_NS);
+    S->sleep_ns(ALIGN_LOOP_NS);
   }
 }
 
@@ -365,11 +368,11 @@ static void recover_op_transition(ecx_contextt *ctx) {
  * slave reads OP (link.rs wait_for_op). */
 static autd3_err_t wait_for_op(soem_link_t *l, uint32_t timeout_ms) {
   ecx_contextt *ctx = l->ctx;
-  uint64_t start = autd3__now_ns(), last_recovery = start;
+  uint64_t start = S->now_ns(), last_recovery = start;
   uint32_t cycles = 0, stable = 0;
   bool requested = false;
   for (;;) {
-    uint64_t t0 = autd3__now_ns();
+    uint64_t t0 = S->now_ns();
     ecx_send_processdata(ctx);
     int wkc = ecx_receive_processdata(ctx, EC_TIMEOUTRET);
     cycles++;
@@ -385,7 +388,7 @@ static autd3_err_t wait_for_op(soem_link_t *l, uint32_t timeout_ms) {
     } else {
       stable = 0;
     }
-    uint64_t now = autd3__now_ns();
+    uint64_t now = S->now_ns();
     if (requested && stable == 0 && now - last_recovery >= OP_RECOVERY_NS) {
       last_recovery = now;
       recover_op_transition(ctx);
@@ -397,7 +400,7 @@ static autd3_err_t wait_for_op(soem_link_t *l, uint32_t timeout_ms) {
       return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "soem: devices did not reach OP within op_wait_timeout_ms = %u (last WKC %d of %d): %s",
                              timeout_ms, wkc, l->expected_wkc, what);
     }
-    autd3__sleep_until_ns(t0 + (uint64_t)next_cycle_wait(ctx->DCtime, l->cycle_ns, l->sync0_shift_ns), 0);
+    S->sleep_until_ns(t0 + (uint64_t)next_cycle_wait(ctx->DCtime, l->cycle_ns, l->sync0_shift_ns), 0);
   }
 }
 
@@ -416,14 +419,7 @@ static void soem_master_mac(uint8_t mac[6]) {
 /* Another master's frames on the chain (the tap's watch): the devices execute
  * its frames too. Fatal for the link: every later cycle fails the same way. */
 static autd3_err_t foreign_master_error(soem_link_t *l, const char *when) {
-  uint8_t mac[6] = {0};
-  uint64_t n = autd3__tap_foreign(l->cap, mac);
-  char s[18];
-  autd3__mac_format(mac, s);
-  return autd3_set_error(AUTD3_E_SECOND_MASTER,
-                         "soem: another EtherCAT master appeared on interface %s %s: %llu EtherCAT frame%s from source "
-                         "MAC %s that SOEM did not send; one master per chain: the link stops",
-                         l->ifname, when, (unsigned long long)n, n == 1 ? "" : "s", s);
+  return S->foreign_master_error("soem", l->ifname, when, l->cap);
 }
 
 /* ---- vtable ------------------------------------------------------------------------------------ */
@@ -433,22 +429,14 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   ecx_contextt *ctx = l->ctx;
   uint16_t n = base->num_devices;
   *rx_valid = false;
-  if (autd3__tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "mid-run");
-  if (l->next_at_ns != 0) {
-    uint64_t now = autd3__now_ns();
-    if (now < l->next_at_ns) autd3__sleep_until_ns(l->next_at_ns, 0);
-    now = autd3__now_ns();
-    uint64_t late = now > l->next_at_ns ? now - l->next_at_ns : 0;
-    if (late > 100000) atomic_fetch_add_explicit(&l->diag_late_cycles, 1, memory_order_relaxed);
-    if (late > atomic_load_explicit(&l->diag_max_late_ns, memory_order_relaxed))
-      atomic_store_explicit(&l->diag_max_late_ns, late, memory_order_relaxed);
-  }
+  if (S->tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "mid-run");
+  S->pacer_wait(&l->pace);
   for (uint16_t i = 0; i < n; i++) memcpy(ctx->slavelist[i + 1].outputs, tx + (size_t)i * TX_BYTES, TX_BYTES);
 
-  uint64_t t0 = autd3__now_ns();
+  uint64_t t0 = S->now_ns();
   ecx_send_processdata(ctx);
   int wkc = ecx_receive_processdata(ctx, EC_TIMEOUTRET);
-  uint64_t txrx = autd3__now_ns() - t0;
+  uint64_t txrx = S->now_ns() - t0;
   if (txrx > atomic_load_explicit(&l->diag_max_txrx_ns, memory_order_relaxed))
     atomic_store_explicit(&l->diag_max_txrx_ns, txrx, memory_order_relaxed);
   atomic_store_explicit(&l->diag_last_wkc, wkc, memory_order_relaxed);
@@ -456,20 +444,20 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   if (wkc <= 0) {
     /* No frame came back: a lost cycle. Without a DC time there is no phase to
      * pace to, so the next cycle goes out at once (link.rs). */
-    l->next_at_ns = 0;
+    S->pacer_anchor(&l->pace, 0);
     *rx_valid = false;
     autd3_link_count_cycle(base, false, true);
     return AUTD3_OK;
   }
   int64_t dc = ctx->DCtime; /* reference clock time, from the FRMW in the first frame */
-  l->next_at_ns = t0 + (uint64_t)next_cycle_wait(dc, l->cycle_ns, l->sync0_shift_ns);
+  S->pacer_anchor(&l->pace, t0 + (uint64_t)next_cycle_wait(dc, l->cycle_ns, l->sync0_shift_ns));
   int64_t phase = dc % l->cycle_ns;
   atomic_store_explicit(&l->diag_dc_phase_ns, phase < 0 ? phase + l->cycle_ns : phase, memory_order_relaxed);
 
   /* A WKC other than 3 per device means some slave did not read or write its
    * process data this cycle (not in OP, lost, or a frame was lost): stale. */
   bool valid = wkc == l->expected_wkc;
-  if (autd3__tap_foreign(l->cap, NULL) != 0) { /* these inputs may be the other master's doing */
+  if (S->tap_foreign(l->cap, NULL) != 0) { /* these inputs may be the other master's doing */
     autd3_link_count_cycle(base, false, false);
     return foreign_master_error(l, "mid-run");
   }
@@ -519,11 +507,11 @@ static void rebase_reference(ecx_contextt *ctx) {
   const ec_slavet *ref = &ctx->slavelist[1], *other = &ctx->slavelist[2];
   if (ctx->slavecount < 2 || !ref->hasdc || !other->hasdc) return;
   uint64_t s_other = 0, s_ref = 0;
-  uint64_t a0 = autd3__now_ns();
+  uint64_t a0 = S->now_ns();
   if (ecx_FPRD(&ctx->port, other->configadr, REG_DCSYS, sizeof s_other, &s_other, EC_TIMEOUTRET) != 1) return;
-  uint64_t a1 = autd3__now_ns();
+  uint64_t a1 = S->now_ns();
   if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCSYS, sizeof s_ref, &s_ref, EC_TIMEOUTRET) != 1) return;
-  uint64_t b1 = autd3__now_ns();
+  uint64_t b1 = S->now_ns();
   /* the reference's system time is its local time plus its current offset */
   uint64_t off_ref = 0;
   if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
@@ -542,7 +530,7 @@ static void rebase_reference(ecx_contextt *ctx) {
 static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t *out) {
   soem_link_t *l = (soem_link_t *)base;
   ecx_contextt *ctx = l->ctx;
-  while (atomic_flag_test_and_set_explicit(&l->check_busy, memory_order_acquire)) autd3__sleep_ns(100000);
+  while (atomic_flag_test_and_set_explicit(&l->check_busy, memory_order_acquire)) S->sleep_ns(100000);
   bool was_all_op = true;
   for (uint16_t d = 0; d < base->num_devices; d++) was_all_op &= l->last_state[d] == AUTD3_DEVICE_OP;
   ecx_readstate(ctx);
@@ -592,14 +580,15 @@ static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t
 static size_t soem_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
   soem_link_t *l = (soem_link_t *)base;
   int r = snprintf(buf, cap,
-                   "interface : %s\nexpected wkc : %d\nlast wkc : %lld\nlate wake-ups (>100 us) : %llu\n"
-                   "max lateness : %llu ns\nmax send+receive : %llu ns\ndc phase at send : %lld ns\ncaptured frames : %llu\n"
+                   "interface : %s\nexpected wkc : %d\nlast wkc : %lld\nlate wake-ups : %llu\n"
+                   "skipped cycles : %llu\nmax lateness : %llu ns\nmax send+receive : %llu ns\ndc phase at send : %lld ns\ncaptured frames : %llu\n"
                    "foreign master frames : %llu\n",
                    l->ifname, l->expected_wkc, (long long)atomic_load(&l->diag_last_wkc),
-                   (unsigned long long)atomic_load(&l->diag_late_cycles), (unsigned long long)atomic_load(&l->diag_max_late_ns),
+                   (unsigned long long)atomic_load(&l->pace.late), (unsigned long long)atomic_load(&l->pace.skipped),
+                   (unsigned long long)atomic_load(&l->pace.max_late_ns),
                    (unsigned long long)atomic_load(&l->diag_max_txrx_ns), (long long)atomic_load(&l->diag_dc_phase_ns),
-                   (unsigned long long)autd3__capture_tap_frames(l->cap),
-                   (unsigned long long)autd3__tap_foreign(l->cap, NULL));
+                   (unsigned long long)S->tap_frames(l->cap),
+                   (unsigned long long)S->tap_foreign(l->cap, NULL));
   if (r < 0) return 0;
   return (size_t)r < cap ? (size_t)r : cap - 1;
 }
@@ -614,8 +603,8 @@ static void soem_teardown(soem_link_t *l) {
     if (l->ctx_open) soem_close_ctx(l->ctx);
     free(l->ctx);
   }
-  autd3__capture_tap_stop(l->cap); /* after close's INIT request: the tap writes what it has queued */
-  autd3__master_guard_release(l->guard); /* after the last frame */
+  S->tap_stop(l->cap); /* after close's INIT request: the tap writes what it has queued */
+  S->master_guard_release(l->guard); /* after the last frame */
   free(l->iomap);
   free(l);
 }
@@ -644,7 +633,7 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
     /* one master per chain, before SOEM's first frame (SOEM's own reasons
      * for an unusable adapter first: their messages say what SOEM needs) */
     if ((err = probe_interface(l->ifname)) != AUTD3_OK) return err;
-    if ((err = autd3__master_guard_take(l->ifname, AUTD3_NIC_AUTO, "soem", &l->guard)) != AUTD3_OK) return err;
+    if ((err = S->master_guard_take(l->ifname, "soem", &l->guard)) != AUTD3_OK) return err;
   }
   {
     /* before SOEM's first frame: the watch for another master (a master that
@@ -652,15 +641,17 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
      * bring-up */
     uint8_t mac[6];
     soem_master_mac(mac);
-    const autd3_tap_options_t to = {o->capture_path, mac};
-    if ((err = autd3__tap_start(l->ifname, &to, &l->cap)) != AUTD3_OK) return err;
+    /* the tap thread is SOEM's only thread of its own: it gets the ethercat
+     * option's rt_priority/rt_cpu (the bus thread that calls cycle() is the
+     * client's, which applies its own autd3_client_config_t policy) */
+    if ((err = S->tap_start(l->ifname, o->capture_path, mac, o->rt_priority, o->rt_cpu, &l->cap)) != AUTD3_OK) return err;
   }
   ecx_contextt *ctx = l->ctx;
   int n = 0;
   if ((err = soem_init(ctx, &l->ctx_open, l->ifname, &n)) != AUTD3_OK) return err;
   int bad = 0;
   if (!all_autd(ctx, n, &bad))
-    return autd3__ecat_check_identity("soem", l->ifname, (uint16_t)(bad - 1), ctx->slavelist[bad].eep_man,
+    return S->ecat_check_identity("soem", l->ifname, (uint16_t)(bad - 1), ctx->slavelist[bad].eep_man,
                                       ctx->slavelist[bad].eep_id, ctx->slavelist[bad].name);
   if (n != expected)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "soem: %d AUTD3 device%s on \"%s\", but the geometry has %u", n,
@@ -692,7 +683,7 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (reference §4.1). */
   l->expected_wkc = ctx->grouplist[0].outputsWKC * 2 + ctx->grouplist[0].inputsWKC;
   if ((err = wait_for_op(l, o->op_wait_timeout_ms)) != AUTD3_OK) return err;
-  if (autd3__tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "during open");
+  if (S->tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "during open");
   return AUTD3_OK;
 }
 
@@ -715,6 +706,7 @@ static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geom
   l->sync0_period_ns = o->sync0_period_ns;
   l->sync0_shift_ns = o->sync0_shift_ns;
   l->cycle_ns = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;
+  S->pacer_init(&l->pace, (uint64_t)l->cycle_ns, 0);
   err = soem_open_steps(l, o, (uint16_t)n);
   if (err != AUTD3_OK) {
     soem_teardown(l);
@@ -724,7 +716,10 @@ static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geom
   return AUTD3_OK;
 }
 
-void autd3_link_soem_register(void) { autd3_link_register(AUTD3_LINK_SOEM, soem_open); }
+void autd3_link_soem_register(void) {
+  if (S == NULL) S = autd3_link_services(AUTD3_LINK_SERVICES_VERSION);
+  if (S != NULL) autd3_link_register(AUTD3_LINK_SOEM, soem_open); /* else opening it reports NOT_BUILT */
+}
 
 /* Linking this library (or the autd3_link_soem object library) is enough to
  * make "soem" available: the loader runs this before main. */

@@ -30,6 +30,7 @@
 
 #include "autd3/link_driver.h"
 #include "link/link_internal.h"
+#include "link/pacer.h"
 #include "link/twincat/ads.h"
 #include "net/net.h"
 #include "platform/platform.h"
@@ -64,7 +65,7 @@ typedef struct tc_link {
   bool notify;        /* rx by notification (else synchronous read) */
   uint32_t handle;
   uint64_t task_ns;
-  uint64_t next_deadline_ns;
+  autd3_link_pacer_t pace; /* without notifications: the shared pacer on the task-cycle grid */
   uint64_t lost_since_ns; /* 0 while connected */
   uint64_t last_fresh_ns; /* when the last cycle's notification was taken (≈ the runtime's task cycle) */
   uint64_t wake_margin_ns; /* wait_next_cycle wakes this long before the estimated task cycle */
@@ -188,12 +189,9 @@ static void mark_lost(tc_link_t *l) {
   if (l->lost_since_ns == 0) l->lost_since_ns = autd3__now_ns();
 }
 
-static void pace(tc_link_t *l) {
-  uint64_t now = autd3__now_ns();
-  if (l->next_deadline_ns == 0 || l->next_deadline_ns + l->task_ns < now) l->next_deadline_ns = now; /* fell behind: restart the grid */
-  l->next_deadline_ns += l->task_ns;
-  autd3__sleep_until_ns(l->next_deadline_ns, 0);
-}
+/* Without notifications nothing tells when the runtime's task runs: a plain
+ * grid of task cycles, by the pacers' one lateness policy (link_driver.h). */
+static void pace(tc_link_t *l) { (void)autd3__pacer_wait(&l->pace); }
 
 static bool readable(ads_client_t *c) {
   uint16_t cmd;
@@ -367,6 +365,7 @@ autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const au
   l->tcp_port = o->server_port ? o->server_port : ADS_TCP_PORT;
   l->target.port = o->ams_port ? o->ams_port : 301;
   l->task_ns = (uint64_t)(o->task_cycle_us ? o->task_cycle_us : 1000) * 1000ull;
+  autd3__pacer_init(&l->pace, l->task_ns, 0);
   l->wake_margin_ns = l->task_ns / 2;
   l->input_len = (uint32_t)(TC_SLAVE_COUNT_BYTES + n * (AUTD3_RX_FRAME_BYTES + TC_STATE_BYTES));
   autd3_err_t e = AUTD3_OK;

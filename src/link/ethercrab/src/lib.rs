@@ -46,7 +46,7 @@ use ethercrab::{
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -147,7 +147,16 @@ pub struct OpenArgs {
     /// name (NUL-terminated); non-zero = a status code (CODE_NOT_AUTD) and
     /// `msg` says why. NULL = only the name is checked (Rust-only use).
     pub check_identity: Option<IdentityFn>,
+    /// libautd3's RT policy for a thread the link owns (C's services table
+    /// `thread_set_rt`, the one implementation of it), called on the tx/rx
+    /// thread with `rt_priority`/`rt_cpu` when either is set; non-zero = a
+    /// status code (CODE_PERMISSION) and `msg` says why. NULL with an RT
+    /// option set is an error (Rust-only use has no RT policy).
+    pub apply_rt: Option<RtFn>,
 }
+
+/// See `OpenArgs::apply_rt`.
+pub type RtFn = unsafe extern "C" fn(priority: i32, cpu: i32, msg: *mut c_char, cap: usize) -> i32;
 
 /// See `OpenArgs::check_identity`.
 pub type IdentityFn = unsafe extern "C" fn(
@@ -265,35 +274,21 @@ struct Transport {
 // PduStorage is designed to be shared between the tx/rx thread and callers.
 unsafe impl Send for Transport {}
 
-fn apply_rt(priority: i32, cpu: i32) -> Result<(), String> {
-    if cpu >= 0 {
-        // SAFETY: plain libc calls on a zeroed cpu_set_t for the calling thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(format!(
-                    "cannot pin the tx/rx thread to CPU {cpu}: {}",
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
+fn apply_rt(f: Option<RtFn>, priority: i32, cpu: i32) -> Result<(), String> {
+    if priority <= 0 && cpu < 0 {
+        return Ok(());
     }
-    if priority > 0 {
-        let param = libc::sched_param {
-            sched_priority: priority,
-        };
-        // SAFETY: pthread_setschedparam on the calling thread with a valid param.
-        let rc =
-            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
-        if rc != 0 {
-            return Err(format!(
-                "cannot set SCHED_FIFO priority {priority} on the tx/rx thread: {} (needs CAP_SYS_NICE or an rtprio limit)",
-                std::io::Error::from_raw_os_error(rc)
-            ));
-        }
+    let Some(f) = f else {
+        return Err("rt_priority/rt_cpu asked for, but the caller gave no RT policy (apply_rt)".to_owned());
+    };
+    let mut buf = [0u8; 256];
+    // SAFETY: C's hook writes at most `cap` bytes, NUL-terminated, into buf.
+    let rc = unsafe { f(priority, cpu, buf.as_mut_ptr().cast(), buf.len()) };
+    if rc == CODE_OK {
+        return Ok(());
     }
-    Ok(())
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Err(format!("tx/rx thread: {}", String::from_utf8_lossy(&buf[..end])))
 }
 
 /// EtherCAT's EtherType (ETG.1000.4 §5.1): the raw socket only sees these.
@@ -500,6 +495,7 @@ impl Transport {
                 retry_behaviour: RetryBehaviour::None,
             },
         );
+        let rt_fn = args.apply_rt;
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let txrx_ended = Arc::new(Mutex::new(None));
@@ -507,7 +503,7 @@ impl Transport {
         let spawned = std::thread::Builder::new()
             .name("autd3-crab-txrx".into())
             .spawn(move || {
-                let rt = apply_rt(rt_priority, rt_cpu);
+                let rt = apply_rt(rt_fn, rt_priority, rt_cpu);
                 let ok = rt.is_ok();
                 let _ = ready_tx.send(rt);
                 if ok {
@@ -1830,6 +1826,7 @@ mod tests {
             on_device_reset: None,
             on_device_reset_user: std::ptr::null_mut(),
             check_identity: None,
+            apply_rt: None,
         };
         let mut link: *mut Link = std::ptr::null_mut();
         let mut info = OpenInfo {
