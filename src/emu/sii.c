@@ -112,7 +112,7 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
   d[0] = 1;     /* group "AUTD" */
   d[2] = 1;     /* order */
   d[3] = 1;     /* name */
-  d[5] = mailbox ? 0x21 : 0;                /* CoE details: SDO + complete access (what is served) */
+  d[5] = mailbox ? 0x23 : 0;                /* CoE details: SDO, SDO info, complete access (ESI, all served) */
   d[11] = (uint8_t)(mailbox ? 0x06 : 0x02); /* "not LRW" (ESI UseLrdLwr="true"), + mailbox data link layer */
   d[14] = 1;    /* group index (compatibility duplicate) */
   put16(d + 16, 0x0011); /* ports 0 and 1: MII (ESI Physics="YY") */
