@@ -315,6 +315,69 @@ TEST(sii_parses_back) {
   uint16_t st;
   rd16(e, FPRD, addr(0), 0x0502, &st);
   ASSERT_EQ(st & 0x4000, 0x4000);
+  /* the size word and the ESC's address width agree: 32 Kbit, 2 address bytes (0x0502 bit 7) */
+  ASSERT_EQ(get16(img + 0x3E * 2), 0x001F);
+  ASSERT_EQ(st & 0x0080, 0x0080);
+  autd3_emu_destroy(e);
+}
+
+/* --mailbox: the ESI's 2 KiB EEPROM (16 Kbit, 1 address byte), the RxPDO list
+ * behind CoE because it does not fit, everything else below 2 KiB. */
+TEST(sii_mailbox_is_2kib) {
+  autd3_emu_config_t c = autd3_emu_config_default();
+  c.devices = 1;
+  c.mailbox = true;
+  autd3_emu_t *e;
+  ASSERT_OK(autd3_emu_create(&c, g_now, &e));
+  addresses(e, 1);
+  static uint8_t img[4096];
+  for (uint16_t w = 0; w < 2048; w += 4) eep_read8(e, w, img + w * 2);
+  ASSERT_EQ(get16(img + 0x3E * 2), 0x000F);
+  uint16_t st;
+  rd16(e, FPRD, addr(0), 0x0502, &st);
+  ASSERT_EQ(st & 0x0080, 0); /* ≤ 16 Kbit: one address byte */
+  size_t off = 0x80;
+  int rx = 0, tx = 0, end = 0;
+  for (int guard = 0; guard < 32 && off + 4 <= 2048; guard++) {
+    uint16_t type = get16(img + off), words = get16(img + off + 2);
+    if (type == 0xFFFF) {
+      end = 1;
+      break;
+    }
+    rx += type == 51;
+    tx += type == 50;
+    off += 4 + (size_t)words * 2;
+  }
+  ASSERT_TRUE(end);
+  ASSERT_EQ(rx, 0);
+  ASSERT_EQ(tx, 1);
+  for (size_t i = 2048; i < sizeof img; i++) ASSERT_EQ(img[i], 0xFF); /* beyond the declared size */
+  /* a write beyond the declared size is not acknowledged */
+  uint8_t w[6] = {0x01, 0x02, 0x00, 0x04, 0, 0}; /* write enable, write word 0x400 (byte 2048) */
+  ASSERT_EQ(dg(e, &g_now, FPWR, addr(0), 0x0502, w, 6), 1);
+  rd16(e, FPRD, addr(0), 0x0502, &st);
+  ASSERT_EQ(st & 0x2000, 0x2000);
+  autd3_emu_destroy(e);
+}
+
+/* Registers an ESC loads from the SII or resets to non-zero values. */
+TEST(power_on_register_values) {
+  autd3_emu_t *e = chain(2);
+  addresses(e, 2);
+  uint16_t v;
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0102, &v), 1);
+  ASSERT_EQ(v & 0xFF, 0x07); /* DL control: RX FIFO size 7 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0140, &v), 1);
+  ASSERT_EQ(v, 0x3E80);      /* SII word 0 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0150, &v), 1);
+  ASSERT_EQ(v, 0xAA00);      /* SII word 1 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0152, &v), 1);
+  ASSERT_EQ(v, 0x0001);      /* SII word 3 */
+  /* DL status: enhanced link detection (0x0141 = 0x3E) is bit 2 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0110, &v), 1);
+  ASSERT_EQ(v, 0x5A37);
+  ASSERT_EQ(rd16(e, FPRD, addr(1), 0x0110, &v), 1);
+  ASSERT_EQ(v, 0x5617);
   autd3_emu_destroy(e);
 }
 
@@ -597,7 +660,7 @@ TEST(unplug_replug_power_cycle) {
   ASSERT_EQ(rd16(e, BRD, 0, 0x0130, &v), 1);
   ASSERT_EQ(rd16(e, FPRD, addr(2), 0x0130, &v), 0); /* unplugged: unreadable */
   ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0110, &v), 1);
-  ASSERT_EQ(v, 0x5613); /* device 0 is now the end of the line */
+  ASSERT_EQ(v, 0x5617); /* device 0 is now the end of the line */
   uint8_t in[6];
   ASSERT_EQ(dg(e, &g_now, LRD, 626 * 3, 0, in, 6), 1);
   autd3_emu_replug(e);
