@@ -52,6 +52,16 @@ enum {
   REG_DCCYC0 = 0x09A0    /* DC SYNC0 cycle time */
 };
 
+/* The ESC configuration an ESC loads from SII words 0-3 at power-on and on a
+ * reload (Beckhoff ESC datasheet, section II: SII EEPROM, configuration area). */
+enum {
+  REG_PDICTL = 0x0140,  /* PDI control (SII word 0, low byte) */
+  REG_ESCCFG = 0x0141,  /* ESC configuration (SII word 0, high byte): enhanced link detection, DC units */
+  REG_PDICFG = 0x0150,  /* PDI configuration (SII word 1) */
+  REG_PDICFG2 = 0x0152, /* extended PDI configuration (SII word 3) */
+  REG_SYNCLEN = 0x0982  /* SYNC signal pulse length (SII word 2) */
+};
+
 /* AL states (low nibble of AL control/status) and flags. */
 enum { AL_INIT = 1, AL_PREOP = 2, AL_BOOT = 3, AL_SAFEOP = 4, AL_OP = 8, AL_ERROR = 0x10, AL_ACK = 0x10 };
 

@@ -147,7 +147,7 @@ void autd3_emu_tick(autd3_emu_t *emu, uint64_t now_ns) {
 static void set_last(autd3_emu_t *emu) {
   /* DL status: the last present device has port 1 closed (§3.1) */
   for (uint16_t i = 0; i < emu->cfg.devices; i++) {
-    uint16_t v = i + 1u == emu->faults.present ? 0x5613 : 0x5A33;
+    uint16_t v = autd3_esc_dl_status(&emu->esc[i], i + 1u == emu->faults.present);
     emu->esc[i].mem[0x0110] = (uint8_t)v;
     emu->esc[i].mem[0x0111] = (uint8_t)(v >> 8);
   }

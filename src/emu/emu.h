@@ -28,7 +28,9 @@
 #include "ecat/identity.h"
 
 #define AUTD3_EMU_MAX_DEVICES 128
-#define AUTD3_EMU_SII_BYTES 4096 /* 32 Kbit EEPROM (the full PDO list needs > 2 KiB, §4.3) */
+/* The SII buffer: a 32 Kbit EEPROM without --mailbox (the full PDO list needs
+ * more than 2 KiB), the ESI's 16 Kbit (2 KiB) with it (docs/emulator.md "SII image"). */
+#define AUTD3_EMU_SII_BYTES 4096
 
 /* AUTD3 identity (SII, §5.1) */
 #define AUTD3_EMU_VENDOR AUTD3_ECAT_VENDOR /* the identity every EtherCAT link checks (src/ecat/identity.h) */
@@ -194,6 +196,8 @@ uint64_t autd3_esc_systime(const autd3_esc_t *e, uint64_t t);
 void autd3_esc_datagram(autd3_esc_t *e, uint8_t *hdr, uint16_t len, uint64_t t, uint64_t ret_t, bool last);
 void autd3_esc_tick(autd3_esc_t *e, uint64_t now_ns);
 uint8_t autd3_esc_al_state(const autd3_esc_t *e);
+/* DL status 0x0110 of device e (last: the end of the line, port 1 closed). */
+uint16_t autd3_esc_dl_status(const autd3_esc_t *e, bool last);
 
 /* --- the SII image (sii.c) --- */
 /* Build the AUTD3 SII image into sii (AUTD3_EMU_SII_BYTES, rest 0xFF). name NULL = "AUTD".

@@ -91,6 +91,40 @@ static uint64_t splitmix(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
+/* The ESC's EEPROM control/status 0x0502 when idle: 8-byte reads (bit 6), and
+ * bit 7 "2 address bytes", which an ESC reports for an EEPROM above 16 Kbit
+ * (SII word 0x3E = size in Kbit − 1). */
+static uint16_t eep_idle(const autd3_esc_t *e) { return rd16(e->sii + 0x3E * 2) >= 16 ? 0x00C0 : 0x0040; }
+/* Declared EEPROM size in bytes: beyond it reads give 0xFF and writes are NACKed. */
+static uint32_t eep_bytes(const autd3_esc_t *e) {
+  uint32_t b = ((uint32_t)rd16(e->sii + 0x3E * 2) + 1u) * 128u;
+  return b < AUTD3_EMU_SII_BYTES ? b : AUTD3_EMU_SII_BYTES;
+}
+
+/* What an ESC loads from the SII configuration area (words 0-4) after power-on
+ * and on a reload command (Beckhoff ESC datasheet, section II): PDI control
+ * and ESC configuration, PDI configuration, SYNC pulse length, extended PDI
+ * configuration, station alias. */
+static void load_config(autd3_esc_t *e) {
+  uint8_t *m = e->mem;
+  wr16(m + REG_PDICTL, rd16(e->sii + 0));
+  wr16(m + REG_PDICFG, rd16(e->sii + 2));
+  wr16(m + REG_SYNCLEN, rd16(e->sii + 4));
+  wr16(m + REG_PDICFG2, rd16(e->sii + 6));
+  wr16(m + REG_STALIAS, rd16(e->sii + 8));
+}
+
+uint16_t autd3_esc_dl_status(const autd3_esc_t *e, bool last) {
+  /* bit 0 PDI operational (EEPROM loaded), bit 1 PDI watchdog reloaded, bits 4/5
+   * physical link on ports 0/1; per port p bit 8+2p loop closed, 9+2p
+   * communication: the last device has port 1 closed, no link there (§3.1) */
+  uint16_t v = last ? 0x5613 : 0x5A33;
+  /* bit 2: enhanced link detection active on at least one port, as the ESC
+   * configuration 0x0141 loaded from the SII says (bit 1 all ports, bits 4-7 per port) */
+  if (e->mem[REG_ESCCFG] & 0xF2) v |= 0x0004;
+  return v;
+}
+
 static void registers_reset(autd3_esc_t *e, bool last) {
   uint8_t *m = e->mem;
   memset(m, 0, 0x10000);
@@ -102,21 +136,20 @@ static void registers_reset(autd3_esc_t *e, bool last) {
   m[0x0006] = 8;             /* 8 KiB process RAM */
   m[0x0007] = 0x0F;          /* ports 0, 1: MII */
   wr16(m + 0x0008, 0x01FC);  /* DC, 64-bit DC, enhanced link detection, enhanced SYNC activation */
-  wr16(m + 0x0110, last ? 0x5613 : 0x5A33); /* DL status (§3.1) */
+  m[0x0102] = 0x07;          /* DL control: RX FIFO size, reset value 7 */
   m[REG_ALSTAT] = ESC_AL_INIT;
-  wr16(m + 0x0140, rd16(e->sii + 0));      /* PDI control/ESC config from SII word 0 */
-  wr16(m + 0x0150, rd16(e->sii + 2));
-  wr16(m + 0x0982, rd16(e->sii + 4));
+  load_config(e);
+  wr16(m + REG_DLSTAT, autd3_esc_dl_status(e, last)); /* after 0x0141 is loaded */
   wr16(m + REG_WDDIV, 0x09C2);             /* 100 µs units at 25 MHz */
   wr16(m + 0x0410, 1000);
   wr16(m + REG_WDSM, e->cfg->sm_watchdog_100us); /* ESC default 1000 = 100 ms; --sm-watchdog-ms */
-  wr16(m + REG_EEPCTL, 0x0040);           /* idle, 8-byte reads supported */
+  wr16(m + REG_EEPCTL, eep_idle(e));       /* idle, 8-byte reads, address bytes per the size */
   wr16(m + REG_DCSPEED, 0x1000);
   m[REG_DCFILT] = 0x04;
   m[REG_DCFILT + 1] = 0x0C;
 }
 
-/* SMs 2 and 3 are PDI-deactivated (0x0807+8n bit0) outside SAFE-OP/OP, as the
+/* SMs 2 and 3 are PDI-deactivated (0x0807 + 8n bit 0: 0x0817, 0x081F) outside SAFE-OP/OP, as the
  * AUTD3's slave stack does: process data is refused (no WKC) until then. */
 static void pdi_sm_enable(autd3_esc_t *e, bool on) {
   e->mem[REG_SM0 + 2 * 8 + 7] = on ? 0 : 1;
@@ -261,24 +294,25 @@ static void eeprom_command(autd3_esc_t *e) {
   uint8_t wen = ctrl & 0x01;
   uint16_t err = 0;
   uint32_t word = rd32(m + REG_EEPADR);
+  uint32_t size = eep_bytes(e);
   if (cmd == 1) { /* read 8 bytes (bit6 of the status says we can) */
     for (int i = 0; i < 8; i++) {
       uint64_t b = (uint64_t)word * 2 + (uint64_t)i;
-      m[REG_EEPDAT + i] = b < AUTD3_EMU_SII_BYTES ? e->sii[b] : 0xFF;
+      m[REG_EEPDAT + i] = b < size ? e->sii[b] : 0xFF;
     }
   } else if (cmd == 2) { /* write one word, only with write enable in the same access */
     if (!wen) err = 0x4000;
-    else if ((uint64_t)word * 2 + 1 < AUTD3_EMU_SII_BYTES) {
+    else if ((uint64_t)word * 2 + 1 < size) {
       e->sii[word * 2] = m[REG_EEPDAT];
       e->sii[word * 2 + 1] = m[REG_EEPDAT + 1];
     } else err = 0x2000; /* NACK: beyond the device */
-  } else if (cmd == 4) { /* reload: alias and config words */
-    wr16(m + 0x0012, rd16(e->sii + 8));
+  } else if (cmd == 4) { /* reload: the configuration words */
+    load_config(e);
   } else if (cmd != 0) {
     err = 0x2000;
   }
   /* done at once: not busy, command bits clear, error bits from this command */
-  wr16(m + REG_EEPCTL, (uint16_t)(0x0040 | err));
+  wr16(m + REG_EEPCTL, (uint16_t)(eep_idle(e) | err));
 }
 
 /* ---- DC (§3.7, §8.3) ---- */
@@ -436,7 +470,7 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
     /* side effects, in register order */
     if (overlaps(a, n, REG_ALCTL, 1)) al_control(e, rd16(m + REG_ALCTL));
     if (overlaps(a, n, REG_EEPCTL + 1, 1)) eeprom_command(e);
-    else if (overlaps(a, n, REG_EEPCTL, 1)) m[REG_EEPCTL] = (uint8_t)(0x40 | (m[REG_EEPCTL] & 1));
+    else if (overlaps(a, n, REG_EEPCTL, 1)) m[REG_EEPCTL] = (uint8_t)(eep_idle(e) | (m[REG_EEPCTL] & 1));
     if (overlaps(a, n, 0x0300, 0x14)) memset(m + 0x0300, 0, 0x14);
     if (a <= REG_DCRT0 && a + n > REG_DCRT0) dc_latch(e, t, ret_t, last);
     if (a <= REG_DCSYS && a + n > REG_DCSYS)

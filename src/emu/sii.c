@@ -1,6 +1,7 @@
 /*
- * The synthesized SII EEPROM image of an emulated AUTD3
- * (shared/reference/ethercat-for-autd3.md §4.1-§4.3, ETG.2010 layout).
+ * The synthesized SII EEPROM image of an emulated AUTD3 (ETG.2010 layout;
+ * identity, SMs and PDOs from the AUTD3 ESI, shinolab/autd3-old-monorepo
+ * TwinCAT AUTD.xml).
  *
  * Choices (docs/emulator.md "SII image"):
  *  - No mailbox by default (--mailbox declares the ESI's, served by
@@ -9,9 +10,13 @@
  *    700 ms per unanswered SDO), and with none SOEM/EtherCrab/pysoem take the
  *    PDO layout from the SII PDO categories, which gives the same 626/2-byte
  *    mapping and the same expected WKC (3 per device).
- *  - 32 Kbit EEPROM (word 0x3E = 0x1F): the full RxPDO list (313 entries)
- *    does not fit the ESI's 2 KiB, so it is placed last, below SOEM's
- *    4096-byte SII cache.
+ *  - EEPROM size: with --mailbox the ESI's 2 KiB (16 Kbit, word 0x3E =
+ *    0x0F) and, as on a real device, no RxPDO category: its 313 entries (2.5
+ *    KiB) do not fit, so the mapping is only behind CoE (mailbox.c). Without
+ *    a mailbox the SII is the masters' only source of the mapping, so the
+ *    image declares 32 Kbit (0x1F) and carries the full RxPDO list last,
+ *    below SOEM's 4096-byte SII cache; register 0x0502 reports the matching
+ *    address width (esc.c).
  *  - SOEM takes the device name from string 1, EtherCrab from the General
  *    category's name index: both point at "AUTD".
  */
@@ -89,7 +94,7 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
     static const uint16_t mb[9] = {0x1000, 0x0080, 0x1400, 0x0080, 0x1000, 0x0080, 0x1400, 0x0080, 0x0004};
     for (int i = 0; i < 9; i++) put16(sii + (0x14 + i) * 2, mb[i]);
   }
-  put16(sii + 0x3E * 2, 0x001F); /* 32 Kbit */
+  put16(sii + 0x3E * 2, mailbox ? 0x000F : 0x001F); /* size in Kbit − 1: 16 / 32 Kbit */
   put16(sii + 0x3F * 2, 0x0001);
 
   size_t off = 0x40 * 2;
@@ -112,7 +117,7 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
   d[0] = 1;     /* group "AUTD" */
   d[2] = 1;     /* order */
   d[3] = 1;     /* name */
-  d[5] = mailbox ? 0x21 : 0;                /* CoE details: SDO + complete access (what is served) */
+  d[5] = mailbox ? 0x23 : 0;                /* CoE details: SDO, SDO info, complete access (ESI, all served) */
   d[11] = (uint8_t)(mailbox ? 0x06 : 0x02); /* "not LRW" (ESI UseLrdLwr="true"), + mailbox data link layer */
   d[14] = 1;    /* group index (compatibility duplicate) */
   put16(d + 16, 0x0011); /* ports 0 and 1: MII (ESI Physics="YY") */
@@ -141,11 +146,14 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
   /* TxPDO (50): 0x1A00 → SM3, 0x6000:01 u16 */
   d = cat_begin(sii, &off, 50);
   cat_end(sii, &off, pdo(d, 0x1A00, 3, 4, 0x6000, 1));
-  /* RxPDO (51), last (largest): 0x1600 249 × 0x7000:nn, 0x1601 64 × 0x7001:nn → SM2, 626 bytes */
-  d = cat_begin(sii, &off, 51);
-  n = pdo(d, 0x1600, 2, 2, 0x7000, 249);
-  n += pdo(d + n, 0x1601, 2, 3, 0x7001, 64);
-  cat_end(sii, &off, n);
+  /* RxPDO (51), last (largest): 0x1600 249 × 0x7000:nn, 0x1601 64 × 0x7001:nn → SM2, 626 bytes;
+   * with a mailbox it does not fit the 2 KiB EEPROM and CoE serves it instead */
+  if (!mailbox) {
+    d = cat_begin(sii, &off, 51);
+    n = pdo(d, 0x1600, 2, 2, 0x7000, 249);
+    n += pdo(d + n, 0x1601, 2, 3, 0x7001, 64);
+    cat_end(sii, &off, n);
+  }
   put16(sii + off, 0xFFFF); /* end */
   put16(sii + off + 2, 0x0000);
 }

@@ -315,6 +315,69 @@ TEST(sii_parses_back) {
   uint16_t st;
   rd16(e, FPRD, addr(0), 0x0502, &st);
   ASSERT_EQ(st & 0x4000, 0x4000);
+  /* the size word and the ESC's address width agree: 32 Kbit, 2 address bytes (0x0502 bit 7) */
+  ASSERT_EQ(get16(img + 0x3E * 2), 0x001F);
+  ASSERT_EQ(st & 0x0080, 0x0080);
+  autd3_emu_destroy(e);
+}
+
+/* --mailbox: the ESI's 2 KiB EEPROM (16 Kbit, 1 address byte), the RxPDO list
+ * behind CoE because it does not fit, everything else below 2 KiB. */
+TEST(sii_mailbox_is_2kib) {
+  autd3_emu_config_t c = autd3_emu_config_default();
+  c.devices = 1;
+  c.mailbox = true;
+  autd3_emu_t *e;
+  ASSERT_OK(autd3_emu_create(&c, g_now, &e));
+  addresses(e, 1);
+  static uint8_t img[4096];
+  for (uint16_t w = 0; w < 2048; w += 4) eep_read8(e, w, img + w * 2);
+  ASSERT_EQ(get16(img + 0x3E * 2), 0x000F);
+  uint16_t st;
+  rd16(e, FPRD, addr(0), 0x0502, &st);
+  ASSERT_EQ(st & 0x0080, 0); /* ≤ 16 Kbit: one address byte */
+  size_t off = 0x80;
+  int rx = 0, tx = 0, end = 0;
+  for (int guard = 0; guard < 32 && off + 4 <= 2048; guard++) {
+    uint16_t type = get16(img + off), words = get16(img + off + 2);
+    if (type == 0xFFFF) {
+      end = 1;
+      break;
+    }
+    rx += type == 51;
+    tx += type == 50;
+    off += 4 + (size_t)words * 2;
+  }
+  ASSERT_TRUE(end);
+  ASSERT_EQ(rx, 0);
+  ASSERT_EQ(tx, 1);
+  for (size_t i = 2048; i < sizeof img; i++) ASSERT_EQ(img[i], 0xFF); /* beyond the declared size */
+  /* a write beyond the declared size is not acknowledged */
+  uint8_t w[6] = {0x01, 0x02, 0x00, 0x04, 0, 0}; /* write enable, write word 0x400 (byte 2048) */
+  ASSERT_EQ(dg(e, &g_now, FPWR, addr(0), 0x0502, w, 6), 1);
+  rd16(e, FPRD, addr(0), 0x0502, &st);
+  ASSERT_EQ(st & 0x2000, 0x2000);
+  autd3_emu_destroy(e);
+}
+
+/* Registers an ESC loads from the SII or resets to non-zero values. */
+TEST(power_on_register_values) {
+  autd3_emu_t *e = chain(2);
+  addresses(e, 2);
+  uint16_t v;
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0102, &v), 1);
+  ASSERT_EQ(v & 0xFF, 0x07); /* DL control: RX FIFO size 7 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0140, &v), 1);
+  ASSERT_EQ(v, 0x3E80);      /* SII word 0 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0150, &v), 1);
+  ASSERT_EQ(v, 0xAA00);      /* SII word 1 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0152, &v), 1);
+  ASSERT_EQ(v, 0x0001);      /* SII word 3 */
+  /* DL status: enhanced link detection (0x0141 = 0x3E) is bit 2 */
+  ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0110, &v), 1);
+  ASSERT_EQ(v, 0x5A37);
+  ASSERT_EQ(rd16(e, FPRD, addr(1), 0x0110, &v), 1);
+  ASSERT_EQ(v, 0x5617);
   autd3_emu_destroy(e);
 }
 
@@ -597,7 +660,7 @@ TEST(unplug_replug_power_cycle) {
   ASSERT_EQ(rd16(e, BRD, 0, 0x0130, &v), 1);
   ASSERT_EQ(rd16(e, FPRD, addr(2), 0x0130, &v), 0); /* unplugged: unreadable */
   ASSERT_EQ(rd16(e, FPRD, addr(0), 0x0110, &v), 1);
-  ASSERT_EQ(v, 0x5613); /* device 0 is now the end of the line */
+  ASSERT_EQ(v, 0x5617); /* device 0 is now the end of the line */
   uint8_t in[6];
   ASSERT_EQ(dg(e, &g_now, LRD, 626 * 3, 0, in, 6), 1);
   autd3_emu_replug(e);
@@ -844,6 +907,171 @@ TEST(mailbox_coe) {
   ASSERT_EQ(dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128), 1);
   ASSERT_EQ(r[5] & 0x0F, 0);
   ASSERT_EQ(get16(r + 8), 0x0002);
+  autd3_emu_destroy(e);
+}
+
+/* A chain of one --mailbox device in PRE-OP with SM0/SM1 configured as the SII says. */
+static autd3_emu_t *mailbox_chain(void) {
+  autd3_emu_config_t c = autd3_emu_config_default();
+  c.devices = 1;
+  c.mailbox = true;
+  autd3_emu_t *e;
+  if (autd3_emu_create(&c, g_now, &e) != AUTD3_OK) TEST_FAIL_("create");
+  addresses(e, 1);
+  uint8_t sm[16] = {0x00, 0x10, 0x80, 0x00, 0x26, 0, 1, 0, 0x00, 0x14, 0x80, 0x00, 0x22, 0, 1, 0};
+  ASSERT_EQ(dg(e, &g_now, FPWR, addr(0), 0x0800, sm, 16), 1);
+  wr16(e, FPWR, addr(0), 0x0120, 0x02);
+  uint16_t v;
+  rd16(e, FPRD, addr(0), 0x0130, &v);
+  ASSERT_EQ(v, 0x02);
+  return e;
+}
+
+/* Send a mailbox request of `len` bytes after the header (body: the CoE part),
+ * read the response into r; returns false when the read mailbox stayed empty. */
+static bool mbx_xfer(autd3_emu_t *e, uint8_t type, const uint8_t *body, uint16_t len, uint8_t r[128]) {
+  uint8_t q[128] = {0};
+  put16(q, len);
+  q[5] = (uint8_t)(type | (1 << 4));
+  memcpy(q + 6, body, len <= 122 ? len : 122);
+  ASSERT_EQ(dg(e, &g_now, FPWR, addr(0), 0x1000, q, 128), 1);
+  return dg(e, &g_now, FPRD, addr(0), 0x1400, r, 128) == 1;
+}
+
+static uint16_t mbx_error_of(autd3_emu_t *e, uint8_t type, const uint8_t *body, uint16_t len) {
+  uint8_t r[128];
+  ASSERT_TRUE(mbx_xfer(e, type, body, len, r));
+  ASSERT_EQ(r[5] & 0x0F, 0);  /* mailbox error reply */
+  ASSERT_EQ(get16(r + 6), 1); /* its service */
+  return get16(r + 8);
+}
+
+/* An SDO Information request (ETG.1000.6): opcode, then 2..4 data bytes. */
+static uint16_t info_req(uint8_t *b, uint8_t opcode, uint16_t index, uint8_t sub, uint8_t vi, bool oe) {
+  memset(b, 0, 12);
+  put16(b, 8u << 12);
+  b[2] = opcode;
+  put16(b + 6, index);
+  b[8] = sub;
+  b[9] = vi;
+  return oe ? 10 : 8;
+}
+
+/* Mailbox error codes (ETG.1000.4) and the SDO Information service a device
+ * whose ESI says SdoInfo="true" answers; every answer is checked field by
+ * field against what SOEM's ecx_readODlist / ecx_readODdescription /
+ * ecx_readOEsingle parse. */
+TEST(mailbox_errors_and_sdo_info) {
+  autd3_emu_t *e = mailbox_chain();
+  uint8_t b[128] = {0}, r[128];
+  /* sizes: an SDO request shorter than 10 bytes and a CoE part shorter than
+   * its header are "size too short" (0x0006), a length beyond the mailbox is
+   * "invalid size" (0x0008) */
+  put16(b, 2u << 12);
+  b[2] = 0x40;
+  put16(b + 3, 0x1000);
+  ASSERT_EQ(mbx_error_of(e, 3, b, 8), 0x0006);
+  ASSERT_EQ(mbx_error_of(e, 3, b, 1), 0x0006);
+  ASSERT_EQ(mbx_error_of(e, 3, b, 123), 0x0008);
+  /* CoE services other than SDO and SDO Information: "service not supported" */
+  put16(b, 1u << 12); /* emergency */
+  ASSERT_EQ(mbx_error_of(e, 3, b, 10), 0x0004);
+  put16(b, 3u << 12); /* an SDO response sent to the device */
+  ASSERT_EQ(mbx_error_of(e, 3, b, 10), 0x0004);
+  /* SDO Information requests are 8 bytes (list, object) or 10 (entry) */
+  uint16_t n = info_req(b, 1, 0x0001, 0, 0, false); /* object list: all */
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(r[5] & 0x0F, 3);
+  ASSERT_EQ(get16(r + 6) >> 12, 8);
+  ASSERT_EQ(r[8], 2);           /* get OD list response, complete */
+  ASSERT_EQ(get16(r + 10), 0);  /* fragments left */
+  ASSERT_EQ(get16(r + 12), 1);  /* list type */
+  static const uint16_t want[] = {0x1000, 0x1008, 0x1009, 0x100A, 0x1018, 0x1600, 0x1601,
+                                  0x1A00, 0x1C00, 0x1C12, 0x1C13, 0x6000, 0x7000, 0x7001};
+  size_t nobj = (get16(r) - 8u) / 2;
+  ASSERT_EQ(nobj, sizeof want / sizeof want[0]);
+  for (size_t i = 0; i < nobj; i++) ASSERT_EQ(get16(r + 14 + i * 2), want[i]);
+  n = info_req(b, 1, 0x0000, 0, 0, false); /* the number of objects per list */
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(get16(r), 8 + 10);
+  ASSERT_EQ(get16(r + 14), nobj);
+  ASSERT_EQ(get16(r + 16), 2); /* RxPDO-mappable: 0x7000, 0x7001 */
+  ASSERT_EQ(get16(r + 18), 1); /* TxPDO-mappable: 0x6000 */
+  n = info_req(b, 1, 0x0003, 0, 0, false);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(get16(r), 8 + 2);
+  ASSERT_EQ(get16(r + 14), 0x6000);
+  /* object description: index, data type, max subindex, object code, name */
+  n = info_req(b, 3, 0x1018, 0, 0, false);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(r[8], 4);
+  ASSERT_EQ(get16(r + 12), 0x1018);
+  ASSERT_EQ(get16(r + 14), 0x0023); /* IDENTITY */
+  ASSERT_EQ(r[16], 4);
+  ASSERT_EQ(r[17], 9); /* RECORD */
+  ASSERT_EQ(get16(r), 12 + 8);
+  ASSERT_MEMEQ(r + 18, "Identity", 8);
+  n = info_req(b, 3, 0x7000, 0, 0, false);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(get16(r + 14), 0x0006);
+  ASSERT_EQ(r[16], 249);
+  ASSERT_EQ(r[17], 8); /* ARRAY */
+  /* a missing object: SDO Info error request with the abort code */
+  n = info_req(b, 3, 0x2000, 0, 0, false);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(r[8], 7);
+  ASSERT_EQ(get32(r + 12), 0x06020000);
+  /* entry description: index, sub, value info, data type, bit length, access, name */
+  n = info_req(b, 5, 0x1018, 1, 0x07, true);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(r[8], 6);
+  ASSERT_EQ(get16(r + 12), 0x1018);
+  ASSERT_EQ(r[14], 1);
+  ASSERT_EQ(get16(r + 16), 0x0007); /* UNSIGNED32 */
+  ASSERT_EQ(get16(r + 18), 32);
+  ASSERT_EQ(get16(r + 20), 0x0007); /* read-only in PRE-OP, SAFE-OP, OP */
+  ASSERT_EQ(get16(r), 16 + 9);
+  ASSERT_MEMEQ(r + 22, "Vendor ID", 9);
+  n = info_req(b, 5, 0x1600, 0, 0x07, true);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(get16(r + 16), 0x0005);
+  ASSERT_EQ(get16(r + 18), 8);
+  n = info_req(b, 5, 0x7000, 249, 0x7F, true);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(r[15] & 0x78, 0); /* no unit/default/min/max follow */
+  ASSERT_EQ(get16(r + 16), 0x0006);
+  ASSERT_EQ(get16(r + 18), 16);
+  ASSERT_EQ(get16(r + 20), 0x0047); /* + RxPDO mappable */
+  ASSERT_MEMEQ(r + 22, "SubIndex 249", 12);
+  n = info_req(b, 5, 0x1008, 0, 0x07, true);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(get16(r + 16), 0x0009); /* VISIBLE_STRING */
+  ASSERT_EQ(get16(r + 18), 32);     /* "AUTD" */
+  n = info_req(b, 5, 0x1018, 5, 0x07, true);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, n, r));
+  ASSERT_EQ(r[8], 7);
+  ASSERT_EQ(get32(r + 12), 0x06090011);
+  /* an entry description request cut to 8 bytes: size too short */
+  n = info_req(b, 5, 0x1018, 1, 0x07, true);
+  ASSERT_EQ(mbx_error_of(e, 3, b, 8), 0x0006);
+  /* a string longer than 4 bytes: normal (not expedited) upload */
+  memset(b, 0, 10);
+  put16(b, 2u << 12);
+  b[2] = 0x40;
+  put16(b + 3, 0x1009);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, 10, r));
+  ASSERT_EQ(r[8], 0x41);
+  ASSERT_EQ(get32(r + 12), 9);
+  ASSERT_MEMEQ(r + 16, "JSL-ESC.1", 9);
+  /* an abort from the master is not answered */
+  b[2] = 0x80;
+  ASSERT_FALSE(mbx_xfer(e, 3, b, 10, r));
+  /* a download: the objects are read-only (abort 0x06010002) */
+  b[2] = 0x23;
+  put16(b + 3, 0x1C12);
+  ASSERT_TRUE(mbx_xfer(e, 3, b, 10, r));
+  ASSERT_EQ(r[8], 0x80);
+  ASSERT_EQ(get32(r + 12), 0x06010002);
   autd3_emu_destroy(e);
 }
 

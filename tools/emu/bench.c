@@ -21,6 +21,9 @@
 #include "emu/emu.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
+#include "numopt.h"
+
+#define TOOL "autd3-emu-bench"
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -155,14 +158,11 @@ int main(int argc, char **argv) {
   double cpu_s = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--devices") && i + 1 < argc && nd < 8) {
-      long v = strtol(argv[++i], NULL, 10);
-      if (v < 1 || v > 128) { fprintf(stderr, "--devices 1..128\n"); return 2; }
-      devs[nd++] = (uint16_t)v;
+      devs[nd++] = (uint16_t)autd3_numopt_u64_or_exit(TOOL, "--devices", argv[++i], 1, AUTD3_EMU_MAX_DEVICES);
     } else if (!strcmp(argv[i], "--cycles") && i + 1 < argc) {
-      cycles = atoi(argv[++i]);
-      if (cycles < 100) cycles = 100;
+      cycles = (int)autd3_numopt_u64_or_exit(TOOL, "--cycles", argv[++i], 100, 100000000);
     } else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) {
-      cpu_s = atof(argv[++i]);
+      cpu_s = autd3_numopt_f64_or_exit(TOOL, "--cpu", argv[++i], 0.001, 86400);
     } else {
       fprintf(stderr, "usage: autd3-emu-bench [--devices N]... [--cycles C] [--cpu SECONDS]\n");
       return 2;

@@ -28,6 +28,7 @@
 #include "nic/capture.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
+#include "numopt.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
@@ -96,11 +97,11 @@ static bool tick_if_drained(autd3_emu_t *emu, int nic_fd) {
   return true;
 }
 
-/* A whole decimal number in [0, max], or -1. */
+/* A whole decimal number in [0, max], or -1 (the shared option parser). */
 static long index_arg(const char *s, long max) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  return (end == s || *end || v < 0 || v > max) ? -1 : v;
+  char err[128];
+  uint64_t v;
+  return autd3_numopt_u64("", s, 0, (uint64_t)max, &v, err, sizeof err) ? (long)v : -1;
 }
 
 /* One control command; reply is written without the trailing newline. */
@@ -140,9 +141,9 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
       snprintf(reply, cap, "ok device %ld in INIT", k);
     }
   } else if ((!strcmp(cmd, "drop") || !strcmp(cmd, "corrupt")) && n == 2) {
-    char *end;
-    double p = strtod(arg, &end);
-    if (*end || end == arg || !(p >= 0 && p <= 1)) snprintf(reply, cap, "err %s %s: fraction 0..1", cmd, arg);
+    char err[128];
+    double p = 0;
+    if (!autd3_numopt_f64(cmd, arg, 0, 1, &p, err, sizeof err)) snprintf(reply, cap, "err %s %s: fraction 0..1", cmd, arg);
     else {
       if (cmd[0] == 'd') emu->faults.drop = p;
       else emu->faults.corrupt = p;
@@ -180,24 +181,30 @@ typedef struct {
   char buf[512];
 } client_t;
 
-static uint64_t parse_ull(const char *s, const char *what) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end || end == s) {
-    fprintf(stderr, "autd3-emu: invalid %s '%s'\n", what, s);
-    exit(2);
-  }
-  return v;
+#define TOOL "autd3-emu"
+/* Every numeric option goes through the shared parser (tools/common/numopt.h):
+ * whole argument, inside the option's range, or exit 2 with a message. */
+static uint64_t opt_u(const char *opt, const char *s, uint64_t lo, uint64_t hi) {
+  return autd3_numopt_u64_or_exit(TOOL, opt, s, lo, hi);
 }
-static double parse_frac(const char *s, const char *what) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end || end == s || !(v >= 0 && v <= 1)) {
-    fprintf(stderr, "autd3-emu: %s must be a fraction 0..1, got '%s'\n", what, s);
-    exit(2);
+
+/* --fw-version A.B.C, each part 0..255. */
+static autd3_fw_version_t parse_fw(const char *s) {
+  char part[3][16];
+  const char *p = s;
+  for (int i = 0; i < 3; i++) {
+    size_t n = 0;
+    while (*p && *p != '.' && n < sizeof part[i] - 1) part[i][n++] = *p++;
+    part[i][n] = 0;
+    if ((i < 2 && *p != '.') || (i == 2 && *p)) {
+      fprintf(stderr, TOOL ": --fw-version '%s': expected A.B.C, each 0..255\n", s);
+      exit(2);
+    }
+    if (i < 2) p++;
   }
-  return v;
+  uint8_t a = (uint8_t)opt_u("--fw-version", part[0], 0, 255), b = (uint8_t)opt_u("--fw-version", part[1], 0, 255),
+          d = (uint8_t)opt_u("--fw-version", part[2], 0, 255);
+  return (autd3_fw_version_t){a, b, d, a, b, d};
 }
 
 int main(int argc, char **argv) {
@@ -227,64 +234,40 @@ int main(int argc, char **argv) {
   while ((o = getopt_long(argc, argv, "i:n:vh", opts, NULL)) != -1) {
     switch (o) {
       case 'i': ifname = optarg; break;
-      case 'n': {
-        uint64_t n = parse_ull(optarg, "--devices");
-        if (n < 1 || n > AUTD3_EMU_MAX_DEVICES) {
-          fprintf(stderr, "autd3-emu: --devices %s: 1..128\n", optarg);
-          return 2;
-        }
-        cfg.devices = (uint16_t)n;
-        break;
-      }
-      case O_FW: {
-        unsigned a, b, d;
-        if (sscanf(optarg, "%u.%u.%u", &a, &b, &d) != 3 || a > 255 || b > 255 || d > 255) {
-          fprintf(stderr, "autd3-emu: --fw-version %s: expected A.B.C\n", optarg);
-          return 2;
-        }
-        cfg.version = (autd3_fw_version_t){(uint8_t)a, (uint8_t)b, (uint8_t)d, (uint8_t)a, (uint8_t)b, (uint8_t)d};
-        break;
-      }
+      case 'n': cfg.devices = (uint16_t)opt_u("--devices", optarg, 1, AUTD3_EMU_MAX_DEVICES); break;
+      case O_FW: cfg.version = parse_fw(optarg); break;
       case O_TIMING:
         if (autd3_timing_model_parse(optarg, &cfg.timing) != AUTD3_OK) {
           fprintf(stderr, "autd3-emu: --timing %s: %s\n", optarg, autd3_last_error());
           return 2;
         }
         break;
-      case O_DRIFT: {
-        char *end;
-        cfg.drift_ppm = strtod(optarg, &end);
-        if (*end || !(cfg.drift_ppm >= 0 && cfg.drift_ppm <= 1000)) {
-          fprintf(stderr, "autd3-emu: --drift-ppm %s: 0..1000\n", optarg);
-          return 2;
-        }
-        break;
-      }
-      case O_HOP: cfg.hop_ns = (uint32_t)parse_ull(optarg, "--hop-ns"); break;
+      case O_DRIFT: cfg.drift_ppm = autd3_numopt_f64_or_exit(TOOL, "--drift-ppm", optarg, 0, 1000); break;
+      /* a real ESC forwards in well under 1 µs; 1 ms per hop is already absurd */
+      case O_HOP: cfg.hop_ns = (uint32_t)opt_u("--hop-ns", optarg, 0, 1000000); break;
       case O_WIRE: cfg.wire = true; break;
       case O_NOSTRICT: cfg.strict_op = false; break;
       case O_MAILBOX: cfg.mailbox = true; break;
-      case O_WD: { /* 0x0420 is a u16 in 100 µs units (0x0400's default divider) */
-        uint64_t ms = parse_ull(optarg, "--sm-watchdog-ms");
-        if (ms > 6553) {
-          fprintf(stderr, "autd3-emu: --sm-watchdog-ms %s: 0..6553 (0 = off)\n", optarg);
+      /* 0x0420 is a u16 in 100 µs units (0x0400's default divider) */
+      case O_WD: cfg.sm_watchdog_100us = (uint16_t)(opt_u("--sm-watchdog-ms", optarg, 0, 6553) * 10); break;
+      case O_DCREQ: cfg.dc_required = true; break;
+      case O_DROP: drop = autd3_numopt_f64_or_exit(TOOL, "--drop", optarg, 0, 1); break;
+      case O_CORRUPT: corrupt = autd3_numopt_f64_or_exit(TOOL, "--corrupt", optarg, 0, 1); break;
+      case O_DELAY: c.delay_us = (uint32_t)opt_u("--delay-us", optarg, 0, 10000000); break; /* as the control command */
+      case O_SILENCE: silence = true; break;
+      case O_UNPLUG: unplug = (long)opt_u("--unplug", optarg, 0, AUTD3_EMU_MAX_DEVICES); break;
+      case O_VENDOR: vendor = optarg; break;
+      case O_NAME:
+        if (strlen(optarg) >= sizeof cfg.override_name) { /* an SII string holds what the master will compare */
+          fprintf(stderr, TOOL ": --name '%s': at most %u characters\n", optarg, (unsigned)sizeof cfg.override_name - 1);
           return 2;
         }
-        cfg.sm_watchdog_100us = (uint16_t)(ms * 10);
+        name = optarg;
         break;
-      }
-      case O_DCREQ: cfg.dc_required = true; break;
-      case O_DROP: drop = parse_frac(optarg, "--drop"); break;
-      case O_CORRUPT: corrupt = parse_frac(optarg, "--corrupt"); break;
-      case O_DELAY: c.delay_us = (uint32_t)parse_ull(optarg, "--delay-us"); break;
-      case O_SILENCE: silence = true; break;
-      case O_UNPLUG: unplug = (long)parse_ull(optarg, "--unplug"); break;
-      case O_VENDOR: vendor = optarg; break;
-      case O_NAME: name = optarg; break;
-      case O_OVDEV: override_dev = (int)parse_ull(optarg, "--override-device"); break;
+      case O_OVDEV: override_dev = (int)opt_u("--override-device", optarg, 0, AUTD3_EMU_MAX_DEVICES - 1); break;
       case O_CONTROL: control_path = optarg; break;
       case O_CAPTURE: capture = optarg; break;
-      case O_SEED: cfg.seed = parse_ull(optarg, "--seed"); break;
+      case O_SEED: cfg.seed = opt_u("--seed", optarg, 0, UINT64_MAX); break;
       case O_PARENT:
         /* autd3-netns may be killed hard; an orphaned emulator would keep the namespace alive */
         if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1) return 1;
@@ -300,7 +283,7 @@ int main(int argc, char **argv) {
   }
   if (vendor || name) {
     cfg.override_index = override_dev;
-    cfg.override_vendor = vendor ? (uint32_t)parse_ull(vendor, "--vendor") : AUTD3_EMU_VENDOR;
+    cfg.override_vendor = vendor ? (uint32_t)opt_u("--vendor", vendor, 0, UINT32_MAX) : AUTD3_EMU_VENDOR;
     snprintf(cfg.override_name, sizeof cfg.override_name, "%s", name ? name : "AUTD");
   }
 
@@ -315,7 +298,7 @@ int main(int argc, char **argv) {
   emu->faults.drop = drop;
   emu->faults.corrupt = corrupt;
   emu->faults.silence = silence;
-  if (unplug >= 0 && autd3_emu_unplug(emu, (uint16_t)(unplug > 65535 ? 65535 : unplug)) != AUTD3_OK) {
+  if (unplug >= 0 && autd3_emu_unplug(emu, (uint16_t)unplug) != AUTD3_OK) {
     fprintf(stderr, "%s\n", autd3_last_error());
     autd3_emu_destroy(emu);
     return 2;

@@ -26,6 +26,7 @@
 
 #include "autd3/autd3.h"
 #include "link_flags.h"
+#include "numopt.h"
 #include "perftest.h"
 
 static uint64_t now_ns(void) {
@@ -115,30 +116,30 @@ static void die(const char *fmt, const char *arg) {
   exit(2);
 }
 
+/* Numeric options: the tools' shared parser (tools/common/numopt.h). */
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t max) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s || *end || s[0] == '-' || v > max) {
-    fprintf(stderr, "autd3-perftest: %s: invalid value \"%s\" (0..%" PRIu64 ")\n", opt, s, max);
-    exit(2);
-  }
-  return v;
+  return autd3_numopt_u64_or_exit("autd3-perftest", opt, s, 0, max);
 }
 
+/* --duration NUMBER[UNIT]: the number through the shared parser, then the unit. */
 static uint64_t parse_duration(const char *s) {
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || v <= 0) die("--duration: invalid value \"%s\" (e.g. 10s, 500ms, 2m)", s);
+  size_t len = strlen(s), u = len;
+  while (u > 0 && s[u - 1] >= 'a' && s[u - 1] <= 'z' && s[u - 1] != 'e') u--;
+  char num[64];
+  if (u == 0 || u >= sizeof num) die("--duration: invalid value \"%s\" (e.g. 10s, 500ms, 2m)", s);
+  memcpy(num, s, u);
+  num[u] = 0;
+  const char *unit = s + u;
   double mul = 1e9;
-  if (*end == 0 || strcmp(end, "s") == 0) mul = 1e9;
-  else if (strcmp(end, "ms") == 0) mul = 1e6;
-  else if (strcmp(end, "us") == 0) mul = 1e3;
-  else if (strcmp(end, "ns") == 0) mul = 1;
-  else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0) mul = 60e9;
-  else if (strcmp(end, "h") == 0) mul = 3600e9;
+  if (*unit == 0 || strcmp(unit, "s") == 0) mul = 1e9;
+  else if (strcmp(unit, "ms") == 0) mul = 1e6;
+  else if (strcmp(unit, "us") == 0) mul = 1e3;
+  else if (strcmp(unit, "ns") == 0) mul = 1;
+  else if (strcmp(unit, "m") == 0 || strcmp(unit, "min") == 0) mul = 60e9;
+  else if (strcmp(unit, "h") == 0) mul = 3600e9;
   else die("--duration: unknown unit in \"%s\" (ns, us, ms, s, m, h)", s);
+  /* 1 ns .. 30 days, in the unit given */
+  double v = autd3_numopt_f64_or_exit("autd3-perftest", "--duration", num, 1.0 / mul, 30 * 86400e9 / mul);
   return (uint64_t)(v * mul);
 }
 
@@ -184,14 +185,10 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
         break;
       case O_INFLIGHT: c->inflight = (uint32_t)parse_u64("--inflight", optarg, UINT32_MAX); break;
       case O_CYCLE: c->cycle_us = (uint32_t)parse_u64("--cycle-us", optarg, 4000000); break;
-      case O_SHIFT: {
-        char *end = NULL;
-        long v = strtol(optarg, &end, 10);
-        if (end == optarg || *end || v < -4000000 || v > 4000000) die("--shift-us: invalid value \"%s\"", optarg);
-        c->shift_us = (int32_t)v;
+      case O_SHIFT:
+        c->shift_us = (int32_t)autd3_numopt_i64_or_exit("autd3-perftest", "--shift-us", optarg, -4000000, 4000000);
         c->shift_set = true;
         break;
-      }
       case O_WARMUP: c->warmup = parse_u64("--warmup", optarg, UINT64_MAX); break;
       case O_DATALEN: c->data_len = (uint32_t)parse_u64("--data-len", optarg, AUTD3_XOR_HASH_MAX_DATA); break;
       case O_SLEEP: c->sleep_ms = (uint32_t)parse_u64("--sleep-ms", optarg, 65535); break;

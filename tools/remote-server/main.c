@@ -14,6 +14,7 @@
 
 #include "autd3/remote_server.h"
 #include "link_flags.h"
+#include "numopt.h"
 
 static autd3_remote_server_t *g_server;
 
@@ -69,15 +70,9 @@ static void die(const char *fmt, const char *arg) {
   exit(2);
 }
 
+/* Numeric options: the tools' shared parser (tools/common/numopt.h). */
 static long long num(const char *opt, const char *s, long long lo, long long hi) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "autd3-remote-server: %s: invalid value \"%s\" (%lld..%lld)\n", opt, s, lo, hi);
-    exit(2);
-  }
-  return v;
+  return (long long)autd3_numopt_i64_or_exit("autd3-remote-server", opt, s, lo, hi);
 }
 
 enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_ADV, O_ADVI, O_HELP };

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "net/net.h"
+#include "numopt.h"
 #include "twincat_emu.h"
 
 static tcemu_t *g_emu;
@@ -39,6 +40,11 @@ static int usage(const char *msg) {
   return 2;
 }
 
+/* Numeric options: the tools' shared parser (tools/common/numopt.h). */
+static uint64_t u(const char *opt, const char *s, uint64_t lo, uint64_t hi) {
+  return autd3_numopt_u64_or_exit("autd3-twincat-emu", opt, s, lo, hi);
+}
+
 int main(int argc, char **argv) {
   tcemu_config_t cfg = tcemu_config_default();
   static char host[AUTD3_NET_HOST_MAX];
@@ -51,27 +57,23 @@ int main(int argc, char **argv) {
     if (v == NULL) return usage("missing value");
     i++;
     if (strcmp(a, "--devices") == 0) {
-      long n = strtol(v, NULL, 10);
-      if (n < 1 || n > 128) return usage("--devices must be 1..128");
-      cfg.devices = (uint16_t)n;
+      cfg.devices = (uint16_t)u("--devices", v, 1, 128);
       have_devices = true;
     } else if (strcmp(a, "--listen") == 0) {
       static char port[8];
       if (autd3__net_split(v, host, sizeof host, port, sizeof port, "--listen") != AUTD3_OK) return usage(autd3_last_error());
       cfg.listen_host = host;
-      cfg.listen_port = (uint16_t)atoi(port);
+      cfg.listen_port = (uint16_t)u("--listen", port, 0, 65535); /* net_split checked it already */
     } else if (strcmp(a, "--max-conns") == 0 || strcmp(a, "--handshake-timeout-ms") == 0 || strcmp(a, "--idle-timeout-ms") == 0 ||
                strcmp(a, "--log-lines-per-s") == 0) {
-      char *end = NULL;
-      unsigned long n = strtoul(v, &end, 10);
-      if (*v == 0 || *end != 0 || n > UINT32_MAX) return usage("expected a number");
-      /* ranges are checked by tcemu_create, with the option's name */
+      /* the exact ranges are checked by tcemu_create, with the option's name */
+      uint32_t n = (uint32_t)u(a, v, 0, UINT32_MAX);
       if (a[2] == 'm') cfg.max_conns = (uint32_t)n;
       else if (a[2] == 'h') cfg.handshake_timeout_ms = (uint32_t)n;
       else if (a[2] == 'i') cfg.idle_timeout_ms = (uint32_t)n;
       else cfg.log_lines_per_s = (uint32_t)n;
     } else if (strcmp(a, "--task-us") == 0) {
-      cfg.task_us = (uint32_t)strtoul(v, NULL, 10);
+      cfg.task_us = (uint32_t)u("--task-us", v, 50, 1000000); /* tcemu_create's range */
     } else if (strcmp(a, "--net-id") == 0) {
       if (ams_netid_parse(v, &cfg.netid) != AUTD3_OK) return usage("--net-id takes a.b.c.d.e.f");
     } else if (strcmp(a, "--timing") == 0) {
