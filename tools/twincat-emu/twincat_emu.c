@@ -22,6 +22,7 @@
 #include "autd3/link_driver.h"
 #include "autd3/proto.h"
 #include "device/device.h"
+#include "device/exec_log.h"
 #include "platform/platform.h"
 
 #define TASK_PORT 301          /* AUTD3 "Task 1" (reference: AMS port 301) */
@@ -57,6 +58,7 @@ struct tcemu {
   uint16_t port;
   uint64_t task_ns;
   autd3_dev_t *dev;
+  autd3_exec_log_t *logs; /* per device execution log (tcemu_log_drain) */
   uint8_t *out_img, *in_img; /* task output / input images */
   uint32_t out_len, in_len;
   size_t rcap, wcap, snap_len;
@@ -121,17 +123,19 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   e->next_handle = 1;
   e->next_router_port = 30000;
   e->dev = calloc(cfg->devices, sizeof *e->dev);
+  e->logs = calloc(cfg->devices, sizeof *e->logs);
   e->out_img = calloc(1, e->out_len);
   e->in_img = calloc(1, e->in_len);
   for (int i = 0; i < TCEMU_MAX_CONNS; i++) e->conns[i].fd = -1;
   e->fuzz.fd = -1;
-  if (!e->dev || !e->out_img || !e->in_img) {
+  if (!e->dev || !e->logs || !e->out_img || !e->in_img) {
     tcemu_free(e);
     return AUTD3_E_NOMEM;
   }
   uint64_t now = autd3__now_ns();
   for (uint16_t i = 0; i < cfg->devices; i++) {
     autd3_dev_init(&e->dev[i], NULL, &cfg->timing);
+    autd3_dev_attach_log(&e->dev[i], &e->logs[i]);
     autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns); /* SYNC0 = task cycle */
     atomic_init(&e->state_word[i], STATE_OP);
   }
@@ -159,6 +163,11 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
 }
 
 uint16_t tcemu_port(const tcemu_t *e) { return e->port; }
+uint16_t tcemu_devices(const tcemu_t *e) { return e->cfg.devices; }
+size_t tcemu_log_drain(tcemu_t *e, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
+  if (dev >= e->cfg.devices) return 0;
+  return autd3_exec_log_drain(&e->logs[dev], out, cap, dropped);
+}
 void tcemu_stop(tcemu_t *e) { atomic_store(&e->stop, true); }
 void tcemu_drop_connections(tcemu_t *e) { atomic_store(&e->drop, true); }
 uint64_t tcemu_cycles(const tcemu_t *e) { return atomic_load(&e->cycles); }
@@ -172,7 +181,7 @@ void tcemu_free(tcemu_t *e) {
     if (e->conns[i].fd >= 0) conn_close(e, &e->conns[i]);
   if (e->fuzz.rbuf) conn_close(e, &e->fuzz);
   if (e->lfd >= 0) close(e->lfd);
-  free(e->dev), free(e->out_img), free(e->in_img);
+  free(e->dev), free(e->logs), free(e->out_img), free(e->in_img);
   free(e);
 }
 

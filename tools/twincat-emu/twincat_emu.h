@@ -73,6 +73,13 @@ void tcemu_set_state_word(tcemu_t *emu, uint16_t dev, uint16_t word);
 uint64_t tcemu_cycles(const tcemu_t *emu);
 void tcemu_free(tcemu_t *emu);
 
+/* The devices' execution logs (docs/reliability.md): drain up to `cap` of
+ * device `dev`'s oldest entries (0 for a bad index); `dropped` (may be NULL)
+ * = entries lost to a full log so far. Thread-safe against the task loop;
+ * one drainer at a time. */
+uint16_t tcemu_devices(const tcemu_t *emu);
+size_t tcemu_log_drain(tcemu_t *emu, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped);
+
 /* For the fuzz target: feed raw bytes as the stream of a socketless
  * connection (replies are produced and discarded), then run one task cycle. */
 void tcemu_fuzz_feed(tcemu_t *emu, const uint8_t *data, size_t len);
