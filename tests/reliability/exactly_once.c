@@ -96,6 +96,7 @@ static void finish_one(autd3_request_t *req, rec_t *r, uint32_t wait_ms, eo_resu
 
 void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
   memset(res, 0, sizeof *res);
+  setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines survive a ctest timeout */
   size_t ndev = autd3_client_num_devices(c);
   res->ndev = ndev;
   size_t window = cfg->window ? cfg->window : 32;
@@ -111,6 +112,10 @@ void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
     if (cfg->requests && i >= cfg->requests) break;
     if (cfg->duration_ns && el >= cfg->duration_ns) break;
     if (i > EO_MAX_REQUESTS) break;
+    if (res->wait_hung) { /* the client is stuck: stop sending (the send could block for good) */
+      fprintf(stderr, "%s: a request did not finish within %u ms; stopping the run\n", cfg->name ? cfg->name : "eo", wait_ms);
+      break;
+    }
     grow(i + 1, ndev);
     if (cfg->fault) cfg->fault(cfg->fault_ctx, i, el);
     if (len == window) { /* the window is full: finish the oldest */
@@ -150,6 +155,7 @@ void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
   }
   free(win);
   free(win_idx);
+  autd3_client_stats(c, &res->client);
 }
 
 void eo_finish(const eo_config_t *cfg, eo_result_t *res) {
@@ -229,10 +235,12 @@ void eo_print(const eo_config_t *cfg, const eo_result_t *res) {
          (unsigned long long)res->err_outcome_unknown, (unsigned long long)res->err_timeout,
          (unsigned long long)res->err_link, (unsigned long long)res->err_closed, (unsigned long long)res->err_other,
          res->old_client ? " (no outcome[] from the client: OK taken as EXECUTED everywhere)" : "");
+  printf("%s: client resyncs %llu resets %llu retransmits %llu\n", nm, (unsigned long long)res->client.resyncs,
+         (unsigned long long)res->client.resets, (unsigned long long)res->client.retransmits);
   for (size_t d = 0; d < res->ndev; d++) {
     const eo_dev_summary_t *s = &res->dev[d];
     printf("%s: dev %zu executed(log) %llu reported: executed %llu not-executed %llu unknown %llu (of which executed %llu) | "
-           "doubles %llu missing %llu phantom %llu unaccounted %llu log-dropped %llu boots %llu\n",
+           "doubles %llu missing %llu phantom %llu unaccounted %llu log-dropped %llu last-boot-in-log %llu\n",
            nm, d, (unsigned long long)s->executed_log, (unsigned long long)s->reported_executed,
            (unsigned long long)s->reported_not, (unsigned long long)s->reported_unknown,
            (unsigned long long)s->unknown_executed, (unsigned long long)s->doubles, (unsigned long long)s->missing,

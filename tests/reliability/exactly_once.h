@@ -64,7 +64,7 @@ typedef struct eo_dev_summary {
   uint64_t phantom;            /* in the log, reported NOT_EXECUTED (or never sent) */
   uint64_t unaccounted;        /* no outcome for this device */
   uint64_t log_dropped;        /* log entries lost (the proof is incomplete) */
-  uint64_t boots;              /* highest boot number seen in the log */
+  uint64_t boots;              /* highest boot number in the log's entries (power cycles before the last execution) */
 } eo_dev_summary_t;
 
 typedef struct eo_result {
@@ -73,6 +73,7 @@ typedef struct eo_result {
   uint64_t err_device_reset, err_outcome_unknown, err_timeout, err_link, err_closed, err_other;
   bool old_client;             /* no request carried an outcome (outcome[] all NONE) */
   bool log_unreadable;
+  autd3_client_stats_t client; /* the client's counters at the end of the run */
   eo_dev_summary_t dev[AUTD3_MAX_DEVICES];
 } eo_result_t;
 
