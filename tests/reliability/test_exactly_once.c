@@ -9,7 +9,8 @@
  *
  *  emulator_*  in-process emulator link: drop_next, invalidate_rx, freeze/thaw
  *  echocat_*   echocat against autd3-emu in a private namespace (autd3-netns):
- *              loss, corruption, unplug/replug, power-cycle of device 1 and of
+ *              loss, corruption, reply delay, silence, unplug/replug of the
+ *              tail and of the whole chain, power-cycle of device 1 and of
  *              device 0 (the DC reference), a second master on the same wire
  *  harness_*   the checks themselves catch a double, a missing and a phantom
  *              execution (a doctored log), so a pass means something
@@ -234,6 +235,12 @@ TEST(echocat_loss_corruption) {
   static const step_t s[] = {{200, "drop 0.01"}, {800, "drop 0"}, {900, "corrupt 0.01"}, {1500, "corrupt 0"},
                              {1600, "drop 0.2"}, {1700, "drop 0"}};
   echocat_case("echocat_loss_corruption", NULL, s, sizeof s / sizeof s[0], 2500);
+}
+
+TEST(echocat_delay_silence) {
+  static const step_t s[] = {{300, "delay 3000"}, {700, "delay 0"}, {1000, "silence 1"}, {1000, "@sleep 200"},
+                             {1000, "silence 0"}};
+  echocat_case("echocat_delay_silence", NULL, s, sizeof s / sizeof s[0], 2000);
 }
 
 TEST(echocat_unplug_replug) {
