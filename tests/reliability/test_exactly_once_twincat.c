@@ -3,6 +3,7 @@
  * (tools/twincat-emu, in-process on loopback), proven with the runtime's
  * device execution logs (tcemu_log_drain). Faults: dropped TCP connections
  * and a device reporting SAFE-OP+ERROR in its state word for a while.
+ * power_cycle: each device's firmware reboots once (tcemu_power_cycle).
  * log_file_tool: the autd3-twincat-emu tool's --log-file has every execution.
  */
 #include <pthread.h>
@@ -37,7 +38,7 @@ static void schedule(void *vemu, size_t i, uint64_t elapsed_ns) {
   if (i == 900) tcemu_set_state_word(emu, 1, 0x0008);
 }
 
-static void twincat_case(const char *name, size_t requests, bool faults) {
+static void twincat_case(const char *name, size_t requests, eo_fault_fn faults) {
   tcemu_config_t tc = tcemu_config_default();
   tc.devices = 2;
   tc.listen_port = 0; /* any free port */
@@ -54,7 +55,7 @@ static void twincat_case(const char *name, size_t requests, bool faults) {
   autd3_client_t *c = NULL;
   ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
   eo_config_t cfg = {.requests = requests, .wait_ms = 20000, .drain = drain_tcemu, .drain_ctx = emu,
-                     .fault = faults ? schedule : NULL, .fault_ctx = emu, .name = name};
+                     .fault = faults, .fault_ctx = emu, .name = name};
   eo_result_t res;
   eo_run(c, &cfg, &res);
   autd3_client_close(c);
@@ -68,8 +69,16 @@ static void twincat_case(const char *name, size_t requests, bool faults) {
   if (!eo_ok(&res, why, sizeof why)) TEST_FAIL_("%s: %s", name, why);
 }
 
-TEST(no_faults) { twincat_case("twincat_no_faults", 1000, false); }
-TEST(connection_drops_and_state) { twincat_case("twincat_faults", 2000, true); }
+static void power_cycles(void *vemu, size_t i, uint64_t elapsed_ns) {
+  (void)elapsed_ns;
+  if (i == 300) tcemu_power_cycle(vemu, 1);
+  if (i == 1300) tcemu_power_cycle(vemu, 0);
+}
+
+TEST(no_faults) { twincat_case("twincat_no_faults", 1000, NULL); }
+TEST(connection_drops_and_state) { twincat_case("twincat_faults", 2000, schedule); }
+/* Device 1, then device 0, reboots behind a running TwinCAT task. */
+TEST(power_cycle) { twincat_case("twincat_power_cycle", 2000, power_cycles); }
 
 /* The tool (a separate process): its --log-file lists every executed tagged
  * frame once per device, and the per-device "dropped" lines at exit. */

@@ -69,6 +69,7 @@ struct tcemu {
   _Atomic bool stop, drop;
   _Atomic uint64_t cycles;
   _Atomic uint16_t state_word[AUTD3_MAX_DEVICES];
+  _Atomic bool power_cycle[AUTD3_MAX_DEVICES]; /* tcemu_power_cycle() requests, served by the task cycle */
   uint8_t scratch[AMS_FRAME_HDR_LEN + 64];
 };
 
@@ -164,6 +165,9 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
 
 uint16_t tcemu_port(const tcemu_t *e) { return e->port; }
 uint16_t tcemu_devices(const tcemu_t *e) { return e->cfg.devices; }
+void tcemu_power_cycle(tcemu_t *e, uint16_t dev) {
+  if (dev < e->cfg.devices) atomic_store(&e->power_cycle[dev], true);
+}
 size_t tcemu_log_drain(tcemu_t *e, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
   if (dev >= e->cfg.devices) return 0;
   return autd3_exec_log_drain(&e->logs[dev], out, cap, dropped);
@@ -450,6 +454,7 @@ static void task_cycle(tcemu_t *e, uint64_t now) {
       }
   for (uint16_t i = 0; i < n; i++) {
     uint8_t rx[AUTD3_RX_FRAME_BYTES];
+    if (atomic_exchange_explicit(&e->power_cycle[i], false, memory_order_acq_rel)) autd3_dev_power_cycle(&e->dev[i], now);
     autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
     autd3_dev_read(&e->dev[i], now, rx);
     memcpy(e->in_img + 2 + 2 * i, rx, 2);

@@ -78,6 +78,10 @@ void tcemu_free(tcemu_t *emu);
  * = entries lost to a full log so far. Thread-safe against the task loop;
  * one drainer at a time. */
 uint16_t tcemu_devices(const tcemu_t *emu);
+/* Power-cycle device `dev`'s firmware at the next task cycle (the ADS side and
+ * the state word stay up: a device reboot behind a running TwinCAT task).
+ * Thread-safe. */
+void tcemu_power_cycle(tcemu_t *emu, uint16_t dev);
 size_t tcemu_log_drain(tcemu_t *emu, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped);
 
 /* For the fuzz target: feed raw bytes as the stream of a socketless
