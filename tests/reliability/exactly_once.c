@@ -195,6 +195,7 @@ void eo_finish(const eo_config_t *cfg, eo_result_t *res) {
       eo_dev_summary_t *s = &res->dev[d];
       uint8_t n = g_exec[d][i];
       if (n > 0) s->executed_log++;
+      if (n > 1 && s->doubles < 8) s->first_double[s->doubles] = (uint32_t)i;
       if (n > 1) s->doubles++;
       uint8_t o = r->outcome[d];
       bool unaccounted = false;
@@ -209,9 +210,11 @@ void eo_finish(const eo_config_t *cfg, eo_result_t *res) {
       if (unaccounted) s->unaccounted++;
       if (o == AUTD3_OUTCOME_EXECUTED) {
         s->reported_executed++;
+        if (n == 0 && s->missing < 8) s->first_missing[s->missing] = (uint32_t)i;
         if (n == 0) s->missing++;
       } else if (o == AUTD3_OUTCOME_NOT_EXECUTED) {
         s->reported_not++;
+        if (n > 0 && s->phantom < 8) s->first_phantom[s->phantom] = (uint32_t)i;
         if (n > 0) s->phantom++;
       } else if (o == AUTD3_OUTCOME_UNKNOWN) {
         s->reported_unknown++;
@@ -220,7 +223,8 @@ void eo_finish(const eo_config_t *cfg, eo_result_t *res) {
     }
   }
   for (size_t d = 0; d < ndev; d++) {
-    res->dev[d].phantom += g_foreign[d];
+    for (uint64_t j = 0; j < g_foreign[d]; j++, res->dev[d].phantom++)
+      if (res->dev[d].phantom < 8) res->dev[d].first_phantom[res->dev[d].phantom] = UINT32_MAX; /* never sent */
     res->dev[d].log_dropped = g_dropped[d];
     res->dev[d].boots = g_boots[d];
   }
@@ -246,6 +250,17 @@ void eo_print(const eo_config_t *cfg, const eo_result_t *res) {
            (unsigned long long)s->unknown_executed, (unsigned long long)s->doubles, (unsigned long long)s->missing,
            (unsigned long long)s->phantom, (unsigned long long)s->unaccounted, (unsigned long long)s->log_dropped,
            (unsigned long long)s->boots);
+    static const char *kind[3] = {"double", "missing", "phantom"};
+    const uint32_t *ids[3] = {s->first_double, s->first_missing, s->first_phantom};
+    const uint64_t cnt[3] = {s->doubles, s->missing, s->phantom};
+    for (int k = 0; k < 3; k++) {
+      if (cnt[k] == 0) continue;
+      printf("%s: dev %zu first %s request indices:", nm, d, kind[k]);
+      for (uint64_t j = 0; j < cnt[k] && j < 8; j++)
+        if (ids[k][j] == UINT32_MAX) printf(" (an id never sent)");
+        else printf(" %u", ids[k][j]);
+      printf("\n");
+    }
   }
   fflush(stdout);
 }

@@ -65,6 +65,7 @@ typedef struct eo_dev_summary {
   uint64_t unaccounted;        /* no outcome for this device */
   uint64_t log_dropped;        /* log entries lost (the proof is incomplete) */
   uint64_t boots;              /* highest boot number in the log's entries (power cycles before the last execution) */
+  uint32_t first_double[8], first_missing[8], first_phantom[8]; /* request indices, for the report */
 } eo_dev_summary_t;
 
 typedef struct eo_result {
