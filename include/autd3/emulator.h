@@ -134,6 +134,35 @@ AUTD3_EXTERN autd3_err_t autd3_emulator_counters_sized(struct autd3_link *link, 
                                                        size_t size);
 #define autd3_emulator_counters(link, dev, out) autd3_emulator_counters_sized((link), (dev), (out), sizeof *(out))
 
+
+/* ---- Execution log: the devices' own record of what they executed -------------------------
+ * Every emulator (this in-process link, autd3-emu, the emulated TwinCAT runtime) keeps, per
+ * device, a bounded log of the frames its firmware model executed, so tests can prove
+ * "exactly once" against the device rather than the client (docs/reliability.md). */
+
+/** Entries a device's log holds before the oldest undrained ones make new entries drop. */
+#define AUTD3_EXEC_LOG_CAPACITY 2048
+
+/** One frame a device executed (seq == expected, or a Reset). */
+typedef struct autd3_exec_entry {
+  uint32_t index;  /**< the device's count of executions before this one (gaps = dropped entries); survives power cycles */
+  uint32_t tag;    /**< payload bytes 4..7, little-endian: a tagged XorHash frame's data[0..4] (the request id) */
+  uint16_t boot;   /**< power cycles of the device before this execution */
+  uint8_t seq;     /**< frame seq */
+  uint8_t cmd;     /**< command byte (AUTD3_CMD_*) */
+  uint8_t result;  /**< the data byte the command returned (0 = success) */
+  uint8_t reserved[3];
+} autd3_exec_entry_t;
+
+/**
+ * Drain device `dev`'s execution log of an emulator link (thread-safe against the bus
+ * thread; one drainer at a time): moves up to `cap` oldest entries to `out`, `*n` = how
+ * many. `*dropped` (may be NULL) = entries lost so far because the log was full (drain more
+ * often than AUTD3_EXEC_LOG_CAPACITY executions). Draining allocates nothing.
+ */
+AUTD3_EXTERN autd3_err_t autd3_emulator_log_drain(struct autd3_link *link, uint16_t dev, autd3_exec_entry_t *out,
+                                                  size_t cap, size_t *n, uint64_t *dropped);
+
 #ifdef __cplusplus
 }
 #endif

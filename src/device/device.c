@@ -18,6 +18,7 @@
 
 #include "autd3/link_driver.h" /* autd3_set_error */
 #include "device/device.h"
+#include "device/exec_log.h"
 
 #define NEVER UINT64_MAX
 #define PATTERN_FUSED_HEADER 32    /* autd3-cpu-wire WritePatternFusedPayload: 32-byte header before the data */
@@ -223,11 +224,13 @@ static void handle_frame(autd3_dev_t *d, const uint8_t *f, uint64_t t) {
     d->ack = 0xFF;
     d->data = 0;
     d->counters.resets++;
+    if (d->log) autd3_exec_log_push(d->log, f[0], f[1], 0, f + 2);
   } else if (f[0] == d->expected_seq) {
     d->ack = f[0];
     d->expected_seq = (uint8_t)(d->expected_seq + 1u);
     d->data = dispatch(d, f);
     d->counters.executed++;
+    if (d->log) autd3_exec_log_push(d->log, f[0], f[1], d->data, f + 2);
   } else {
     d->counters.seq_mismatch++; /* silently ignored: ack/data unchanged */
   }
@@ -382,7 +385,10 @@ void autd3_dev_power_cycle(autd3_dev_t *d, uint64_t now_ns) {
   /* A power cycle also ends injected faults: the device comes back fresh. */
   memset(&d->fault, 0, sizeof d->fault);
   firmware_boot(d);
+  if (d->log) autd3_exec_log_note_boot(d->log);
 }
+
+void autd3_dev_attach_log(autd3_dev_t *d, struct autd3_exec_log *log) { d->log = log; }
 
 void autd3_dev_set_sync0(autd3_dev_t *d, uint64_t start_ns, uint32_t period_ns) {
   d->sync0_start_ns = start_ns;

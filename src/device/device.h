@@ -109,10 +109,16 @@ typedef struct autd3_dev {
   /* fault injection and counters */
   autd3_device_fault_t fault;
   autd3_device_counters_t counters;
+
+  /* execution log (device/exec_log.h), owned by the caller; NULL = none.
+   * Survives autd3_dev_power_cycle (which counts a boot in it). */
+  struct autd3_exec_log *log;
 } autd3_dev_t;
 
 /* Boot a device (power-on state). `version`/`timing` NULL → defaults. */
 void autd3_dev_init(autd3_dev_t *d, const autd3_fw_version_t *version, const autd3_timing_model_t *timing);
+/* Record every executed frame in `log` (NULL stops recording). Call after init. */
+void autd3_dev_attach_log(autd3_dev_t *d, struct autd3_exec_log *log);
 /* Power-cycle: firmware back to boot state, FIFO emptied, counters kept. */
 void autd3_dev_power_cycle(autd3_dev_t *d, uint64_t now_ns);
 /* SYNC0 grid: edges at start + k*period (period 0 = inactive: images are taken

@@ -175,6 +175,7 @@ autd3_err_t autd3_emu_power_cycle(autd3_emu_t *emu, uint16_t k, uint64_t now_ns)
   autd3_device_counters_t keep = e->dev.counters;
   autd3_esc_power_on(e, &emu->cfg, k, now_ns);
   e->dev.counters = keep; /* counters survive, as autd3_dev_power_cycle keeps them */
+  autd3_exec_log_note_boot(&e->log);
   set_last(emu);
   return AUTD3_OK;
 }

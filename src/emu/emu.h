@@ -26,6 +26,7 @@
 #include "autd3/error.h"
 #include "device/device.h"
 #include "ecat/identity.h"
+#include "device/exec_log.h"
 
 #define AUTD3_EMU_MAX_DEVICES 128
 /* The SII buffer: a 32 Kbit EEPROM without --mailbox (the full PDO list needs
@@ -118,6 +119,8 @@ typedef struct autd3_esc {
   uint8_t sdo_buf[1024];      /* a complete-access upload of 0x1600 is 998 bytes */
   /* the firmware */
   autd3_dev_t dev;
+  /* its execution log ("log K" on the control socket); survives power cycles */
+  autd3_exec_log_t log;
 } autd3_esc_t;
 
 typedef struct autd3_emu {

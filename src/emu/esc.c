@@ -187,6 +187,7 @@ void autd3_esc_power_on(autd3_esc_t *e, const autd3_emu_config_t *cfg, uint16_t 
   e->frames_in = 0;
   pdi_sm_enable(e, false);
   autd3_dev_init(&e->dev, &cfg->version, &cfg->timing);
+  autd3_dev_attach_log(&e->dev, &e->log); /* the log itself is kept (zeroed once by calloc) */
 }
 
 /* ---- AL state machine (§6.1) ---- */

@@ -3,6 +3,7 @@
  * time (ns) chosen by the test, never the wall clock. */
 #include "autd3/emulator.h"
 #include "device/device.h"
+#include "device/exec_log.h"
 #include "harness/test.h"
 
 #define MS 1000000ull
@@ -575,4 +576,67 @@ TEST(random_walk_invariants) {
       ASSERT_EQ(d.time_reversals, 0);
     }
   }
+}
+
+/* ---- execution log (device/exec_log.h) ---- */
+
+static autd3_exec_log_t g_log;
+
+static const uint8_t *tagged(uint8_t seq, uint32_t id) {
+  uint8_t data[8];
+  for (int k = 0; k < 4; k++) data[k] = data[4 + k] = (uint8_t)(id >> (8 * k));
+  autd3_frame_t f;
+  autd3_frame_xor_hash(&f, 0, data, sizeof data);
+  return fr_payload(seq, &f);
+}
+
+/* Executed frames are logged with their tag; repeats (dedup) and seq
+ * mismatches are not; a power cycle keeps the log and counts a boot. */
+TEST(exec_log_records_executions_only) {
+  memset(&g_log, 0, sizeof g_log);
+  autd3_dev_t *d = core_dev();
+  autd3_dev_attach_log(d, &g_log);
+  autd3_dev_recv_frame(d, fr(0, AUTD3_CMD_RESET), 1);
+  autd3_dev_recv_frame(d, tagged(0, 0x11223344u), 2);
+  autd3_dev_recv_frame(d, tagged(0, 0x11223344u), 3); /* the host repeats its last frame: dedup */
+  autd3_dev_recv_frame(d, tagged(5, 0x55555555u), 4); /* seq mismatch: ignored */
+  autd3_dev_recv_frame(d, tagged(1, 0xA0A0A0A0u), 5);
+  autd3_dev_power_cycle(d, 6);
+  autd3_dev_recv_frame(d, tagged(0, 0x01020304u), 7);
+  autd3_exec_entry_t e[8];
+  uint64_t dropped = 99;
+  size_t n = autd3_exec_log_drain(&g_log, e, 8, &dropped);
+  ASSERT_EQ(n, 4);
+  ASSERT_EQ(dropped, 0);
+  ASSERT_EQ(e[0].cmd, AUTD3_CMD_RESET);
+  ASSERT_EQ(e[1].cmd, AUTD3_CMD_XOR_HASH);
+  ASSERT_EQ(e[1].tag, 0x11223344u);
+  ASSERT_EQ(e[1].seq, 0);
+  ASSERT_EQ(e[1].result, 0);
+  ASSERT_EQ(e[2].tag, 0xA0A0A0A0u);
+  ASSERT_EQ(e[2].index, 2);
+  ASSERT_EQ(e[2].boot, 0);
+  ASSERT_EQ(e[3].tag, 0x01020304u);
+  ASSERT_EQ(e[3].boot, 1);
+  ASSERT_EQ(e[3].index, 3);
+  ASSERT_EQ(autd3_exec_log_drain(&g_log, e, 8, NULL), 0);
+  autd3_dev_attach_log(d, NULL);
+}
+
+/* A full ring drops new entries and counts them; indices show the gap. */
+TEST(exec_log_full_ring_drops_and_counts) {
+  memset(&g_log, 0, sizeof g_log);
+  for (uint32_t i = 0; i < AUTD3_EXEC_LOG_CAPACITY + 5; i++) {
+    uint8_t pl[8] = {0, 0, 0, 0, (uint8_t)i, (uint8_t)(i >> 8), 0, 0};
+    autd3_exec_log_push(&g_log, (uint8_t)i, AUTD3_CMD_NOP, 0, pl);
+  }
+  static autd3_exec_entry_t e[AUTD3_EXEC_LOG_CAPACITY];
+  uint64_t dropped = 0;
+  ASSERT_EQ(autd3_exec_log_drain(&g_log, e, AUTD3_EXEC_LOG_CAPACITY, &dropped), AUTD3_EXEC_LOG_CAPACITY);
+  ASSERT_EQ(dropped, 5);
+  ASSERT_EQ(e[AUTD3_EXEC_LOG_CAPACITY - 1].index, AUTD3_EXEC_LOG_CAPACITY - 1);
+  uint8_t pl[8] = {0};
+  autd3_exec_log_push(&g_log, 0, AUTD3_CMD_NOP, 0, pl);
+  ASSERT_EQ(autd3_exec_log_drain(&g_log, e, 4, &dropped), 1);
+  ASSERT_EQ(e[0].index, AUTD3_EXEC_LOG_CAPACITY + 5); /* the gap: 5 lost */
 }

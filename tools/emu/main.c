@@ -104,6 +104,30 @@ static long index_arg(const char *s, long max) {
   return autd3_numopt_u64("", s, 0, (uint64_t)max, &v, err, sizeof err) ? (long)v : -1;
 }
 
+/* "log K": drain up to LOG_BATCH entries of device K's execution log into one line,
+ *   ok log K dropped D more 0|1 n N INDEX:BOOT:SEQ:CMD:RESULT:TAG ...
+ * (INDEX, BOOT, D decimal; SEQ, CMD, RESULT two hex digits; TAG eight hex digits).
+ * "more 1" = entries remain: ask again. Events due by now run first, when no
+ * frame is queued (see tick_if_drained). */
+#define LOG_BATCH 512 /* 512 x <= 28 bytes fits the 33 000-byte reply */
+static void log_reply(autd3_emu_t *emu, int nic_fd, uint16_t k, char *reply, size_t cap) {
+  static autd3_exec_entry_t ent[LOG_BATCH];
+  tick_if_drained(emu, nic_fd);
+  uint64_t dropped = 0;
+  autd3_exec_log_t *lg = &emu->esc[k].log;
+  size_t cnt = autd3_exec_log_drain(lg, ent, LOG_BATCH, &dropped);
+  bool more = atomic_load(&lg->head) != atomic_load(&lg->tail);
+  int w = snprintf(reply, cap, "ok log %u dropped %llu more %d n %zu", (unsigned)k, (unsigned long long)dropped,
+                   more ? 1 : 0, cnt);
+  size_t len = w > 0 ? (size_t)w : 0;
+  for (size_t i = 0; i < cnt && len < cap; i++) {
+    w = snprintf(reply + len, cap - len, " %u:%u:%02x:%02x:%02x:%08x", (unsigned)ent[i].index, (unsigned)ent[i].boot,
+                 ent[i].seq, ent[i].cmd, ent[i].result, (unsigned)ent[i].tag);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+}
+
 /* One control command; reply is written without the trailing newline. */
 static void control(ctx_t *c, char *line, char *reply, size_t cap) {
   char *nl = strpbrk(line, "\r\n");
@@ -167,10 +191,14 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
       const uint8_t *m = emu->esc[k].mem;
       snprintf(reply, cap, "ok 0x%02x code 0x%04x", m[0x130], (unsigned)(m[0x134] | (m[0x135] << 8)));
     }
+  } else if (!strcmp(cmd, "log") && n == 2) {
+    long k = index_arg(arg, emu->cfg.devices - 1);
+    if (k < 0) snprintf(reply, cap, "err log %s: devices 0..%u", arg, (unsigned)emu->cfg.devices - 1);
+    else log_reply(emu, c->nic_fd, (uint16_t)k, reply, cap);
   } else if (!strcmp(cmd, "ping")) {
     snprintf(reply, cap, "ok autd3-emu %u devices", (unsigned)emu->cfg.devices);
   } else {
-    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, ping)", line);
+    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, log K, ping)", line);
   }
 }
 

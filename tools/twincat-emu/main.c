@@ -3,21 +3,54 @@
  * (see twincat_emu.h and docs/twincat.md).
  *
  *   autd3-twincat-emu --devices N [--listen 127.0.0.1:48898] [--task-us 1000]
- *                     [--net-id 127.0.0.1.1.1] [--timing MODEL] [--verbose]
+ *                     [--net-id 127.0.0.1.1.1] [--timing MODEL] [--log-file FILE] [--verbose]
  *                     [--max-conns 16] [--handshake-timeout-ms 10000] [--idle-timeout-ms 10000]
  *                     [--log-lines-per-s 10]
+ *
+ * --log-file: the devices' execution logs (docs/reliability.md), drained every
+ * 100 ms by a thread of this tool (the task loop never writes files) and at
+ * exit, one line per executed frame: "K INDEX BOOT SEQ CMD RESULT TAG" (K,
+ * INDEX, BOOT decimal; SEQ, CMD, RESULT, TAG hex), then "dropped K D" per
+ * device at exit (D = entries lost to a full log).
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "net/net.h"
 #include "numopt.h"
 #include "twincat_emu.h"
 
 static tcemu_t *g_emu;
+static FILE *g_log;
+static atomic_bool g_log_stop;
+
+static void log_drain_all(void) {
+  static autd3_exec_entry_t ent[512];
+  for (uint16_t k = 0; k < tcemu_devices(g_emu); k++) {
+    size_t n;
+    while ((n = tcemu_log_drain(g_emu, k, ent, 512, NULL)) > 0)
+      for (size_t i = 0; i < n; i++)
+        fprintf(g_log, "%u %u %u %02x %02x %02x %08x\n", (unsigned)k, (unsigned)ent[i].index, (unsigned)ent[i].boot,
+                ent[i].seq, ent[i].cmd, ent[i].result, (unsigned)ent[i].tag);
+  }
+  fflush(g_log);
+}
+
+static void *log_thread(void *arg) {
+  (void)arg;
+  while (!atomic_load(&g_log_stop)) {
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, NULL);
+    log_drain_all();
+  }
+  return NULL;
+}
 
 static void on_signal(int sig) {
   (void)sig;
@@ -29,7 +62,7 @@ static int usage(const char *msg) {
   fprintf(stderr,
           "usage: autd3-twincat-emu --devices N [--listen HOST:PORT] [--task-us US] [--net-id A.B.C.D.E.F]\n"
           "                         [--timing default|pessimistic|ideal|take=..,fifo=..,ll=..,publish=..]\n"
-          "                         [--serve-immediately] [--verbose]\n"
+          "                         [--serve-immediately] [--log-file FILE] [--verbose]\n"
           "                         [--max-conns N] [--handshake-timeout-ms MS] [--idle-timeout-ms MS]\n"
           "                         [--log-lines-per-s N]\n"
           "  --max-conns N             ADS connections at once (default 16, 1..1024)\n"
@@ -48,6 +81,7 @@ static uint64_t u(const char *opt, const char *s, uint64_t lo, uint64_t hi) {
 int main(int argc, char **argv) {
   tcemu_config_t cfg = tcemu_config_default();
   static char host[AUTD3_NET_HOST_MAX];
+  const char *log_path = NULL;
   bool have_devices = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -76,6 +110,8 @@ int main(int argc, char **argv) {
       cfg.task_us = (uint32_t)u("--task-us", v, 50, 1000000); /* tcemu_create's range */
     } else if (strcmp(a, "--net-id") == 0) {
       if (ams_netid_parse(v, &cfg.netid) != AUTD3_OK) return usage("--net-id takes a.b.c.d.e.f");
+    } else if (strcmp(a, "--log-file") == 0) {
+      log_path = v;
     } else if (strcmp(a, "--timing") == 0) {
       if (autd3_timing_model_parse(v, &cfg.timing) != AUTD3_OK) return usage(autd3_last_error());
     } else {
@@ -89,6 +125,17 @@ int main(int argc, char **argv) {
     return 1;
   }
   g_emu = emu;
+  pthread_t lt;
+  bool have_lt = false;
+  if (log_path) {
+    g_log = fopen(log_path, "w");
+    if (!g_log) {
+      fprintf(stderr, "autd3-twincat-emu: --log-file %s: cannot open\n", log_path);
+      tcemu_free(emu);
+      return 1;
+    }
+    have_lt = pthread_create(&lt, NULL, log_thread, NULL) == 0;
+  }
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
   char id[24];
@@ -98,6 +145,17 @@ int main(int argc, char **argv) {
   printf("port %u\n", tcemu_port(emu));
   fflush(stdout);
   tcemu_run(emu);
+  if (g_log) {
+    atomic_store(&g_log_stop, true);
+    if (have_lt) pthread_join(lt, NULL);
+    log_drain_all();
+    for (uint16_t k = 0; k < tcemu_devices(emu); k++) {
+      uint64_t dropped = 0;
+      tcemu_log_drain(emu, k, NULL, 0, &dropped);
+      fprintf(g_log, "dropped %u %llu\n", (unsigned)k, (unsigned long long)dropped);
+    }
+    fclose(g_log);
+  }
   tcemu_free(emu);
   return 0;
 }

@@ -22,6 +22,7 @@
 #include "device/device.h"
 #include "net/log_limit.h"
 #include "net/net.h"
+#include "device/exec_log.h"
 #include "platform/platform.h"
 
 #define TASK_PORT 301          /* AUTD3 "Task 1" (reference: AMS port 301) */
@@ -60,6 +61,7 @@ struct tcemu {
   uint16_t port;
   uint64_t task_ns;
   autd3_dev_t *dev;
+  autd3_exec_log_t *logs; /* per device execution log (tcemu_log_drain) */
   uint8_t *out_img, *in_img; /* task output / input images */
   uint32_t out_len, in_len;
   size_t rcap, wcap, snap_len;
@@ -161,6 +163,7 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   e->next_handle = 1;
   e->next_router_port = 30000;
   e->dev = calloc(cfg->devices, sizeof *e->dev);
+  e->logs = calloc(cfg->devices, sizeof *e->logs);
   e->out_img = calloc(1, e->out_len);
   e->in_img = calloc(1, e->in_len);
   e->conns = calloc(cfg->max_conns, sizeof *e->conns);
@@ -170,13 +173,14 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
     for (uint32_t i = 0; i < cfg->max_conns; i++) e->conns[i].fd = -1;
   e->fuzz.fd = -1;
   autd3__log_limit_init(&e->log_limit, cfg->log_lines_per_s, 0, autd3__now_ns());
-  if (!e->dev || !e->out_img || !e->in_img || !e->conns || !e->pf || !e->pf_idx) {
+  if (!e->dev || !e->logs || !e->out_img || !e->in_img || !e->conns || !e->pf || !e->pf_idx) {
     tcemu_free(e);
     return AUTD3_E_NOMEM;
   }
   uint64_t now = autd3__now_ns();
   for (uint16_t i = 0; i < cfg->devices; i++) {
     autd3_dev_init(&e->dev[i], NULL, &cfg->timing);
+    autd3_dev_attach_log(&e->dev[i], &e->logs[i]);
     autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns); /* SYNC0 = task cycle */
     atomic_init(&e->state_word[i], STATE_OP);
   }
@@ -198,6 +202,11 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
 }
 
 uint16_t tcemu_port(const tcemu_t *e) { return e->port; }
+uint16_t tcemu_devices(const tcemu_t *e) { return e->cfg.devices; }
+size_t tcemu_log_drain(tcemu_t *e, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
+  if (dev >= e->cfg.devices) return 0;
+  return autd3_exec_log_drain(&e->logs[dev], out, cap, dropped);
+}
 void tcemu_stop(tcemu_t *e) { atomic_store(&e->stop, true); }
 void tcemu_drop_connections(tcemu_t *e) { atomic_store(&e->drop, true); }
 uint64_t tcemu_cycles(const tcemu_t *e) { return atomic_load(&e->cycles); }
@@ -230,7 +239,7 @@ void tcemu_free(tcemu_t *e) {
   if (e->fuzz.rbuf) conn_close(e, &e->fuzz, NULL);
   if (e->lfd >= 0) close(e->lfd);
   free(e->conns), free(e->pf), free(e->pf_idx);
-  free(e->dev), free(e->out_img), free(e->in_img);
+  free(e->dev), free(e->logs), free(e->out_img), free(e->in_img);
   free(e);
 }
 
@@ -502,7 +511,7 @@ static void task_cycle(tcemu_t *e, uint64_t now) {
   for (uint16_t i = 0; i < n; i++) {
     uint8_t rx[AUTD3_RX_FRAME_BYTES];
     if (atomic_exchange_explicit(&e->power_cycle_req[i], false, memory_order_relaxed)) {
-      autd3_dev_init(&e->dev[i], NULL, &e->cfg.timing); /* the firmware restarts: its state is gone */
+      autd3_dev_power_cycle(&e->dev[i], now); /* the firmware restarts: its state is gone (its log and counters stay) */
       autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns);
       e->power_cycle_left[i] = TCEMU_POWER_CYCLE_TASKS;
     }

@@ -97,6 +97,13 @@ typedef struct tcemu_conn_stats {
 void tcemu_conn_stats(const tcemu_t *emu, tcemu_conn_stats_t *out);
 void tcemu_free(tcemu_t *emu);
 
+uint16_t tcemu_devices(const tcemu_t *emu);
+/* The devices' execution logs (docs/reliability.md): drain up to `cap` of
+ * device `dev`'s oldest entries (0 for a bad index); `dropped` (may be NULL)
+ * = entries lost to a full log so far. Thread-safe against the task loop;
+ * one drainer at a time. */
+size_t tcemu_log_drain(tcemu_t *emu, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped);
+
 /* For the fuzz target: feed raw bytes as the stream of a socketless
  * connection (replies are produced and discarded), then run one task cycle. */
 void tcemu_fuzz_feed(tcemu_t *emu, const uint8_t *data, size_t len);

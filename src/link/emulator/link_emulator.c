@@ -28,6 +28,7 @@
 #include "autd3/link_driver.h"
 #include "device/device.h"
 #include "core/struct_size.h"
+#include "device/exec_log.h"
 #include "link/link_internal.h"
 #include "link/pacer.h"
 #include "platform/platform.h"
@@ -44,6 +45,7 @@ typedef struct emu_slot {
   bool has_pending;             /* guarded by emu_link.mu */
   bool power_cycle_pending;     /* guarded by emu_link.mu (autd3_emulator_power_cycle) */
   emu_counters_t counters;
+  autd3_exec_log_t log; /* the device's execution log: bus thread pushes, autd3_emulator_log_drain drains */
 } emu_slot_t;
 
 typedef struct emu_link {
@@ -183,6 +185,7 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
   for (size_t i = 0; i < n; i++) {
     autd3_dev_t *d = &l->slots[i].dev;
     autd3_dev_init(d, &eo->version, &eo->timing);
+    autd3_dev_attach_log(d, &l->slots[i].log);
     /* Not EtherCAT: any cycle is allowed, so Synchronize accepts any SYNC0 period. */
     d->sync0_any_period = true;
     autd3_dev_set_sync0(d, l->grid_start_ns, eo->cycle_ns);
@@ -251,5 +254,18 @@ autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uint16_t dev) {
   s->power_cycle_pending = true;
   atomic_store_explicit(&l->any_pending, true, memory_order_release);
   pthread_mutex_unlock(&l->mu);
+  return AUTD3_OK;
+}
+
+/* ---- execution log ---- */
+
+autd3_err_t autd3_emulator_log_drain(struct autd3_link *link, uint16_t dev, autd3_exec_entry_t *out, size_t cap,
+                                     size_t *n, uint64_t *dropped) {
+  emu_slot_t *s;
+  autd3_err_t err = emu_slot(link, dev, "autd3_emulator_log_drain", &s);
+  if (err != AUTD3_OK) return err;
+  if (n == NULL || (out == NULL && cap > 0))
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_log_drain: out or n is NULL");
+  *n = autd3_exec_log_drain(&s->log, out, cap, dropped);
   return AUTD3_OK;
 }

@@ -1,0 +1,268 @@
+/*
+ * Exactly-once, proven with the devices' own execution logs (issue 11 item 6;
+ * harness in exactly_once.h, method in docs/reliability.md).
+ *
+ * Every case streams tagged XorHash frames through a client while a fault
+ * schedule runs, then asserts per device: executed ids (device log) == ids the
+ * client reported EXECUTED for that device, no id twice, every send accounted
+ * for. Nothing asserts timing; every wait is bounded.
+ *
+ *  emulator_*  in-process emulator link: drop_next, invalidate_rx, freeze/thaw
+ *  echocat_*   echocat against autd3-emu in a private namespace (autd3-netns):
+ *              loss, corruption, reply delay, silence, unplug/replug of the
+ *              tail and of the whole chain, power-cycle of device 1 and of
+ *              device 0 (the DC reference), a second master on the same wire
+ *  harness_*   the checks themselves catch a double, a missing and a phantom
+ *              execution (a doctored log), so a pass means something
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autd3/autd3.h"
+#include "harness/emu_chain.h"
+#include "harness/emuctl.h"
+#include "harness/test.h"
+#include "reliability/exactly_once.h"
+
+static autd3_geometry_t *geometry(size_t n) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
+  return g;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void finish_and_assert(autd3_client_t *c, eo_config_t *cfg, eo_result_t *res) {
+  autd3_client_close(c);
+  eo_finish(cfg, res);
+  eo_print(cfg, res);
+  char why[256];
+  if (!eo_ok(res, why, sizeof why)) TEST_FAIL_("%s: %s", cfg->name, why);
+}
+
+/* ---------------- in-process emulator ---------------- */
+
+typedef struct {
+  autd3_link_t *link;
+  size_t ndev;
+} emu_fault_ctx_t;
+
+/* drop_next, invalidate_rx and freeze/thaw on each device in turn. */
+static void emulator_schedule(void *vctx, size_t i, uint64_t elapsed_ns) {
+  (void)elapsed_ns;
+  emu_fault_ctx_t *x = vctx;
+  size_t step = i / 250, phase = i % 250;
+  if (phase != 100 || step == 0) return;
+  uint16_t d = (uint16_t)(step % x->ndev);
+  autd3_device_fault_t f;
+  memset(&f, 0, sizeof f);
+  switch ((step - 1) % 3) {
+    case 0: f.drop_next = 3; break;
+    case 1: f.invalidate_rx = 20; break;
+    case 2: f.freeze = true; break;
+  }
+  ASSERT_OK(autd3_emulator_inject(x->link, d, &f));
+  if (f.freeze) {
+    sleep_ms(60); /* frozen for many timeouts: resync and reset escalate */
+    memset(&f, 0, sizeof f);
+    ASSERT_OK(autd3_emulator_inject(x->link, d, &f));
+  }
+}
+
+static void emulator_case(const char *name, size_t ndev, size_t requests, bool faults) {
+  autd3_geometry_t *g = geometry(ndev);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_EMULATOR);
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  emu_fault_ctx_t fx = {autd3_client_link(c), ndev};
+  eo_config_t cfg = {.requests = requests, .drain = eo_drain_emulator, .drain_ctx = fx.link,
+                     .fault = faults ? emulator_schedule : NULL, .fault_ctx = &fx, .name = name};
+  eo_result_t res;
+  eo_run(c, &cfg, &res);
+  /* The link (and its logs) closes with the client: drain first. */
+  eo_finish(&cfg, &res);
+  autd3_client_close(c);
+  eo_print(&cfg, &res);
+  char why[256];
+  bool ok = eo_ok(&res, why, sizeof why);
+  autd3_geometry_free(g);
+  if (!ok) TEST_FAIL_("%s: %s", name, why);
+}
+
+/* No faults: the harness itself agrees with a healthy client. */
+TEST(emulator_no_faults) { emulator_case("emulator_no_faults", 2, 1000, false); }
+TEST(emulator_faults) { emulator_case("emulator_faults", 2, 2000, true); }
+
+/* The harness must be able to fail: doctor the device log (a duplicate of id 5,
+ * id 7 removed, an id never sent) and expect each violation to be counted. */
+static size_t doctored_drain(void *link, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
+  static autd3_exec_entry_t in[512];
+  size_t n = eo_drain_emulator(link, dev, in, cap - 2 < 512 ? cap - 2 : 512, dropped);
+  if (n == (size_t)-1) return n;
+  size_t w = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (dev != 1) {
+      out[w++] = in[i];
+      continue;
+    }
+    uint32_t idx = in[i].tag & EO_MAX_REQUESTS;
+    bool tagged = in[i].cmd == AUTD3_CMD_XOR_HASH && (in[i].tag & 0xFF000000u) == EO_ID_MARK;
+    if (tagged && idx == 7) continue;
+    out[w++] = in[i];
+    if (tagged && idx == 5) out[w++] = in[i];
+    if (tagged && idx == 9) {
+      out[w] = in[i];
+      out[w++].tag = EO_ID_MARK | 0x00FFFFF0u; /* never sent */
+    }
+  }
+  return w;
+}
+
+TEST(harness_detects_violations) {
+  autd3_geometry_t *g = geometry(2);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_EMULATOR);
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  eo_config_t cfg = {.requests = 50, .drain = doctored_drain, .drain_ctx = autd3_client_link(c), .name = "doctored"};
+  eo_result_t res;
+  eo_run(c, &cfg, &res);
+  eo_finish(&cfg, &res);
+  autd3_client_close(c);
+  eo_print(&cfg, &res);
+  char why[256];
+  ASSERT_FALSE(eo_ok(&res, why, sizeof why));
+  printf("eo_ok: %s\n", why);
+  ASSERT_EQ(res.dev[1].doubles, 1);
+  ASSERT_EQ(res.dev[1].missing, 1);
+  ASSERT_EQ(res.dev[1].phantom, 1);
+  ASSERT_EQ(res.dev[0].doubles + res.dev[0].missing + res.dev[0].phantom, 0);
+  autd3_geometry_free(g);
+}
+
+/* ---------------- echocat against autd3-emu ---------------- */
+
+typedef struct {
+  size_t at;
+  const char *cmd;
+} step_t;
+
+static void second_master(void);
+
+typedef struct {
+  const step_t *steps;
+  size_t n, next;
+} emuctl_schedule_t;
+
+static void emuctl_schedule(void *vctx, size_t i, uint64_t elapsed_ns) {
+  (void)elapsed_ns;
+  emuctl_schedule_t *s = vctx;
+  while (s->next < s->n && s->steps[s->next].at <= i) {
+    char r[256];
+    const char *cmd = s->steps[s->next++].cmd;
+    if (!strcmp(cmd, "@master2")) {
+      second_master();
+      continue;
+    }
+    if (cmd[0] == '@') { /* "@sleep MS": let the fault last */
+      sleep_ms((unsigned)atoi(cmd + 7));
+      continue;
+    }
+    if (autd3_emuctl(cmd, r, sizeof r) != 0) TEST_FAIL_("emuctl %s: %s", cmd, r);
+    printf("at send %zu: %s -> %s\n", i, cmd, r);
+  }
+}
+
+/* "@master2": a second master (autd3-perftest, a separate process) opens the
+ * same wire and streams its own XorHash frames. It should be refused
+ * (AUTD3_E_SECOND_MASTER); whatever it does, it is killed after 5 s, so an
+ * open that never returns cannot hang the test. */
+static void second_master(void) {
+  const char *pt = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
+  if (access(pt, X_OK) != 0) {
+    printf("second master: %s not built, fault skipped\n", pt);
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(pt, pt, "--link", "echocat", "--interface", getenv("AUTD3_TEST_IFNAME"), "--devices", "2", "--count", "300",
+          "--mode", "streaming", (char *)NULL);
+    _exit(126);
+  }
+  ASSERT_TRUE(pid > 0);
+  int st = 0;
+  bool done = false;
+  for (int k = 0; k < 500 && !done; k++) {
+    if (waitpid(pid, &st, WNOHANG) == pid) done = true;
+    else sleep_ms(10);
+  }
+  if (!done) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+  }
+  printf("second master: %s\n", done ? (WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ran to the end (accepted)" : "exited with an error")
+                                      : "still running after 5 s: killed");
+}
+
+static void echocat_case(const char *name, const char *emu_args, const step_t *steps, size_t nsteps, size_t requests) {
+  in_netns_kind(AUTD3_LINK_ECHOCAT, name, 2, emu_args, false);
+  autd3_geometry_t *g = geometry(2);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_ECHOCAT);
+  autd3_ethercat_option_t *ec = autd3_link_option_ethercat(&o);
+  ASSERT_TRUE(ec != NULL);
+  ec->interface = getenv("AUTD3_TEST_IFNAME");
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  emuctl_schedule_t sch = {steps, nsteps, 0};
+  eo_config_t cfg = {.requests = requests, .wait_ms = 20000, .drain = eo_drain_emuctl, .drain_ctx = NULL,
+                     .fault = nsteps ? emuctl_schedule : NULL, .fault_ctx = &sch, .name = name};
+  eo_result_t res;
+  eo_run(c, &cfg, &res);
+  finish_and_assert(c, &cfg, &res);
+  autd3_geometry_free(g);
+}
+
+TEST(echocat_no_faults) { echocat_case("echocat_no_faults", NULL, NULL, 0, 1000); }
+
+TEST(echocat_loss_corruption) {
+  static const step_t s[] = {{200, "drop 0.01"}, {800, "drop 0"}, {900, "corrupt 0.01"}, {1500, "corrupt 0"},
+                             {1600, "drop 0.2"}, {1700, "drop 0"}};
+  echocat_case("echocat_loss_corruption", NULL, s, sizeof s / sizeof s[0], 2500);
+}
+
+TEST(echocat_delay_silence) {
+  static const step_t s[] = {{300, "delay 3000"}, {700, "delay 0"}, {1000, "silence 1"}, {1000, "@sleep 200"},
+                             {1000, "silence 0"}};
+  echocat_case("echocat_delay_silence", NULL, s, sizeof s / sizeof s[0], 2000);
+}
+
+TEST(echocat_unplug_replug) {
+  static const step_t s[] = {{300, "unplug 1"}, {300, "@sleep 300"}, {300, "replug"},
+                             {1300, "unplug 0"}, {1300, "@sleep 300"}, {1300, "replug"}};
+  echocat_case("echocat_unplug_replug", "--sm-watchdog-ms 100", s, sizeof s / sizeof s[0], 2500);
+}
+
+TEST(echocat_power_cycle_device_1) {
+  static const step_t s[] = {{300, "power-cycle 1"}, {1300, "power-cycle 1"}};
+  echocat_case("echocat_power_cycle_device_1", NULL, s, sizeof s / sizeof s[0], 2500);
+}
+
+/* Device 0 holds the DC reference clock: its power cycle resets the time base. */
+TEST(echocat_power_cycle_dc_reference) {
+  static const step_t s[] = {{300, "power-cycle 0"}, {1300, "power-cycle 0"}};
+  echocat_case("echocat_power_cycle_dc_reference", NULL, s, sizeof s / sizeof s[0], 2500);
+}
+
+/* Two masters on one wire: the second must be refused (AUTD3_E_SECOND_MASTER)
+ * or at least must not make the first one's accounting wrong. */
+TEST(echocat_second_master) {
+  static const step_t s[] = {{500, "@master2"}};
+  echocat_case("echocat_second_master", NULL, s, sizeof s / sizeof s[0], 2000);
+}
