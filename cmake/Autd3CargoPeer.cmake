@@ -3,7 +3,7 @@
 # A Rust test peer (a small cargo project with its Cargo.lock committed, depending on published
 # crates) built for the tests that need it, never by the normal build:
 #  - registers the ctest test `peers.build.<NAME>`, which runs `cargo build --release --locked`
-#    into ${PROJECT_BINARY_DIR}/cargo-peers, as the fixture `peer.<NAME>`;
+#    into <source>/build/cargo-peers (shared by the build trees), as the fixture `peer.<NAME>`;
 #  - sets <var> to the path of the peer's binary and <var>_FIXTURE to the fixture name, to pass to
 #    autd3_add_test(... DEFINES ... FIXTURES ${<var>_FIXTURE}).
 # Without cargo both are empty: the dependent tests find no binary and skip (exit 77) by name.
@@ -18,7 +18,14 @@ function(autd3_cargo_peer)
     return()
   endif()
   set(manifest ${PROJECT_SOURCE_DIR}/tests/peers/${P_NAME}/Cargo.toml)
-  set(target_dir ${PROJECT_BINARY_DIR}/cargo-peers)
+  # One target dir for every build tree of this checkout (the normal, the
+  # sanitizer build ...), so each peer's crates compile once, as the EtherCrab
+  # shim's do (src/link/ethercrab/CMakeLists.txt).
+  if(DEFINED ENV{AUTD3_CARGO_PEERS_DIR})
+    set(target_dir "$ENV{AUTD3_CARGO_PEERS_DIR}")
+  else()
+    set(target_dir ${PROJECT_SOURCE_DIR}/build/cargo-peers)
+  endif()
   add_test(NAME peers.build.${P_NAME}
            COMMAND ${CMAKE_COMMAND} -E env "CARGO_TARGET_DIR=${target_dir}"
                    ${AUTD3_CARGO} build --release --locked --quiet --manifest-path ${manifest})
