@@ -178,6 +178,7 @@ AUTD3_EXTERN void autd3_tx_encode(uint8_t tx[AUTD3_TX_FRAME_BYTES], uint8_t seq,
 #define AUTD3_V12_HEADER_BYTES 4      /**< msg_id, reserved, slot_2_offset */
 #define AUTD3_V12_PAYLOAD_BYTES 622   /**< operation bytes after the header */
 #define AUTD3_V12_RING_SLOTS 16       /**< the firmware's frame ring (MSG_ID_MAX + 1) */
+#define AUTD3_V12_MAJOR_BYTE_V12_1 0xA5 /**< CPU/FPGA major version byte of firmware v12.1 (crate autd3-driver 38.1.0 version.rs) */
 
 /** v12 operation tags (firmware src/cpu/inc/params_cpu.h, crate autd3-firmware-emulator 38.1.0 src/cpu/params.rs). */
 #define AUTD3_V12_TAG_NOP 0x00
