@@ -168,6 +168,10 @@ void autd3_v12_dev_advance(autd3_v12_dev_t *d, uint64_t now_ns) {
   uint32_t n = 0;
   while (d->next_update_ns <= now_ns && n < AUTD3_V12_RING_SLOTS) {
     autd3_v12_dev_update(d);
+    /* The main loop refreshes the data byte from the FPGA state every pass,
+     * idle or not (the reference emulator does it on each time update:
+     * emulator.rs update_with_sys_time → read_fpga_state). */
+    read_fpga_state(d);
     d->next_update_ns += d->update_period_ns;
     n++;
   }

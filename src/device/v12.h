@@ -14,7 +14,8 @@
  *  - update (the main loop, about every 1 ms): pop one frame and execute it:
  *    ack = its msg_id; msg_id > 15 → error 2 and stop; run operation 1; if no
  *    error and slot_2_offset ≠ 0, run operation 2. The published inputs are
- *    (data, err << 4 | msg_id).
+ *    (data, err << 4 | msg_id). Every pass also refreshes the data byte with
+ *    the FPGA state while READS_FPGA_STATE is on.
  *
  * Shared with the new-generation model: the firmware identity type, the
  * counters and the fault-injection type of autd3/emulator.h; the time base
