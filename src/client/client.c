@@ -583,6 +583,11 @@ static void set_request_error(struct autd3__slot *r) {
       autd3_set_error(res, "device %d executed the frame and answered firmware error %u: %s (ack 0x%02x)", d,
                       r->err_ack >> 4, autd3_v12_err_message((uint8_t)(r->err_ack >> 4)), r->err_ack);
       break;
+    case AUTD3__WHY_V12_RESET:
+      autd3_set_error(res, "device %d was reset (reported by the link) with the frame in flight: whether it executed "
+                      "it is unknown; firmware v12 keeps nothing across a reset (Clear, Synchronize and the "
+                      "application's state must be sent again)", d);
+      break;
     case AUTD3__WHY_V12_TIMEOUT:
       autd3_set_error(res, "device %d did not ack msg_id %u within 200 ms (the legacy client's response timeout): "
                       "whether it executes the frame is unknown (it may still be in its queue)", d, r->err_ack);

@@ -54,7 +54,8 @@ enum {
   AUTD3__WHY_CLOSED,
   AUTD3__WHY_LINK,
   AUTD3__WHY_V12_ERR,    /* legacy: the device executed the frame and answered an error nibble (err_ack) */
-  AUTD3__WHY_V12_TIMEOUT /* legacy: no ack with the frame's msg_id within 200 ms */
+  AUTD3__WHY_V12_TIMEOUT, /* legacy: no ack with the frame's msg_id within 200 ms */
+  AUTD3__WHY_V12_RESET    /* legacy: the link reported the device's reset with the frame in flight */
 };
 
 /* Per-device client state (autd3__bus_t.dev[].state). */

@@ -55,6 +55,33 @@ static void keep_message(char *dst, size_t cap, const char *prefix) {
   snprintf(dst, cap, "%s%s", prefix, autd3_last_error());
 }
 
+/* The link's evidence of device resets (autd3_link_report_device_reset), one
+ * atomic load per cycle when nothing happened (as bus.c). A rebooted v12
+ * device lost Clear/Synchronize and everything sent before: it is counted
+ * (autd3_client_device_resets) and the frame in flight, which the fresh
+ * firmware may or may not take from the repeated image, ends UNKNOWN for it.
+ * The legacy client does not re-establish the device (the reference does
+ * not either): the application re-sends its state. */
+static void check_link_evidence(struct autd3_client *c, struct autd3__slot *cur, bool *acked, uint32_t *left) {
+  autd3__bus_t *b = &c->bus;
+  uint32_t any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
+  if (any == b->link_resets_any) return;
+  b->link_resets_any = any;
+  for (size_t d = 0; d < c->num_devices; d++) {
+    uint32_t k = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
+    if (k == b->dev[d].link_resets) continue;
+    b->dev[d].link_resets = k;
+    atomic_fetch_add(&c->ds_resets[d], 1);
+    STAT_INC(c, st_device_resets);
+    if (cur != NULL && !acked[d]) {
+      acked[d] = true;
+      (*left)--;
+      fail_dev(cur, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_V12_RESET, 0);
+      STAT_INC(c, st_unknown);
+    }
+  }
+}
+
 /* Write msg_id 0 / Nop until every device acks msg_id 0 (bounded by 200 ms of cycles). */
 static autd3_err_t settle(struct autd3_client *c) {
   uint8_t nop[2] = {AUTD3_V12_TAG_NOP, 0};
@@ -86,6 +113,9 @@ void *autd3__legacy_bus_main(void *arg) {
       err = AUTD3_E_LINK;
     }
   }
+  /* Reset evidence so far is settled by the open (bus.c start_numbering). */
+  b->link_resets_any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
+  for (size_t d = 0; d < n; d++) b->dev[d].link_resets = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
   c->hs_err = err;
   sem_post(&c->hs_done);
   if (err != AUTD3_OK) return NULL;
@@ -121,6 +151,7 @@ void *autd3__legacy_bus_main(void *arg) {
       why = AUTD3_E_LINK;
       break;
     }
+    check_link_evidence(c, cur, acked, &left);
     if (cur == NULL) continue;
     if (valid) {
       for (size_t d = 0; d < n; d++) {

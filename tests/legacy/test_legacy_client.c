@@ -251,3 +251,33 @@ TEST(legacy_client_against_reference_emulator) {
   autd3_geometry_free(g);
   exercise(c);
 }
+
+/* A power cycle reported by the link: counted, and a frame in flight on that
+ * device ends UNKNOWN (never EXECUTED by guess). Frames before and after succeed. */
+TEST(power_cycle_is_counted_and_in_flight_frame_unknown) {
+  autd3_client_t *c = NULL;
+  ASSERT_OK(open_emu(2, AUTD3_EMU_FIRMWARE_V12, AUTD3_PROTOCOL_V12, &c));
+  autd3_frame_t f = v12_op(AUTD3_V12_TAG_NOP, 0);
+  ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
+  /* Freeze device 1 so the next frame stays in flight, then power-cycle it. */
+  autd3_device_fault_t fz = {.freeze = true};
+  ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &fz));
+  autd3_client_stats_t s0, s1;
+  autd3_client_stats(c, &s0);
+  autd3_request_t *req = NULL;
+  ASSERT_OK(autd3_client_send(c, &f, &req));
+  /* Wait until the bus thread has put it on the wire (device 1, frozen, cannot ack it). */
+  do {
+    usleep(200);
+    autd3_client_stats(c, &s1);
+  } while (s1.sent == s0.sent);
+  ASSERT_OK(autd3_emulator_power_cycle(autd3_client_link(c), 1));
+  autd3_response_t resp;
+  ASSERT_ERR(autd3_request_wait(req, &resp), AUTD3_E_OUTCOME_UNKNOWN);
+  ASSERT_CONTAINS(autd3_last_error(), "device 1 was reset");
+  ASSERT_EQ(resp.outcome[1], AUTD3_OUTCOME_UNKNOWN);
+  ASSERT_EQ(autd3_client_device_resets(c, 1), 1);
+  ASSERT_EQ(autd3_client_device_resets(c, 0), 0);
+  ASSERT_OK(autd3_client_send_checked(c, &f, NULL));
+  ASSERT_OK(autd3_client_close(c));
+}
