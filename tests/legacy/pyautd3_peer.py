@@ -80,7 +80,8 @@ def main():
     autd.send(Null())
     check(True, "send(Null)")
     print("ok: all checks passed; exiting without close (AdsLib logging pitfall)", flush=True)
-    p.terminate()
+    # Not p.terminate() first: the emulator closing the connection makes AdsLib log (and crash)
+    # before _exit runs. The emulator gets SIGTERM when we are gone (PR_SET_PDEATHSIG).
     os._exit(0)
 
 
