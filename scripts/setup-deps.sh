@@ -30,6 +30,8 @@ fi
 #                 autd3-link-remote 0.9.0: the ARMT v7 client and its DNS-SD discovery)
 #  - .venv-armt3: the autd3 0.2.0 family, whose autd3-link-remote speaks ARMT v3
 #                 (later releases speak v7, a different protocol)
+#  - .venv-pyautd3: pyautd3 36.0.2, the previous generation's binding (firmware v12, msg_id
+#                 protocol; its RemoteTwinCAT link speaks ADS), the client peer of tests/legacy
 # A peer that cannot be installed makes its tests skip (by name), not fail the build.
 make_venv() {
   local venv="$1"; shift
@@ -51,3 +53,4 @@ make_venv() {
 BUILD_DIR="${AUTD3_BUILD_DIR:-$(pwd)/build}"
 make_venv "$BUILD_DIR/.venv" pysoem pyads autd3==0.9.0 autd3-core==0.9.0 autd3-link-twincat==0.9.0 autd3-link-remote==0.9.0
 make_venv "$BUILD_DIR/.venv-armt3" autd3==0.2.0 autd3-core==0.2.0 autd3-link-remote==0.2.0
+make_venv "$BUILD_DIR/.venv-pyautd3" pyautd3==36.0.2

@@ -53,7 +53,27 @@ typedef struct autd3_client_config {
   bool require_supported_firmware; /**< open fails (AUTD3_E_VERSION, naming the device and its versions) unless every device runs CPU and FPGA
                                         firmware of the series AUTD3_FW_SERIES_MAJOR.AUTD3_FW_SERIES_MINOR; default false */
   uint32_t close_timeout_ms;    /**< how long close may take to silence the devices, 1..60000; default 1000 */
+  /* appended in 0.3.0 (devices running firmware v12: docs/legacy.md) */
+  uint32_t protocol;            /**< autd3_protocol_t: the devices' protocol generation; default AUTD3_PROTOCOL_NEW */
 } autd3_client_config_t;
+
+/**
+ * Protocol generation of the devices (autd3_client_config_t.protocol).
+ * NEW: the seq/cmd protocol (firmware 0.x, this client's own). V12: the
+ * msg_id protocol of firmware v10–v12 (shinolab/autd3-firmware v12.1.0), driven
+ * by the legacy client: stop-and-wait, msg_id 1..15 cycling, the legacy open
+ * sequence and errors (docs/legacy.md). With V12, frames are built with
+ * autd3_v12_frame(); max_inflight, timeout_cycles, max_resync_rounds,
+ * reset_resend_cycles and low_latency do not apply, the ack timeout is the
+ * reference's 200 ms. AUTO: probe at open with frames both generations read
+ * as harmless (a v12 Nop is a Reset to a new-generation device) and use what
+ * the devices speak; a chain mixing both is refused (AUTD3_E_VERSION).
+ */
+typedef enum autd3_protocol {
+  AUTD3_PROTOCOL_NEW = 0,
+  AUTD3_PROTOCOL_V12 = 1,
+  AUTD3_PROTOCOL_AUTO = 2
+} autd3_protocol_t;
 
 /** The firmware series this client speaks (autd3-rs 0.9.0, crate autd3-cpu-wire params VERSION_NUM_MAJOR/MINOR). */
 #define AUTD3_FW_SERIES_MAJOR 0
@@ -156,7 +176,7 @@ AUTD3_EXTERN autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response
  */
 AUTD3_EXTERN autd3_err_t autd3_request_detach(autd3_request_t *req);
 
-/** Stop-and-wait: send, wait, then autd3_response_check(). `resp` may be NULL. Blocks. */
+/** Stop-and-wait: send, wait, then autd3_response_check() (not with protocol V12, whose data byte is a value and whose device errors fail the request itself). `resp` may be NULL. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *frame, autd3_response_t *resp);
 
 /**
@@ -171,6 +191,8 @@ AUTD3_EXTERN autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8
 /** Read every device's FPGA state byte (exclusive read). `out` has N bytes. Blocks. */
 AUTD3_EXTERN autd3_err_t autd3_client_read_fpga_state(autd3_client_t *c, uint8_t *out);
 
+/** The protocol the client speaks (AUTO resolved at open); NEW for NULL. RT-safe. */
+AUTD3_EXTERN autd3_protocol_t autd3_client_protocol(const autd3_client_t *c);
 /** Number of devices. RT-safe. */
 AUTD3_EXTERN size_t autd3_client_num_devices(const autd3_client_t *c);
 /** The client's link (for stats, state checks, emulator fault injection). Owned by the client. RT-safe. */

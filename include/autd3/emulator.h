@@ -75,7 +75,29 @@ typedef struct autd3_emulator_option {
   uint32_t cycle_ns;            /**< bus cycle (SYNC0 period) paced by a real timer; default 1 000 000 */
   autd3_timing_model_t timing;  /**< default autd3_timing_model_default() */
   autd3_fw_version_t version;   /**< reported firmware versions; default AUTD3_FW_VERSION_DEFAULT (0.9.0 / 0.9.0) */
+  /* appended in 0.3.0 */
+  uint32_t firmware;            /**< autd3_emu_firmware_t: what the devices run; default AUTD3_EMU_FIRMWARE_NEW */
 } autd3_emulator_option_t;
+
+/**
+ * Firmware the emulated devices run (autd3_emulator_option_t.firmware, and
+ * `--firmware` of autd3-emu / autd3-twincat-emu). NEW: the new-generation
+ * model (src/device/device.c; `version` applies). V12: firmware v12.1.0, the
+ * msg_id protocol (src/device/v12.c; `version` and `timing` do not apply: it
+ * reports v12.1.0 and executes one frame per 1 ms main-loop update). MIXED:
+ * even-index devices NEW, odd-index V12 — a chain no client can drive, for
+ * testing that protocol auto-detection refuses it (docs/legacy.md).
+ */
+typedef enum autd3_emu_firmware {
+  AUTD3_EMU_FIRMWARE_NEW = 0,
+  AUTD3_EMU_FIRMWARE_V12 = 1,
+  AUTD3_EMU_FIRMWARE_MIXED = 2
+} autd3_emu_firmware_t;
+/**
+ * Parse "new" (also "0.9"), "v12" or "mixed"; AUTD3_E_INVALID_OPTION otherwise.
+ * Context: any thread; RT-safe. Errors set the calling thread's message.
+ */
+AUTD3_EXTERN autd3_err_t autd3_emu_firmware_parse(const char *s, autd3_emu_firmware_t *out);
 
 /**
  * Defaults. In source (with autd3/link.h) a macro over autd3_link_option_default() that is safe when this struct

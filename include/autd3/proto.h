@@ -158,6 +158,102 @@ AUTD3_EXTERN autd3_err_t autd3_frame_xor_hash_bench(autd3_frame_t *out, uint16_t
  */
 AUTD3_EXTERN void autd3_tx_encode(uint8_t tx[AUTD3_TX_FRAME_BYTES], uint8_t seq, uint8_t cmd, const uint8_t *payload, size_t len);
 
+
+/* ---- Firmware v12 (msg_id) protocol: the previous generation ----------------
+ * Same 626 B out / 2 B in per device; different bytes inside (shinolab/autd3-rs
+ * v38 crate autd3-driver 38.1.0 src/firmware, firmware shinolab/autd3-firmware
+ * v12.1.0). docs/legacy.md has the client and device behaviour.
+ *
+ * Tx: byte 0 msg_id (0..15), byte 1 reserved (0), bytes 2..3 slot_2_offset
+ * (u16 LE, offset of the second operation from byte 4; 0 = none), bytes
+ * 4..625 payload: operation 1 at byte 4 (its first byte is its tag), operation
+ * 2 at 4 + slot_2_offset; operations are 2-byte aligned.
+ * Rx: byte 0 data, byte 1 ack = (err << 4) | msg_id of the last executed frame
+ * (the reverse byte order of the new generation's (ack, data)).
+ *
+ * In an autd3_frame_t the v12 header's reserved byte sits where `cmd` sits and
+ * slot_2_offset + operations fill `payload`, so autd3_tx_encode() writes a v12
+ * frame when given msg_id as seq: build frames with autd3_v12_frame(). */
+#define AUTD3_V12_MSG_ID_MAX 0x0F     /**< msg_ids 0..15; the host uses 1..15, then 0, cycling */
+#define AUTD3_V12_HEADER_BYTES 4      /**< msg_id, reserved, slot_2_offset */
+#define AUTD3_V12_PAYLOAD_BYTES 622   /**< operation bytes after the header */
+#define AUTD3_V12_RING_SLOTS 16       /**< the firmware's frame ring (MSG_ID_MAX + 1) */
+#define AUTD3_V12_MAJOR_BYTE_V12_1 0xA5 /**< CPU/FPGA major version byte of firmware v12.1 (crate autd3-driver 38.1.0 version.rs) */
+
+/** v12 operation tags (firmware src/cpu/inc/params_cpu.h, crate autd3-firmware-emulator 38.1.0 src/cpu/params.rs). */
+#define AUTD3_V12_TAG_NOP 0x00
+#define AUTD3_V12_TAG_CLEAR 0x01
+#define AUTD3_V12_TAG_SYNC 0x02
+#define AUTD3_V12_TAG_FIRM_INFO 0x03
+#define AUTD3_V12_TAG_MODULATION 0x10
+#define AUTD3_V12_TAG_MODULATION_CHANGE_SEGMENT 0x11
+#define AUTD3_V12_TAG_SILENCER 0x21
+#define AUTD3_V12_TAG_GAIN 0x30
+#define AUTD3_V12_TAG_GAIN_CHANGE_SEGMENT 0x31
+#define AUTD3_V12_TAG_GAIN_STM 0x41
+#define AUTD3_V12_TAG_FOCI_STM 0x42
+#define AUTD3_V12_TAG_GAIN_STM_CHANGE_SEGMENT 0x43
+#define AUTD3_V12_TAG_FOCI_STM_CHANGE_SEGMENT 0x44
+#define AUTD3_V12_TAG_FORCE_FAN 0x60
+#define AUTD3_V12_TAG_READS_FPGA_STATE 0x61
+#define AUTD3_V12_TAG_CONFIG_PWE 0x72
+#define AUTD3_V12_TAG_PHASE_CORRECTION 0x80
+#define AUTD3_V12_TAG_OUTPUT_MASK 0x90
+#define AUTD3_V12_TAG_DEBUG 0xF0
+#define AUTD3_V12_TAG_EMULATE_GPIO_IN 0xF1
+#define AUTD3_V12_TAG_CPU_GPIO_OUT 0xF2
+
+/** FIRM_INFO types (second byte of the operation). */
+#define AUTD3_V12_INFO_CPU_MAJOR 0x01
+#define AUTD3_V12_INFO_CPU_MINOR 0x02
+#define AUTD3_V12_INFO_FPGA_MAJOR 0x03
+#define AUTD3_V12_INFO_FPGA_MINOR 0x04
+#define AUTD3_V12_INFO_FPGA_FUNCTIONS 0x05
+#define AUTD3_V12_INFO_CLEAR 0x06
+
+/** Bit 7 of the data byte: it carries the FPGA state (READS_FPGA_STATE on). */
+#define AUTD3_V12_DATA_FPGA_STATE 0x80
+
+/** v12 error nibble (ack >> 4); messages as crate autd3-driver 38.1.0 src/error.rs. */
+#define AUTD3_V12_ERR_MAP(XX)                                  \
+  XX(NONE, 0x0, "no error")                                    \
+  XX(NOT_SUPPORTED_TAG, 0x1, "Not supported tag")              \
+  XX(INVALID_MSG_ID, 0x2, "Invalid message ID")                \
+  XX(INVALID_INFO_TYPE, 0x3, "Invalid info type")              \
+  XX(INVALID_GAIN_STM_MODE, 0x4, "Invalid GainSTM mode")       \
+  XX(INVALID_SEGMENT_TRANSITION, 0x5, "Invalid segment transition") \
+  XX(MISS_TRANSITION_TIME, 0x6, "Miss transition time")        \
+  XX(INVALID_SILENCER_SETTINGS, 0x7, "Invalid silencer settings") \
+  XX(INVALID_TRANSITION_MODE, 0x8, "Invalid transition mode")
+
+/** v12 error nibble values. */
+typedef enum autd3_v12_err {
+#define AUTD3_V12_ERR_ENUM_(name, val, msg) AUTD3_V12_ERR_##name = (val),
+  AUTD3_V12_ERR_MAP(AUTD3_V12_ERR_ENUM_)
+#undef AUTD3_V12_ERR_ENUM_
+} autd3_v12_err_t;
+
+/**
+ * Message of a v12 error nibble ("Unknown firmware error" if not in the table).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN const char *autd3_v12_err_message(uint8_t err);
+
+/**
+ * A broadcast v12 frame: operation 1 (`op1`, `len1` bytes, first byte its tag)
+ * and optionally operation 2 (`op2` NULL or `len2` 0 = none) placed right after
+ * operation 1 (padded to 2 bytes) with slot_2_offset set. AUTD3_E_PAYLOAD if
+ * they do not fit in 622 bytes, AUTD3_E_INVALID_ARGUMENT for NULL/empty op1.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_v12_frame(autd3_frame_t *out, const uint8_t *op1, size_t len1, const uint8_t *op2, size_t len2);
+/**
+ * Write one device's 626-byte v12 tx frame (header + operations, zero-filled).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN void autd3_v12_tx_encode(uint8_t tx[AUTD3_TX_FRAME_BYTES], uint8_t msg_id, uint16_t slot_2_offset,
+                                      const uint8_t *ops, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,7 @@ static autd3_client_config_t config_defaults(void) {
       .rt_cpu = -1,
       .require_supported_firmware = false,
       .close_timeout_ms = 1000,
+      .protocol = AUTD3_PROTOCOL_NEW,
   };
   return c;
 }
@@ -74,6 +75,8 @@ autd3_err_t autd3_client_config_validate(const autd3_client_config_t *config) {
   /* ≥ 1: close always tries to silence the array (a safety rule, client.h). */
   if (c->close_timeout_ms < 1 || c->close_timeout_ms > 60000)
     return autd3_set_error(AUTD3_E_INVALID_CONFIG, "close_timeout_ms = %u: must be 1..60000", c->close_timeout_ms);
+  if (c->protocol > AUTD3_PROTOCOL_AUTO)
+    return autd3_set_error(AUTD3_E_INVALID_CONFIG, "protocol = %u: must be 0 (new), 1 (v12) or 2 (auto)", c->protocol);
   return AUTD3_OK;
 }
 
@@ -249,13 +252,24 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
                            autd3_link_kind_name(link_opt->kind), ln);
   }
 
+  if (cfg.protocol == AUTD3_PROTOCOL_AUTO) {
+    /* Probe on this thread before any bus thread exists (legacy.c). */
+    err = autd3__legacy_probe(link, ln, &cfg.protocol);
+    if (err != AUTD3_OK) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", autd3_last_error());
+      autd3_link_close(link);
+      return autd3_set_error(err, "client open: %s", msg);
+    }
+  }
+  const bool v12 = cfg.protocol == AUTD3_PROTOCOL_V12;
   struct autd3_client *c = NULL;
   err = client_alloc(&c, link, &cfg);
   if (err != AUTD3_OK) {
     autd3_link_close(link);
     return err;
   }
-  err = autd3__thread_start(&c->thread, autd3__client_bus_main, c, "autd3-bus");
+  err = autd3__thread_start(&c->thread, v12 ? autd3__legacy_bus_main : autd3__client_bus_main, c, "autd3-bus");
   if (err != AUTD3_OK) {
     autd3_link_close(link);
     client_free(c);
@@ -274,7 +288,7 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
 
   /* The rest of the 0.9 open sequence (identity reads, optional series
    * check, Clear, Synchronize) runs through the normal send path. */
-  err = autd3__client_open_sequence(c);
+  err = v12 ? autd3__legacy_open_sequence(c) : autd3__client_open_sequence(c);
   if (err != AUTD3_OK) {
     char msg[768];
     snprintf(msg, sizeof msg, "%s", autd3_last_error());
@@ -298,7 +312,9 @@ static autd3_err_t client_close(autd3_client_t *c, bool silence) {
   /* Silence first, while the bus thread still runs (session.c). New sends
    * from other threads are refused from here on (magic cleared). */
   char msg[768] = "";
-  autd3_err_t result = silence && c->thread_started ? autd3__client_silence(c) : AUTD3_OK;
+  autd3_err_t result = AUTD3_OK;
+  if (silence && c->thread_started)
+    result = c->cfg.protocol == AUTD3_PROTOCOL_V12 ? autd3__legacy_silence(c) : autd3__client_silence(c);
   if (result != AUTD3_OK) snprintf(msg, sizeof msg, "%s", autd3_last_error());
   atomic_store(&c->closing, true);
   /* The bus thread notices `closing` at its next cycle boundary (≤ one bus
@@ -318,6 +334,10 @@ autd3_err_t autd3_client_close(autd3_client_t *c) {
 }
 
 size_t autd3_client_num_devices(const autd3_client_t *c) { return c ? c->num_devices : 0; }
+
+autd3_protocol_t autd3_client_protocol(const autd3_client_t *c) {
+  return c ? (autd3_protocol_t)c->cfg.protocol : AUTD3_PROTOCOL_NEW;
+}
 
 autd3_link_t *autd3_client_link(autd3_client_t *c) { return c ? c->link : NULL; }
 
@@ -480,6 +500,27 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
   return AUTD3_OK;
 }
 
+/* A v12 client writes `cmd` into the v12 header's reserved byte and the
+ * payload's first two bytes as slot_2_offset (proto.h): a new-generation
+ * frame (cmd ≠ 0) would be misread, so it is refused, as is a slot-2 offset
+ * that cannot hold an operation. */
+static autd3_err_t v12_frame_check(const struct autd3_client *c, const autd3_frame_t *f) {
+  size_t n = f->device_cmds ? c->num_devices : 1;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t cmd = f->device_cmds ? f->device_cmds[i] : f->cmd;
+    const uint8_t *p = f->device_cmds ? f->device_payloads + i * AUTD3_PAYLOAD_BYTES : f->payload;
+    unsigned s2 = (unsigned)p[0] | (unsigned)p[1] << 8;
+    if (cmd != 0)
+      return autd3_set_error(AUTD3_E_PAYLOAD, "protocol v12: frame%s has cmd 0x%02x; v12 frames are built with "
+                             "autd3_v12_frame() (a new-generation frame would be misread by firmware v12)",
+                             f->device_cmds ? " of a device" : "", cmd);
+    if ((s2 & 1u) || s2 >= AUTD3_V12_PAYLOAD_BYTES)
+      return autd3_set_error(AUTD3_E_PAYLOAD, "protocol v12: slot_2_offset %u must be even and < %d", s2,
+                             AUTD3_V12_PAYLOAD_BYTES);
+  }
+  return AUTD3_OK;
+}
+
 static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
   if (c == NULL || frame == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_send: %s is NULL", c ? "frame" : "client");
   if (atomic_load(&c->magic) != AUTD3__CLIENT_MAGIC)
@@ -488,6 +529,10 @@ static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *fr
     return autd3_set_error(AUTD3_E_PAYLOAD, "frame len = %u: must be <= %d", frame->len, AUTD3_PAYLOAD_BYTES);
   if (frame->device_cmds != NULL && frame->device_payloads == NULL)
     return autd3_set_error(AUTD3_E_PAYLOAD, "per-device frame: device_cmds set but device_payloads is NULL");
+  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) {
+    autd3_err_t err = v12_frame_check(c, frame);
+    if (err != AUTD3_OK) return err;
+  }
   /* Hold a reference while inside: a close() on another thread then cannot
    * free the client under a sender that is blocked on back-pressure (it wakes
    * through the baton post and fails with CLOSED). */
@@ -577,6 +622,19 @@ static void set_request_error(struct autd3__slot *r) {
     case AUTD3__WHY_FOREIGN:
       autd3_set_error(res, "device %d answered ack 0x%02x, a seq this client did not send or one it had passed: another "
                       "master drives it (frame cmd 0x%02x %s not accepted from this client)", d, r->err_ack, cmd, name);
+      break;
+    case AUTD3__WHY_V12_ERR:
+      autd3_set_error(res, "device %d executed the frame and answered firmware error %u: %s (ack 0x%02x)", d,
+                      r->err_ack >> 4, autd3_v12_err_message((uint8_t)(r->err_ack >> 4)), r->err_ack);
+      break;
+    case AUTD3__WHY_V12_RESET:
+      autd3_set_error(res, "device %d was reset (reported by the link) with the frame in flight: whether it executed "
+                      "it is unknown; firmware v12 keeps nothing across a reset (Clear, Synchronize and the "
+                      "application's state must be sent again)", d);
+      break;
+    case AUTD3__WHY_V12_TIMEOUT:
+      autd3_set_error(res, "device %d did not ack msg_id %u within 200 ms (the legacy client's response timeout): "
+                      "whether it executes the frame is unknown (it may still be in its queue)", d, r->err_ack);
       break;
     default:
       if (res == AUTD3_E_LINK)
@@ -683,6 +741,9 @@ autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *fr
   autd3_response_t *r = resp ? resp : &local;
   err = autd3_request_wait(req, r);
   if (err != AUTD3_OK) return err;
+  /* v12: the data byte is a value (FPGA state, firmware info), not an error
+   * code; the device's error nibble already failed the request. */
+  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) return AUTD3_OK;
   return autd3_response_check(r, NULL, NULL);
 }
 
@@ -705,6 +766,7 @@ static autd3_err_t read_exclusive(autd3_client_t *c, uint8_t cmd, uint8_t *out, 
 
 autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_firmware_version: NULL argument");
+  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) return autd3__legacy_read_firmware_version(c, out);
   bool known[AUTD3_MAX_DEVICES];
   uint8_t functions[AUTD3_MAX_DEVICES];
   return autd3__client_read_identity(c, out, known, functions); /* session.c: the 0.9 reads */
@@ -712,11 +774,15 @@ autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_versi
 
 autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_error_detail: NULL argument");
+  if (c->cfg.protocol == AUTD3_PROTOCOL_V12)
+    return autd3_set_error(AUTD3_E_VERSION, "autd3_client_read_error_detail: firmware v12 has no error-detail read "
+                                                "(its errors come with each frame's ack)");
   return read_exclusive(c, AUTD3_CMD_READ_ERROR_DETAIL, out, 1);
 }
 
 autd3_err_t autd3_client_read_fpga_state(autd3_client_t *c, uint8_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_fpga_state: NULL argument");
+  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) return autd3__legacy_read_fpga_state(c, out);
   return read_exclusive(c, AUTD3_CMD_READ_FPGA_STATE, out, 1);
 }
 

@@ -52,7 +52,10 @@ enum {
   AUTD3__WHY_STALE,          /* inputs stale for the whole budget */
   AUTD3__WHY_FOREIGN,        /* an ack the client never caused: another master */
   AUTD3__WHY_CLOSED,
-  AUTD3__WHY_LINK
+  AUTD3__WHY_LINK,
+  AUTD3__WHY_V12_ERR,    /* legacy: the device executed the frame and answered an error nibble (err_ack) */
+  AUTD3__WHY_V12_TIMEOUT, /* legacy: no ack with the frame's msg_id within 200 ms */
+  AUTD3__WHY_V12_RESET    /* legacy: the link reported the device's reset with the frame in flight */
 };
 
 /* Per-device client state (autd3__bus_t.dev[].state). */
@@ -212,6 +215,18 @@ autd3_err_t autd3__client_silence(struct autd3_client *c);
 /* session.c: the payload of the silencing frame (WritePatternFused, zero
  * raw pattern); `len` gets its meaningful length. */
 void autd3__silence_payload(uint8_t payload[AUTD3_PAYLOAD_BYTES], uint16_t *len);
+
+/* legacy.c: the firmware v12 client (docs/legacy.md) on the same slots,
+ * ring and handles: its bus thread (stop-and-wait, msg_id), the open
+ * sequence, close's silencing (Clear), the reads; and the AUTO probe, run on
+ * the opener's thread before any bus thread exists (*out = NEW or V12). */
+void *autd3__legacy_bus_main(void *arg);
+autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c);
+autd3_err_t autd3__legacy_silence(struct autd3_client *c);
+autd3_err_t autd3__legacy_read_firmware_version(struct autd3_client *c, autd3_fw_version_t *out);
+autd3_err_t autd3__legacy_read_fpga_state(struct autd3_client *c, uint8_t *out);
+autd3_err_t autd3__legacy_probe(autd3_link_t *link, size_t n, uint32_t *out);
+#define AUTD3__V12_ACK_TIMEOUT_NS 200000000ull /* the reference's datagram timeout (crate autd3 38.1.0 SenderOption) */
 
 /* bus.c: the bus thread's entry point (arg = the client). */
 void *autd3__client_bus_main(void *arg);

@@ -172,10 +172,11 @@ autd3_err_t autd3_emu_power_cycle(autd3_emu_t *emu, uint16_t k, uint64_t now_ns)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "autd3-emu: power-cycle %u: chain has %u devices", (unsigned)k,
                            (unsigned)emu->cfg.devices);
   autd3_esc_t *e = &emu->esc[k];
-  autd3_device_counters_t keep = e->dev.counters;
+  autd3_device_counters_t keep = e->dev.counters, keep12 = e->v12.counters;
   autd3_esc_power_on(e, &emu->cfg, k, now_ns);
   e->dev.counters = keep; /* counters survive, as autd3_dev_power_cycle keeps them */
   autd3_exec_log_note_boot(&e->log);
+  e->v12.counters = keep12;
   set_last(emu);
   return AUTD3_OK;
 }
@@ -201,8 +202,9 @@ size_t autd3_emu_status(const autd3_emu_t *emu, char *buf, size_t cap) {
     w = snprintf(buf + n, cap - n,
                  "dev %u state %s%s code 0x%04x present %d images %llu executed %llu ack 0x%02x data 0x%02x dcdiff %s%u\n",
                  (unsigned)i, nm, (st & 0x10) ? "+ERR" : "", (unsigned)code, i < emu->faults.present ? 1 : 0,
-                 (unsigned long long)e->frames_in, (unsigned long long)e->dev.counters.executed, e->dev.rx[0],
-                 e->dev.rx[1], (diff & 0x80000000u) ? "-" : "", (unsigned)(diff & 0x7FFFFFFFu));
+                 (unsigned long long)e->frames_in,
+                 (unsigned long long)(e->is_v12 ? e->v12.counters.executed : e->dev.counters.executed),
+                 e->is_v12 ? e->v12.ack_msg_id : e->dev.rx[0], e->is_v12 ? e->v12.rx_data : e->dev.rx[1], (diff & 0x80000000u) ? "-" : "", (unsigned)(diff & 0x7FFFFFFFu));
     if (w < 0) break;
     n += (size_t)w < cap - n ? (size_t)w : cap - n - 1;
   }

@@ -25,6 +25,7 @@
 #include "autd3/emulator.h"
 #include "autd3/error.h"
 #include "device/device.h"
+#include "device/v12.h"
 #include "ecat/identity.h"
 #include "device/exec_log.h"
 
@@ -65,6 +66,7 @@ typedef struct autd3_emu_config {
   uint16_t devices;             /* 1..128 */
   autd3_fw_version_t version;   /* firmware versions every device reports */
   autd3_timing_model_t timing;  /* firmware timing model (include/autd3/emulator.h) */
+  uint32_t firmware;            /* autd3_emu_firmware_t: NEW (default), V12, or MIXED (odd-index devices v12) */
   double drift_ppm;             /* device i's oscillator is off by a fixed value in [-drift, +drift] ppm; default 0 */
   uint32_t hop_ns;              /* forwarding delay per device (DC latch model), default 600 ns */
   bool strict_op;               /* SAFE-OP→OP needs one SM2 write first (0x0019 otherwise); default true */
@@ -117,10 +119,12 @@ typedef struct autd3_esc {
   uint8_t sdo_toggle;
   uint16_t sdo_len, sdo_pos;
   uint8_t sdo_buf[1024];      /* a complete-access upload of 0x1600 is 998 bytes */
-  /* the firmware */
+  /* the firmware: `dev`, or `v12` when is_v12 (cfg.firmware) */
   autd3_dev_t dev;
   /* its execution log ("log K" on the control socket); survives power cycles */
   autd3_exec_log_t log;
+  bool is_v12;
+  autd3_v12_dev_t v12;
 } autd3_esc_t;
 
 typedef struct autd3_emu {

@@ -188,6 +188,8 @@ void autd3_esc_power_on(autd3_esc_t *e, const autd3_emu_config_t *cfg, uint16_t 
   pdi_sm_enable(e, false);
   autd3_dev_init(&e->dev, &cfg->version, &cfg->timing);
   autd3_dev_attach_log(&e->dev, &e->log); /* the log itself is kept (zeroed once by calloc) */
+  e->is_v12 = cfg->firmware == AUTD3_EMU_FIRMWARE_V12 || (cfg->firmware == AUTD3_EMU_FIRMWARE_MIXED && (pos & 1u));
+  if (e->is_v12) autd3_v12_dev_init(&e->v12, AUTD3_V12_UPDATE_PERIOD_NS);
 }
 
 /* ---- AL state machine (§6.1) ---- */
@@ -411,7 +413,10 @@ static void refresh(autd3_esc_t *e, uint32_t a, uint32_t n, uint64_t t) {
     uint8_t st = autd3_esc_al_state(e);
     if (st == ESC_AL_SAFEOP || st == ESC_AL_OP) { /* inputs are valid from SAFE-OP on */
       uint8_t rx[AUTD3_RX_FRAME_BYTES];
-      autd3_dev_read(&e->dev, fw_now(e, t), rx);
+      if (e->is_v12)
+        autd3_v12_dev_read(&e->v12, fw_now(e, t), rx);
+      else
+        autd3_dev_read(&e->dev, fw_now(e, t), rx);
       memcpy(m + AUTD3_EMU_SM3_START, rx, AUTD3_RX_FRAME_BYTES);
     }
   }
@@ -512,7 +517,10 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
      * copy has a 2-byte hole after RxPdo0 (words 249 | gap | 64), which the
      * port layer removes again, so the logical frame is SM2 byte for byte. */
     if (st == ESC_AL_OP && rd16(sm2) == AUTD3_EMU_SM2_START && rd16(sm2 + 2) == AUTD3_EMU_SM2_LEN) {
-      autd3_dev_write(&e->dev, m + AUTD3_EMU_SM2_START, fw_now(e, t));
+      if (e->is_v12)
+        autd3_v12_dev_write(&e->v12, m + AUTD3_EMU_SM2_START, fw_now(e, t));
+      else
+        autd3_dev_write(&e->dev, m + AUTD3_EMU_SM2_START, fw_now(e, t));
       e->frames_in++;
     }
   }
@@ -630,7 +638,10 @@ void autd3_esc_datagram(autd3_esc_t *e, uint8_t *hdr, uint16_t len, uint64_t t, 
 
 /* ---- time-driven work ---- */
 void autd3_esc_tick(autd3_esc_t *e, uint64_t now_ns) {
-  autd3_dev_advance(&e->dev, fw_now(e, now_ns));
+  if (e->is_v12)
+    autd3_v12_dev_advance(&e->v12, fw_now(e, now_ns));
+  else
+    autd3_dev_advance(&e->dev, fw_now(e, now_ns));
   /* SM watchdog (§3.3): only with SM2's watchdog-trigger bit and a non-zero time. */
   const uint8_t *sm2 = e->mem + REG_SM0 + 2 * 8;
   uint64_t wd_ns = (uint64_t)rd16(e->mem + REG_WDSM) * ((uint64_t)rd16(e->mem + REG_WDDIV) + 2) * 40;

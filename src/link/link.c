@@ -103,6 +103,15 @@ autd3_err_t autd3_ethercat_option_validate(const autd3_ethercat_option_t *o) {
   return AUTD3_OK;
 }
 
+autd3_err_t autd3_emu_firmware_parse(const char *s, autd3_emu_firmware_t *out) {
+  if (s == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emu_firmware_parse: NULL argument");
+  if (strcmp(s, "new") == 0 || strcmp(s, "0.9") == 0) *out = AUTD3_EMU_FIRMWARE_NEW;
+  else if (strcmp(s, "v12") == 0) *out = AUTD3_EMU_FIRMWARE_V12;
+  else if (strcmp(s, "mixed") == 0) *out = AUTD3_EMU_FIRMWARE_MIXED;
+  else return autd3_set_error(AUTD3_E_INVALID_OPTION, "firmware '%s': expected new, v12 or mixed", s);
+  return AUTD3_OK;
+}
+
 /* The kinds' defaults. The exported per-kind functions below return them by
  * value (frozen at the 0.3.0 layout); in source they are macros over
  * autd3_link_option_default(), whose struct has a fixed size (link.h). */

@@ -57,6 +57,7 @@ static void usage(FILE *o) {
           "  --devices, -n N        devices in the chain, 1..128 (default 2)\n"
           "  --fw-version A.B.C     firmware version the devices report (CPU and FPGA; default 0.9.0)\n"
           "  --timing SPEC          default|pessimistic|ideal|take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now\n"
+          "  --firmware F           new (default), v12 (firmware v12.1.0, msg_id protocol) or mixed (odd devices v12)\n"
           "  --drift-ppm X          oscillator error of each device, up to +-X ppm (default 0)\n"
           "  --hop-ns N             forwarding delay per device (default 600)\n"
           "  --wire                 100 Mbit/s wire model: frames queue on the wire, device k gets a frame after\n"
@@ -244,10 +245,11 @@ int main(int argc, char **argv) {
   bool silence = false;
   ctx_t c = {0};
   enum { O_FW = 256, O_TIMING, O_DRIFT, O_HOP, O_WIRE, O_NOSTRICT, O_DCREQ, O_DROP, O_CORRUPT, O_DELAY, O_SILENCE,
-         O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT, O_MAILBOX, O_WD };
+         O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT, O_MAILBOX, O_WD, O_FIRMWARE };
   static const struct option opts[] = {
       {"interface", required_argument, 0, 'i'}, {"devices", required_argument, 0, 'n'},
       {"fw-version", required_argument, 0, O_FW}, {"timing", required_argument, 0, O_TIMING},
+      {"firmware", required_argument, 0, O_FIRMWARE},
       {"drift-ppm", required_argument, 0, O_DRIFT}, {"hop-ns", required_argument, 0, O_HOP},
       {"wire", no_argument, 0, O_WIRE}, {"no-strict-op", no_argument, 0, O_NOSTRICT},
       {"dc-required", no_argument, 0, O_DCREQ}, {"drop", required_argument, 0, O_DROP},
@@ -264,6 +266,15 @@ int main(int argc, char **argv) {
       case 'i': ifname = optarg; break;
       case 'n': cfg.devices = (uint16_t)opt_u("--devices", optarg, 1, AUTD3_EMU_MAX_DEVICES); break;
       case O_FW: cfg.version = parse_fw(optarg); break;
+      case O_FIRMWARE: {
+        autd3_emu_firmware_t fw;
+        if (autd3_emu_firmware_parse(optarg, &fw) != AUTD3_OK) {
+          fprintf(stderr, "autd3-emu: --firmware: %s\n", autd3_last_error());
+          return 2;
+        }
+        cfg.firmware = fw;
+        break;
+      }
       case O_TIMING:
         if (autd3_timing_model_parse(optarg, &cfg.timing) != AUTD3_OK) {
           fprintf(stderr, "autd3-emu: --timing %s: %s\n", optarg, autd3_last_error());

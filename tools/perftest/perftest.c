@@ -58,6 +58,8 @@ typedef struct cli {
   int twincat_port;
   uint64_t emu_power_cycle; /* emulator: power-cycle the last device after this many sends; 0 = never */
   uint32_t remote_protocol; /* 0 = the link's default (newest) */
+  uint32_t protocol;        /* autd3_protocol_t (--protocol) */
+  const char *firmware;     /* emulator: --firmware new|v12|mixed; NULL = what --protocol implies */
 } cli_t;
 
 static void usage(FILE *f) {
@@ -88,6 +90,9 @@ static void usage(FILE *f) {
           "  --low-latency          ask the firmware for low-latency (inline) processing\n"
           "  --rt-priority P        SCHED_FIFO priority of the client's bus thread, 1..99\n"
           "  --rt-core C            pin the client's bus thread to CPU C\n"
+          "  --protocol P           devices' protocol: new (default), v12 (firmware v10-v12, the legacy\n"
+          "                         client: stop-and-wait, frame = a Gain write of zero drives, 502 B)\n"
+          "                         or auto (probe at open)\n"
           "link options:\n"
           "  --interface NAME       EtherCAT links: adapter (default auto)\n"
           "  --timing MODEL         emulator: default, pessimistic, ideal or\n"
@@ -100,6 +105,7 @@ static void usage(FILE *f) {
           "  --ams-net-id ID        twincat: AMS Net ID of the runtime\n"
           "  --client-ams-net-id ID twincat: our AMS Net ID\n"
           "  --emu-power-cycle N    emulator: power-cycle the last device after N sends (fault test)\n"
+          "  --firmware F           emulator: new, v12 or mixed (default: v12 with --protocol v12, else new)\n"
           "\n"
           "exit status:\n"
           "  0  every send completed (timeouts and device error codes are counted, not fatal)\n"
@@ -146,7 +152,7 @@ static uint64_t parse_duration(const char *s) {
 enum {
   O_LINK = 256, O_DEVICES, O_COUNT, O_DURATION, O_MODE, O_INFLIGHT, O_CYCLE, O_SHIFT, O_WARMUP, O_DATALEN, O_SLEEP, O_CSV,
   O_JSON, O_PLOT, O_TIMEOUT, O_RESYNC, O_LL, O_RTPRIO, O_RTCORE, O_IFACE, O_TIMING, O_ADDR, O_TCSERVER, O_TCPORT, O_AMS,
-  O_CAMS, O_HELP, O_EMU_PC, O_RPROTO
+  O_CAMS, O_HELP, O_EMU_PC, O_RPROTO, O_PROTOCOL, O_FIRMWARE
 };
 
 static void parse_cli(int argc, char **argv, cli_t *c) {
@@ -159,7 +165,8 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       {"rt-core", 1, 0, O_RTCORE}, {"interface", 1, 0, O_IFACE}, {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR},
       {"twincat-server", 1, 0, O_TCSERVER}, {"twincat-port", 1, 0, O_TCPORT}, {"ams-net-id", 1, 0, O_AMS},
       {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP},
-      {"emu-power-cycle", 1, 0, O_EMU_PC}, {"remote-protocol", 1, 0, O_RPROTO}, {0, 0, 0, 0}};
+      {"emu-power-cycle", 1, 0, O_EMU_PC}, {"remote-protocol", 1, 0, O_RPROTO}, {"protocol", 1, 0, O_PROTOCOL},
+      {"firmware", 1, 0, O_FIRMWARE}, {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
   c->link = "emulator";
   c->devices = 1;
@@ -209,6 +216,13 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       case O_CAMS: c->client_ams_net_id = optarg; break;
       case O_EMU_PC: c->emu_power_cycle = parse_u64("--emu-power-cycle", optarg, UINT64_MAX); break;
       case O_RPROTO: c->remote_protocol = (uint32_t)parse_u64("--remote-protocol", optarg, 7); break;
+      case O_PROTOCOL:
+        if (strcmp(optarg, "new") == 0) c->protocol = AUTD3_PROTOCOL_NEW;
+        else if (strcmp(optarg, "v12") == 0) c->protocol = AUTD3_PROTOCOL_V12;
+        else if (strcmp(optarg, "auto") == 0) c->protocol = AUTD3_PROTOCOL_AUTO;
+        else die("--protocol: \"%s\": expected new, v12 or auto", optarg);
+        break;
+      case O_FIRMWARE: c->firmware = optarg; break;
       case O_HELP: usage(stdout); exit(0);
       default: usage(stderr); exit(2);
     }
@@ -247,6 +261,12 @@ static autd3_link_option_t build_link_option(const cli_t *c, autd3_timing_model_
   if (!autd3_tool_link_option(&f, &o, err, sizeof err)) die("%s", err);
   if (kind == AUTD3_LINK_EMULATOR) *timing = o.u.emulator.timing;
   if (kind != AUTD3_LINK_EMULATOR && c->emu_power_cycle) die("--emu-power-cycle: only for --link emulator, not %s", c->link);
+  if (kind != AUTD3_LINK_EMULATOR && c->firmware) die("--firmware: only for --link emulator, not %s", c->link);
+  if (kind == AUTD3_LINK_EMULATOR) {
+    autd3_emu_firmware_t fw = c->protocol == AUTD3_PROTOCOL_V12 ? AUTD3_EMU_FIRMWARE_V12 : AUTD3_EMU_FIRMWARE_NEW;
+    if (c->firmware && autd3_emu_firmware_parse(c->firmware, &fw) != AUTD3_OK) die("--firmware: %s", autd3_last_error());
+    o.u.emulator.firmware = fw;
+  }
   if (kind == AUTD3_LINK_REMOTE) {
     o.u.remote.protocol = c->remote_protocol; /* the link range-checks it */
     if (c->address && strcmp(c->address, "auto") == 0) {
@@ -347,8 +367,10 @@ static void progress_observe(progress_t *p, const cli_t *c, uint8_t status, uint
 }
 
 /* Classify a finished request. A LINK/CLOSED error means the bus thread is gone. */
+static bool v12_run; /* protocol v12: device errors come as AUTD3_E_DEVICE, the data byte is a value */
 static uint8_t classify(autd3_err_t e, const autd3_response_t *r, uint8_t *code, bool *fatal) {
   *code = 0;
+  if (v12_run && (e == AUTD3_OK || e == AUTD3_E_DEVICE)) return e == AUTD3_OK ? PT_OK : PT_DEVICE;
   if (e == AUTD3_OK || e == AUTD3_E_DEVICE) {
     int dev;
     if (autd3_response_check(r, &dev, code) == AUTD3_OK) return PT_OK;
@@ -454,6 +476,7 @@ int main(int argc, char **argv) {
   cfg.low_latency = c.low_latency;
   cfg.rt_priority = c.rt_priority;
   cfg.rt_cpu = c.rt_core;
+  cfg.protocol = c.protocol;
   if (autd3_client_config_validate(&cfg) != AUTD3_OK) die("%s", autd3_last_error());
 
   char timing_desc[128] = "";
@@ -499,7 +522,17 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
 
   autd3_frame_t frame;
-  if (autd3_frame_xor_hash_bench(&frame, (uint16_t)c.sleep_ms, c.data_len) != AUTD3_OK) die("XorHash frame: %s", autd3_last_error());
+  v12_run = autd3_client_protocol(cl) == AUTD3_PROTOCOL_V12;
+  if (v12_run) {
+    /* Firmware v12 has no XorHash: the frame is what an application sends
+     * most, a Gain write (tag 0x30, segment 0, flag UPDATE, 249 drives) of
+     * zero drives, 502 bytes (crate autd3-firmware-emulator 38.1.0 gain.rs). */
+    static uint8_t gain[4 + 2 * AUTD3_NUM_TRANSDUCERS] = {AUTD3_V12_TAG_GAIN, 0, 1, 0};
+    if (autd3_v12_frame(&frame, gain, sizeof gain, NULL, 0) != AUTD3_OK) die("v12 Gain frame: %s", autd3_last_error());
+    fprintf(stderr, "protocol: v12 (legacy client, stop-and-wait per frame; frame: Gain, %zu B)\n", sizeof gain);
+  } else if (autd3_frame_xor_hash_bench(&frame, (uint16_t)c.sleep_ms, c.data_len) != AUTD3_OK) {
+    die("XorHash frame: %s", autd3_last_error());
+  }
 
   samples_t s = {0};
   if (c.count) {
@@ -540,7 +573,7 @@ int main(int argc, char **argv) {
   pt_summarize(s.v + drop, s.n - drop, elapsed, ls.stale_cycles, ls.lost_cycles, &sum);
   pt_context_t ctx = {
       .link = c.link,
-      .mode = c.streaming ? "streaming" : "stop-and-wait",
+      .mode = v12_run ? (c.streaming ? "streaming/v12" : "stop-and-wait/v12") : c.streaming ? "streaming" : "stop-and-wait",
       .timing = emulator ? timing_desc : NULL,
       .devices = n,
       .cycle_us = c.cycle_us,

@@ -62,9 +62,13 @@ static int usage(const char *msg) {
   fprintf(stderr,
           "usage: autd3-twincat-emu --devices N [--listen HOST:PORT] [--task-us US] [--net-id A.B.C.D.E.F]\n"
           "                         [--timing default|pessimistic|ideal|take=..,fifo=..,ll=..,publish=..]\n"
-          "                         [--serve-immediately] [--log-file FILE] [--verbose]\n"
-          "                         [--max-conns N] [--handshake-timeout-ms MS] [--idle-timeout-ms MS]\n"
+          "                         [--firmware new|v12|mixed] [--legacy-image] [--serve-immediately] [--log-file FILE]\n"
+          "                         [--verbose] [--max-conns N] [--handshake-timeout-ms MS] [--idle-timeout-ms MS]\n"
           "                         [--log-lines-per-s N]\n"
+          "  --firmware F              what the devices run: new (default), v12 (firmware v12.1.0) or mixed\n"
+          "  --legacy-image            inputs at 0x80000000 without the CfgSlaveCount prefix, as the previous\n"
+          "                            generation's TwinCAT project (pyautd3 36's RemoteTwinCAT reads it so)\n"
+          "  --log-file FILE           the devices' execution logs (docs/reliability.md)\n"
           "  --max-conns N             ADS connections at once (default 16, 1..1024)\n"
           "  --handshake-timeout-ms MS a connection must send a complete frame within MS (default 10000)\n"
           "  --idle-timeout-ms MS      when all places are taken, a connection quiet for MS gives its place\n"
@@ -87,6 +91,7 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--verbose") == 0) { cfg.verbose = true; continue; }
     if (strcmp(a, "--serve-immediately") == 0) { cfg.serve_immediately = true; continue; }
+    if (strcmp(a, "--legacy-image") == 0) { cfg.legacy_image = true; continue; }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return usage(NULL), 0;
     if (v == NULL) return usage("missing value");
     i++;
@@ -112,6 +117,10 @@ int main(int argc, char **argv) {
       if (ams_netid_parse(v, &cfg.netid) != AUTD3_OK) return usage("--net-id takes a.b.c.d.e.f");
     } else if (strcmp(a, "--log-file") == 0) {
       log_path = v;
+    } else if (strcmp(a, "--firmware") == 0) {
+      autd3_emu_firmware_t fw;
+      if (autd3_emu_firmware_parse(v, &fw) != AUTD3_OK) return usage(autd3_last_error());
+      cfg.firmware = fw;
     } else if (strcmp(a, "--timing") == 0) {
       if (autd3_timing_model_parse(v, &cfg.timing) != AUTD3_OK) return usage(autd3_last_error());
     } else {

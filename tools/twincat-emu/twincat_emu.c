@@ -20,6 +20,7 @@
 #include "autd3/link_driver.h"
 #include "autd3/proto.h"
 #include "device/device.h"
+#include "device/v12.h"
 #include "net/log_limit.h"
 #include "net/net.h"
 #include "device/exec_log.h"
@@ -62,8 +63,10 @@ struct tcemu {
   uint64_t task_ns;
   autd3_dev_t *dev;
   autd3_exec_log_t *logs; /* per device execution log (tcemu_log_drain) */
+  autd3_v12_dev_t *v12; /* per device, used where is_v12(e, i) (cfg.firmware) */
   uint8_t *out_img, *in_img; /* task output / input images */
   uint32_t out_len, in_len;
+  uint32_t in_base; /* offset of the first rx pair in in_img: 2 (after CfgSlaveCount) or 0 (legacy_image) */
   size_t rcap, wcap, snap_len;
   conn_t *conns; /* cfg.max_conns places */
   struct pollfd *pf;
@@ -154,7 +157,8 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   e->lfd = -1;
   e->task_ns = (uint64_t)cfg->task_us * 1000;
   e->out_len = (uint32_t)cfg->devices * AUTD3_TX_FRAME_BYTES;
-  e->in_len = 2u + (uint32_t)cfg->devices * 4u;
+  e->in_base = cfg->legacy_image ? 0u : 2u; /* CfgSlaveCount first, unless the legacy layout */
+  e->in_len = e->in_base + (uint32_t)cfg->devices * 4u;
   /* Room for the largest legitimate request (a Write of the whole output
    * image) with slack; longer frames get 0x0705 and are skipped. */
   e->rcap = AMS_FRAME_HDR_LEN + 16 + e->out_len + e->in_len + 4096;
@@ -164,6 +168,7 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   e->next_router_port = 30000;
   e->dev = calloc(cfg->devices, sizeof *e->dev);
   e->logs = calloc(cfg->devices, sizeof *e->logs);
+  e->v12 = calloc(cfg->devices, sizeof *e->v12);
   e->out_img = calloc(1, e->out_len);
   e->in_img = calloc(1, e->in_len);
   e->conns = calloc(cfg->max_conns, sizeof *e->conns);
@@ -173,7 +178,7 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
     for (uint32_t i = 0; i < cfg->max_conns; i++) e->conns[i].fd = -1;
   e->fuzz.fd = -1;
   autd3__log_limit_init(&e->log_limit, cfg->log_lines_per_s, 0, autd3__now_ns());
-  if (!e->dev || !e->logs || !e->out_img || !e->in_img || !e->conns || !e->pf || !e->pf_idx) {
+  if (!e->dev || !e->logs || !e->v12 || !e->out_img || !e->in_img || !e->conns || !e->pf || !e->pf_idx) {
     tcemu_free(e);
     return AUTD3_E_NOMEM;
   }
@@ -182,9 +187,10 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
     autd3_dev_init(&e->dev[i], NULL, &cfg->timing);
     autd3_dev_attach_log(&e->dev[i], &e->logs[i]);
     autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns); /* SYNC0 = task cycle */
+    autd3_v12_dev_init(&e->v12[i], AUTD3_V12_UPDATE_PERIOD_NS);
     atomic_init(&e->state_word[i], STATE_OP);
   }
-  ads_put_u16(e->in_img, cfg->devices); /* CfgSlaveCount */
+  if (!cfg->legacy_image) ads_put_u16(e->in_img, cfg->devices); /* CfgSlaveCount */
 
   /* The shared network layer: IPv4 / IPv6 / names, the OS's backlog (the place table bounds connections). */
   const char *host = cfg->listen_host ? cfg->listen_host : "127.0.0.1";
@@ -218,6 +224,11 @@ void tcemu_power_cycle(tcemu_t *e, uint16_t dev) {
 }
 
 /* The state word shown while a power-cycled slave comes back (quarters of TCEMU_POWER_CYCLE_TASKS). */
+/* Device i runs firmware v12 (cfg.firmware: V12, or MIXED and i odd). */
+static bool is_v12(const struct tcemu *e, uint16_t i) {
+  return e->cfg.firmware == AUTD3_EMU_FIRMWARE_V12 || (e->cfg.firmware == AUTD3_EMU_FIRMWARE_MIXED && (i & 1u));
+}
+
 static uint16_t power_cycle_word(uint32_t left) {
   if (left > TCEMU_POWER_CYCLE_TASKS * 3 / 4) return 0x0001; /* INIT */
   if (left > TCEMU_POWER_CYCLE_TASKS / 2) return 0x0002;     /* PRE-OP */
@@ -239,7 +250,7 @@ void tcemu_free(tcemu_t *e) {
   if (e->fuzz.rbuf) conn_close(e, &e->fuzz, NULL);
   if (e->lfd >= 0) close(e->lfd);
   free(e->conns), free(e->pf), free(e->pf_idx);
-  free(e->dev), free(e->logs), free(e->out_img), free(e->in_img);
+  free(e->dev), free(e->logs), free(e->v12), free(e->out_img), free(e->in_img);
   free(e);
 }
 
@@ -513,17 +524,24 @@ static void task_cycle(tcemu_t *e, uint64_t now) {
     if (atomic_exchange_explicit(&e->power_cycle_req[i], false, memory_order_relaxed)) {
       autd3_dev_power_cycle(&e->dev[i], now); /* the firmware restarts: its state is gone (its log and counters stay) */
       autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns);
+      autd3_v12_dev_power_cycle(&e->v12[i], now);
       e->power_cycle_left[i] = TCEMU_POWER_CYCLE_TASKS;
     }
     uint16_t word = atomic_load_explicit(&e->state_word[i], memory_order_relaxed);
     if (e->power_cycle_left[i] > 0) { /* coming back: no outputs until OP */
       word = power_cycle_word(e->power_cycle_left[i]--);
     } else {
-      autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
+      if (is_v12(e, i))
+        autd3_v12_dev_write(&e->v12[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
+      else
+        autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
     }
-    autd3_dev_read(&e->dev[i], now, rx);
-    memcpy(e->in_img + 2 + 2 * i, rx, 2);
-    ads_put_u16(e->in_img + 2 + 2 * n + 2 * i, word);
+    if (is_v12(e, i))
+      autd3_v12_dev_read(&e->v12[i], now, rx);
+    else
+      autd3_dev_read(&e->dev[i], now, rx);
+    memcpy(e->in_img + e->in_base + 2 * i, rx, 2);
+    ads_put_u16(e->in_img + e->in_base + 2 * n + 2 * i, word);
   }
   uint64_t cycle = atomic_fetch_add(&e->cycles, 1) + 1;
   uint64_t ft = autd3__realtime_ns() / 100 + FILETIME_UNIX_EPOCH;

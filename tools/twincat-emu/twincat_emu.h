@@ -57,6 +57,9 @@ typedef struct tcemu_config {
   uint32_t task_us;         /* task cycle, default 1000 */
   ams_netid_t netid;        /* default 127.0.0.1.1.1 */
   autd3_timing_model_t timing;
+  uint32_t firmware;        /* autd3_emu_firmware_t: NEW (default), V12 (firmware v12.1.0) or MIXED (odd devices v12) */
+  bool legacy_image;        /* input image as the previous SDK generation's TwinCAT project maps it: N × 2 rx bytes at
+                               0x80000000, no CfgSlaveCount prefix (what pyautd3 36's RemoteTwinCAT reads); default false */
   bool serve_immediately;   /* answer requests on arrival instead of in the task cycle (default false) */
   bool verbose;             /* log connections (to `log`, else stderr) */
   uint32_t max_conns;            /* connections at once, 1..1024, default 16 */

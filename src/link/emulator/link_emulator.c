@@ -29,6 +29,7 @@
 #include "device/device.h"
 #include "core/struct_size.h"
 #include "device/exec_log.h"
+#include "device/v12.h"
 #include "link/link_internal.h"
 #include "link/pacer.h"
 #include "platform/platform.h"
@@ -41,6 +42,8 @@ typedef struct emu_counters {
 
 typedef struct emu_slot {
   autd3_dev_t dev;
+  bool is_v12;          /* this device runs firmware v12: `v12` is used instead of `dev` */
+  autd3_v12_dev_t v12;
   autd3_device_fault_t pending; /* guarded by emu_link.mu */
   bool has_pending;             /* guarded by emu_link.mu */
   bool power_cycle_pending;     /* guarded by emu_link.mu (autd3_emulator_power_cycle) */
@@ -62,7 +65,7 @@ typedef struct emu_link {
 } emu_link_t;
 
 static void publish_counters(emu_slot_t *s) {
-  const autd3_device_counters_t *c = &s->dev.counters;
+  const autd3_device_counters_t *c = s->is_v12 ? &s->v12.counters : &s->dev.counters;
   const uint64_t v[7] = {c->received, c->executed, c->deduplicated, c->dropped, c->seq_mismatch, c->resets, c->errors};
   for (int i = 0; i < 7; i++) atomic_store_explicit(&s->counters.v[i], v[i], memory_order_relaxed);
 }
@@ -76,12 +79,20 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
     if (s->power_cycle_pending) {
       /* Reported before this cycle's inputs are read, as link_driver.h asks:
        * the client must never take the rebooted device's 0xFF for an ack. */
-      autd3_dev_power_cycle(&s->dev, t);
+      if (s->is_v12)
+        autd3_v12_dev_power_cycle(&s->v12, t);
+      else
+        autd3_dev_power_cycle(&s->dev, t);
       autd3_link_report_device_reset(&l->hdr, i);
       s->power_cycle_pending = false;
     }
     if (!s->has_pending) continue;
-    autd3_dev_set_fault(&s->dev, &s->pending, t);
+    if (s->is_v12) {
+      autd3_v12_dev_advance(&s->v12, t);
+      s->v12.fault = s->pending; /* drop_next and freeze; invalidate_rx is not modelled for v12 */
+    } else {
+      autd3_dev_set_fault(&s->dev, &s->pending, t);
+    }
     s->has_pending = false;
   }
   pthread_mutex_unlock(&l->mu);
@@ -114,6 +125,13 @@ static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t
   apply_pending_faults(l, t);
   bool valid = true;
   for (uint16_t i = 0; i < l->hdr.num_devices; i++) {
+    if (l->slots[i].is_v12) {
+      autd3_v12_dev_t *v = &l->slots[i].v12;
+      autd3_v12_dev_write(v, tx + (size_t)i * AUTD3_TX_FRAME_BYTES, t);
+      autd3_v12_dev_read(v, t, rx + (size_t)i * AUTD3_RX_FRAME_BYTES);
+      publish_counters(&l->slots[i]);
+      continue;
+    }
     autd3_dev_t *d = &l->slots[i].dev;
     autd3_dev_write(d, tx + (size_t)i * AUTD3_TX_FRAME_BYTES, t);
     autd3_dev_read(d, t, rx + (size_t)i * AUTD3_RX_FRAME_BYTES);
@@ -167,6 +185,9 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
   const autd3_emulator_option_t *eo = &o->u.emulator;
   if (eo->cycle_ns == 0 || eo->cycle_ns > MAX_CYCLE_NS)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "emulator: cycle_ns = %u: must be 1..%u", eo->cycle_ns, MAX_CYCLE_NS);
+  if (eo->firmware > AUTD3_EMU_FIRMWARE_MIXED)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "emulator: firmware = %u: must be 0 (new), 1 (v12) or 2 (mixed)",
+                           eo->firmware);
   size_t n = autd3_geometry_num_devices(g);
   if (n < 1 || n > AUTD3_MAX_DEVICES)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "emulator: geometry has %zu devices; must be 1..%d", n, AUTD3_MAX_DEVICES);
@@ -189,6 +210,8 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
     /* Not EtherCAT: any cycle is allowed, so Synchronize accepts any SYNC0 period. */
     d->sync0_any_period = true;
     autd3_dev_set_sync0(d, l->grid_start_ns, eo->cycle_ns);
+    l->slots[i].is_v12 = eo->firmware == AUTD3_EMU_FIRMWARE_V12 || (eo->firmware == AUTD3_EMU_FIRMWARE_MIXED && (i & 1u));
+    if (l->slots[i].is_v12) autd3_v12_dev_init(&l->slots[i].v12, AUTD3_V12_UPDATE_PERIOD_NS);
   }
   *out = &l->hdr;
   return AUTD3_OK;
