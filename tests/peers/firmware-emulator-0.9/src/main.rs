@@ -5,6 +5,7 @@
 //!                        (recv), its main loop runs until idle (process_pending), then
 //!                        the peer prints `<ack> <data> <fpga_state>` (two hex digits each)
 //!   `power_cycle`        power-cycle the device (prints `power_cycle`)
+//!   `state`              print the output state in one line (see `print_state`)
 //!   `# ...` or empty     ignored
 //! SYNC0 is configured active with a 1 ms period (so Synchronize can succeed), as in the C test.
 use std::io::{self, BufRead, Write};
@@ -30,6 +31,35 @@ fn setup(dev: &mut Device) {
     dev.fpga_mut().set_next_sync0(1_000_000_000);
 }
 
+/// The output state, as tests/command/test_command_diff.c prints ours:
+/// `state <bank> <emission type> <size> <divider> <rep> <silencer flag> <rate i> <rate p>
+/// <steps i> <steps p> <fpga state>` then the 249 emissions (phase, intensity) in hex.
+/// Register addresses: crate autd3-cpu-fw 0.9.0 src/params.rs (PATTERN_REP0 0x57, SILENCER_FLAG 0x40).
+fn print_state(out: &mut impl Write, dev: &Device) {
+    const ADDR_PATTERN_REP0: u16 = 0x57;
+    const ADDR_SILENCER_FLAG: u16 = 0x40;
+    let f = dev.fpga();
+    let bank = f.current_pattern_bank();
+    let mut line = format!(
+        "state {} {} {} {} {} {} {} {} {} {} {:02x} ",
+        bank,
+        f.pattern_mode(bank),
+        f.pattern_cycle(bank),
+        f.pattern_freq_div(bank),
+        f.controller_reg(ADDR_PATTERN_REP0 + bank as u16),
+        f.controller_reg(ADDR_SILENCER_FLAG),
+        f.silencer_update_rate_intensity(),
+        f.silencer_update_rate_phase(),
+        f.silencer_completion_steps_intensity(),
+        f.silencer_completion_steps_phase(),
+        f.fpga_state()
+    );
+    for e in f.emissions() {
+        line.push_str(&format!("{:02x}{:02x}", e.phase.0, e.intensity.0));
+    }
+    writeln!(out, "{line}").unwrap();
+}
+
 fn main() {
     let mut dev = Device::new(249);
     setup(&mut dev);
@@ -40,6 +70,10 @@ fn main() {
         let line = line.expect("stdin");
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line == "state" {
+            print_state(&mut out, &dev);
             continue;
         }
         if line == "power_cycle" {

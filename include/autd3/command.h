@@ -1,0 +1,224 @@
+/**
+ * @file command.h
+ * @brief Making ultrasound: encoders for the commands that drive the
+ * transducers (patterns, silencer, phase correction, output mask) and the
+ * helpers users expect (focus, plane wave, Bessel beam, null) that turn a
+ * geometry into the frame(s) to send.
+ *
+ * Payload layouts are those of the 0.9 firmware generation (crate
+ * autd3-cpu-wire 0.9.0, src/payload); docs/commands.md describes each one.
+ * Out-of-range values are errors (AUTD3_E_INVALID_ARGUMENT with a message
+ * naming the value and its range), never clamped.
+ *
+ * Calling context: every function here is pure (no allocation, no lock, no
+ * blocking): any thread; RT-safe.
+ * @since 0.3.0
+ */
+#ifndef AUTD3_COMMAND_H
+#define AUTD3_COMMAND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autd3/error.h"
+#include "autd3/geometry.h"
+#include "autd3/proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Drive of one transducer: phase (256 = 2π) and intensity (0 = off, 255 = full). */
+typedef struct autd3_drive {
+  uint8_t phase;
+  uint8_t intensity;
+} autd3_drive_t;
+
+/** One device's command: opcode and payload (the rest of the payload is zero). */
+typedef struct autd3_command {
+  uint8_t cmd;
+  uint16_t len;
+  uint8_t payload[AUTD3_PAYLOAD_BYTES];
+} autd3_command_t;
+
+/** Pattern / modulation loop: forever, or a finite number of repetitions. */
+#define AUTD3_LOOP_INFINITE 0xFFFFu
+
+/** When the device switches to a newly written bank. */
+typedef enum autd3_transition_mode {
+  AUTD3_TRANSITION_SYNC_IDX = 0x00,  /**< at the next wrap of the sampling index (finite loops) */
+  AUTD3_TRANSITION_SYS_TIME = 0x01,  /**< at DC system time `value` ns (finite loops) */
+  AUTD3_TRANSITION_GPIO = 0x02,      /**< on GPIO input `value` (0..3) (finite loops) */
+  AUTD3_TRANSITION_EXT = 0xF0,       /**< alternate banks on the external signal (infinite loops) */
+  AUTD3_TRANSITION_IMMEDIATE = 0xFF  /**< at once (infinite loops) */
+} autd3_transition_mode_t;
+
+/** A bank transition: mode, its value, and the sys-time margin (0 = the firmware's 10 ms). */
+typedef struct autd3_transition {
+  autd3_transition_mode_t mode;
+  uint64_t value;
+  uint32_t margin_ns;
+} autd3_transition_t;
+
+/* ---- encoders (one device's command) -------------------------------------------------- */
+
+/**
+ * WritePatternBuffer (0x10): `n` drives written at word `offset` of pattern
+ * bank `bank` (pattern index i starts at word 256·i). n ≤ 308, bank ≤ 1,
+ * offset + n ≤ 262144.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_write_pattern(autd3_command_t *out, uint8_t bank, uint32_t offset, const autd3_drive_t *drives,
+                                                 size_t n);
+/**
+ * ConfigPattern (0x11) for raw drives: bank `bank` plays `size` patterns
+ * (1 = a static pattern, 2..1024 = an STM), one every `divider` periods of
+ * 40 kHz, `rep` loops (AUTD3_LOOP_INFINITE or repetitions − 1; a finite loop
+ * needs size ≥ 2).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_config_pattern(autd3_command_t *out, uint8_t bank, uint16_t divider, uint32_t size,
+                                                  uint16_t rep);
+/**
+ * ChangePatternBank (0x12): switch to bank `bank` with `transition` (an
+ * infinite loop takes IMMEDIATE or EXT, a finite one SYNC_IDX, SYS_TIME or GPIO).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_change_pattern_bank(autd3_command_t *out, uint8_t bank, const autd3_transition_t *transition);
+/**
+ * WritePatternFused (0x14), what the 0.9 client sends for a static gain:
+ * 249 drives into slot 0 of bank `bank`, configured as a single pattern
+ * (divider, infinite loop) and switched to with `transition` (NULL =
+ * IMMEDIATE). divider ≥ 1.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_write_pattern_fused(autd3_command_t *out, uint8_t bank,
+                                                       const autd3_drive_t drives[AUTD3_NUM_TRANSDUCERS], uint16_t divider,
+                                                       const autd3_transition_t *transition);
+/**
+ * SetSilencer (0x30), fixed update rate: phase and intensity move towards
+ * their target by a fixed rate per 40 kHz step; the values go to the FPGA as
+ * they are (the firmware's default is 256). Both ≥ 1.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_silencer_fixed_update_rate(autd3_command_t *out, uint16_t intensity, uint16_t phase);
+/**
+ * SetSilencer (0x30), fixed completion time: every change completes in
+ * `intensity_ns`/`phase_ns`, each a non-zero multiple of 25 µs (one 40 kHz
+ * period) of at most 65535 periods. `strict`: the device then refuses
+ * sampling dividers shorter than the completion (the reference's default,
+ * 250 µs / 1 ms, strict). Default: autd3_cmd_silencer_default().
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_silencer_fixed_completion_time(autd3_command_t *out, uint64_t intensity_ns, uint64_t phase_ns,
+                                                                  bool strict);
+/**
+ * The reference's default silencer: fixed completion time 250 µs (intensity)
+ * and 1 ms (phase), strict.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_silencer_default(autd3_command_t *out);
+/**
+ * The silencer off: completion in one period (25 µs) for both, not strict.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_silencer_disable(autd3_command_t *out);
+/**
+ * SetPhaseCorrection (0x40): a phase added to every transducer's drive.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_phase_correction(autd3_command_t *out, const uint8_t phase[AUTD3_NUM_TRANSDUCERS]);
+/**
+ * SetOutputMask (0x41): enabled[i] false silences transducer i whatever its drive.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_output_mask(autd3_command_t *out, const bool enabled[AUTD3_NUM_TRANSDUCERS]);
+
+/* ---- frames ---------------------------------------------------------------------------- */
+
+/**
+ * A frame with one command per device (devices may differ). About 80 KB:
+ * allocate it (malloc or static), not on a small stack. The frame built from
+ * it points into it, so it must outlive the send (until the request
+ * completes).
+ */
+typedef struct autd3_frame_buffer {
+  size_t num_devices;
+  uint8_t cmds[AUTD3_MAX_DEVICES];
+  uint8_t payloads[AUTD3_MAX_DEVICES][AUTD3_PAYLOAD_BYTES];
+} autd3_frame_buffer_t;
+
+/**
+ * Put `cmd` as device `dev`'s command into `buf` (dev < AUTD3_MAX_DEVICES;
+ * num_devices grows to dev + 1).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_frame_buffer_set(autd3_frame_buffer_t *buf, size_t dev, const autd3_command_t *cmd);
+/**
+ * The per-device frame of `buf` (every device 0..num_devices−1 must be set).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_frame_buffer_frame(const autd3_frame_buffer_t *buf, autd3_frame_t *out);
+/**
+ * A broadcast frame: the same command to every device (silencer, ...).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_frame_broadcast(const autd3_command_t *cmd, autd3_frame_t *out);
+
+/* ---- gains: a drive per transducer from the geometry ----------------------------------- */
+
+/** Kinds of gain. */
+typedef enum autd3_gain_kind {
+  AUTD3_GAIN_NULL = 0,   /**< every transducer off */
+  AUTD3_GAIN_FOCUS = 1,  /**< a focal point at `pos` */
+  AUTD3_GAIN_PLANE = 2,  /**< a plane wave travelling along `dir` */
+  AUTD3_GAIN_BESSEL = 3, /**< a Bessel beam from apex `pos` along `dir`, cone half-angle `theta` (rad) */
+  AUTD3_GAIN_UNIFORM = 4 /**< every transducer at phase `phase` */
+} autd3_gain_kind_t;
+
+/** A gain. Build it with the autd3_gain_*() helpers, then adjust `intensity` or `phase_offset`. */
+typedef struct autd3_gain {
+  autd3_gain_kind_t kind;
+  float pos[3];         /**< mm, world frame (focus, Bessel apex) */
+  float dir[3];         /**< direction (plane, Bessel); need not be unit, must not be zero */
+  float theta;          /**< Bessel cone half-angle, rad */
+  uint8_t intensity;    /**< every transducer's intensity (default 255) */
+  uint8_t phase_offset; /**< added to every phase (uniform: the phase) */
+} autd3_gain_t;
+
+/** Null gain (silence). Context: any thread; RT-safe. */
+AUTD3_EXTERN autd3_gain_t autd3_gain_null(void);
+/** Focus at (x, y, z) mm, full intensity. Context: any thread; RT-safe. */
+AUTD3_EXTERN autd3_gain_t autd3_gain_focus(float x, float y, float z);
+/** Plane wave along (dx, dy, dz), full intensity. Context: any thread; RT-safe. */
+AUTD3_EXTERN autd3_gain_t autd3_gain_plane(float dx, float dy, float dz);
+/** Bessel beam from apex (x, y, z) mm along (dx, dy, dz), cone half-angle theta rad. Context: any thread; RT-safe. */
+AUTD3_EXTERN autd3_gain_t autd3_gain_bessel(float x, float y, float z, float dx, float dy, float dz, float theta);
+/** Every transducer at `phase`, `intensity`. Context: any thread; RT-safe. */
+AUTD3_EXTERN autd3_gain_t autd3_gain_uniform(uint8_t phase, uint8_t intensity);
+
+/**
+ * The drives of device `dev` of `geo` for gain `g`, with the geometry's
+ * sound speed (autd3_geometry_sound_speed). Focus: phase = k·|pos − x_i|;
+ * plane: k·(dir·x_i); Bessel: k·(sin θ·ρ_i − cos θ·z_i) in the beam frame;
+ * k = 2π·40 kHz / c; the phase in units of 2π/256, rounded to the nearest
+ * (halves away from zero), modulo 256.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_gain_calc(const autd3_gain_t *g, const autd3_geometry_t *geo, size_t dev,
+                                         autd3_drive_t out[AUTD3_NUM_TRANSDUCERS]);
+/**
+ * The frame that puts gain `g` on every device of `geo`: per device a
+ * WritePatternFused into bank 0, divider 0xFFFF, loop forever, switched to
+ * at once (as the 0.9 client's close silences: for the null gain the bytes
+ * are those). `buf` is filled; `out` points into it.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_gain_frame(const autd3_gain_t *g, const autd3_geometry_t *geo, autd3_frame_buffer_t *buf,
+                                          autd3_frame_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

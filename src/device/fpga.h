@@ -1,0 +1,89 @@
+/*
+ * The output side of an AUTD3 device: what the 0.9 CPU firmware writes into
+ * the FPGA for the pattern (drive), silencer, phase-correction and output-mask
+ * commands, and the output state that results. Described from crates
+ * autd3-cpu-fw 0.9.0 (src/cmd/{write_pattern,write_pattern_fused,
+ * config_pattern,change_pattern_bank,silencer,phase_corr,output_mask}.rs,
+ * src/fpga.rs init) and autd3-rs-firmware-emulator 0.9.0 (src/emu_fpga/
+ * mod.rs emissions_at, swapchain.rs set); docs/commands.md has the layouts.
+ *
+ * What is modelled: the validation of each command (same error codes, same
+ * order), slot 0 of both pattern banks (the drive a single-pattern bank
+ * emits, and what an STM emits at index 0), the pattern-bank registers and
+ * the bank swap as the FPGA performs it when no time passes (infinite loop:
+ * at once; finite loop: pending), the silencer registers and the CPU's strict
+ * silencer guard, phase correction and output mask.
+ * Not modelled: time (STM index advance, silencer ramps, sys-time and GPIO
+ * transitions), STM slots past 0 (validated, then discarded), foci
+ * emissions, modulation (its divider is kept at boot 0xFFFF for the guard).
+ *
+ * No allocation, no I/O: safe on the bus thread. Not thread-safe.
+ */
+#ifndef AUTD3_DEVICE_FPGA_H
+#define AUTD3_DEVICE_FPGA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "autd3/emulator.h"
+#include "autd3/proto.h"
+
+#define AUTD3_FPGA_NUM_BANKS 2
+#define AUTD3_FPGA_SLOT_WORDS 256u            /* one pattern index: 249 words used */
+#define AUTD3_FPGA_EMISSION_INDICES 1024u     /* pattern indices per bank */
+#define AUTD3_FPGA_EMISSION_RAM_WORDS (AUTD3_FPGA_SLOT_WORDS * AUTD3_FPGA_EMISSION_INDICES)
+#define AUTD3_FPGA_REP_INFINITE 0xFFFFu
+
+typedef struct autd3_fpga {
+  /* emission RAM, slot 0 of each bank: low byte phase, high byte intensity */
+  uint16_t em[AUTD3_FPGA_NUM_BANKS][AUTD3_FPGA_SLOT_WORDS];
+  /* pattern registers per bank */
+  uint8_t pattern_mode[AUTD3_FPGA_NUM_BANKS]; /* emission type: 0 foci, 1 raw */
+  uint16_t pattern_cycle[AUTD3_FPGA_NUM_BANKS]; /* size − 1 */
+  uint16_t pattern_div[AUTD3_FPGA_NUM_BANKS];
+  uint16_t pattern_rep[AUTD3_FPGA_NUM_BANKS];
+  uint16_t pattern_sound_speed[AUTD3_FPGA_NUM_BANKS];
+  uint8_t pattern_num_foci[AUTD3_FPGA_NUM_BANKS];
+  uint8_t pattern_req_bank;      /* last requested bank (REQ_RD_BANK) */
+  uint8_t pattern_transition_mode;
+  uint64_t pattern_transition_value;
+  /* the FPGA's pattern swapchain, without time */
+  uint8_t cur_bank;
+  bool transition_pending; /* a finite loop waits for its transition */
+  uint8_t pending_bank;
+  /* silencer registers */
+  uint8_t silencer_flag;
+  uint16_t silencer_rate_intensity, silencer_rate_phase;
+  uint16_t silencer_steps_intensity, silencer_steps_phase;
+  /* the CPU's silencer guard (cmd/silencer.rs SilencerGuard) */
+  bool guard_strict;
+  uint16_t guard_steps_intensity, guard_steps_phase;
+  uint16_t guard_pattern_div[AUTD3_FPGA_NUM_BANKS];
+  uint16_t guard_mod_div[AUTD3_FPGA_NUM_BANKS];
+  uint8_t guard_pattern_bank, guard_mod_bank;
+  /* per-transducer tables */
+  uint8_t phase_corr[AUTD3_NUM_TRANSDUCERS];
+  uint8_t output_mask[AUTD3_NUM_TRANSDUCERS]; /* 1 = enabled */
+} autd3_fpga_t;
+
+/* Power-on / Clear state (fpga::init plus SilencerGuard::init). */
+void autd3_fpga_init(autd3_fpga_t *f);
+/* Whether `cmd` is one this model executes. */
+bool autd3_fpga_handles(uint8_t cmd);
+/* Execute one command's payload (624 bytes) at the device's DC system time
+ * `sys_time_ns` (for sys-time transitions); returns the firmware's error code
+ * (AUTD3_DEV_ERR_*; 0 = success). Only for autd3_fpga_handles(cmd). */
+uint8_t autd3_fpga_exec(autd3_fpga_t *f, uint8_t cmd, const uint8_t *payload, uint64_t sys_time_ns);
+/* The FPGA-state bits this model owns (bank, pattern mode, transition pending). */
+uint8_t autd3_fpga_state_bits(const autd3_fpga_t *f);
+/* The output state now (phase with correction, intensity with mask, as
+ * autd3-rs-firmware-emulator's emissions() for a raw pattern); fills every
+ * field but fpga_state and error_detail, which the device owns. */
+void autd3_fpga_output(const autd3_fpga_t *f, autd3_output_state_t *out);
+
+struct autd3_dev;
+/* The whole output state of a device: autd3_fpga_output() plus the device's
+ * FPGA-state byte and latched error code. */
+void autd3_dev_output_state(const struct autd3_dev *d, autd3_output_state_t *out);
+
+#endif
