@@ -135,6 +135,77 @@ AUTD3_EXTERN autd3_err_t autd3_cmd_phase_correction(autd3_command_t *out, const 
  */
 AUTD3_EXTERN autd3_err_t autd3_cmd_output_mask(autd3_command_t *out, const bool enabled[AUTD3_NUM_TRANSDUCERS]);
 
+/**
+ * WriteModulationBuffer (0x20): `n` samples (255 = full) at sample `offset`
+ * (even) of modulation bank `bank`. n ≤ 616, offset + n ≤ 65536.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_write_modulation(autd3_command_t *out, uint8_t bank, uint32_t offset, const uint8_t *data,
+                                                    size_t n);
+/**
+ * ConfigModulation (0x21): bank `bank` plays `size` samples (2..65536), one
+ * every `divider` periods of 40 kHz, `rep` loops (AUTD3_LOOP_INFINITE or
+ * repetitions − 1).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_config_modulation(autd3_command_t *out, uint8_t bank, uint16_t divider, uint32_t size,
+                                                     uint16_t rep);
+/**
+ * ChangeModulationBank (0x22): switch to modulation bank `bank` with `transition`.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_change_modulation_bank(autd3_command_t *out, uint8_t bank, const autd3_transition_t *transition);
+/**
+ * WriteModulationFused (0x23): a whole modulation of `n` samples (2..600)
+ * written, configured and switched to in one frame.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_write_modulation_fused(autd3_command_t *out, uint8_t bank, const uint8_t *data, size_t n,
+                                                          uint16_t divider, uint16_t rep, const autd3_transition_t *transition);
+
+/** A modulation to send: samples, sampling, loop and how to switch to it. */
+typedef struct autd3_modulation {
+  const uint8_t *data;  /**< samples, 255 = full intensity */
+  size_t size;          /**< 2..65536 */
+  uint16_t divider;     /**< one sample every `divider` periods of 40 kHz (≥ 1) */
+  uint16_t rep;         /**< AUTD3_LOOP_INFINITE (default) or repetitions − 1 */
+  uint8_t bank;         /**< 0 (default) or 1 */
+  autd3_transition_t transition; /**< default IMMEDIATE */
+  bool later;           /**< write and configure only; switch later with autd3_cmd_change_modulation_bank */
+} autd3_modulation_t;
+
+/** The longest modulation in commands: 65536 samples in 616-sample frames, then config and change. */
+#define AUTD3_MODULATION_MAX_COMMANDS 109
+
+/**
+ * The commands that send modulation `m`, as the 0.9 client splits them
+ * (crate autd3-rs 0.9.0 src/commands/modulation.rs): one WriteModulationFused
+ * when it fits (≤ 600 samples, not `later`); else WriteModulationBuffer
+ * frames of 616 samples, ConfigModulation, and (unless `later`)
+ * ChangeModulationBank. Send them in order, each as a broadcast frame.
+ * `cap` ≥ the count (AUTD3_MODULATION_MAX_COMMANDS always suffices).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_modulation_commands(const autd3_modulation_t *m, autd3_command_t *out, size_t cap, size_t *n);
+/**
+ * Static modulation: two samples of `intensity`, divider 0xFFFF, loop forever.
+ * `buf` receives the samples (2) and must outlive `*out`.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_modulation_static(uint8_t intensity, uint8_t buf[2], autd3_modulation_t *out);
+/**
+ * Sine modulation of `freq_hz`, sampled every `divider` periods of 40 kHz:
+ * sample i = ⌊offset + amplitude/2 · sin(2π·freq·i/fs) + ½⌋, over the
+ * shortest whole number of periods that fits exactly in ≤ `cap` samples
+ * (fs = 40 kHz / divider). offset ± amplitude/2 must round into 0..255
+ * (pyautd3's default: amplitude 255, offset 127) and 0 < freq ≤ fs/2; a
+ * frequency with no exact period within `cap` samples is an error naming
+ * the nearest one that has. `buf` (≥ 2 samples) must outlive `*out`.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_modulation_sine(float freq_hz, uint16_t divider, uint8_t amplitude, uint8_t offset, uint8_t *buf,
+                                               size_t cap, autd3_modulation_t *out);
+
 /* ---- frames ---------------------------------------------------------------------------- */
 
 /**

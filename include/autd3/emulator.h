@@ -126,12 +126,14 @@ AUTD3_EXTERN autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16
 
 /** Transducers of one emulated device (AUTD3_NUM_TRANSDUCERS in proto.h). */
 #define AUTD3_OUTPUT_TRANSDUCERS 249
+/** Modulation samples an output state carries (the first ones of the bank being played). */
+#define AUTD3_OUTPUT_MOD_SAMPLES 1024
 
 /**
  * What one emulated device emits now, as its FPGA would (docs/commands.md).
- * Time is not modelled: an STM shows its index 0, a finite-loop bank change
- * stays pending, silencer ramps are not applied (phase and intensity are the
- * targets).
+ * Time is not modelled: an STM and a modulation show their index 0, a
+ * finite-loop bank change stays pending, silencer ramps are not applied
+ * (phase and intensity are the targets, before modulation).
  */
 typedef struct autd3_output_state {
   uint8_t phase[AUTD3_OUTPUT_TRANSDUCERS];     /**< drive phase (256 = 2π) plus the phase correction */
@@ -141,7 +143,15 @@ typedef struct autd3_output_state {
   uint16_t pattern_divider;      /**< sampling divider of the bank (40 kHz / divider) */
   uint32_t pattern_size;         /**< 1 = a single pattern, > 1 = an STM of that many patterns */
   uint16_t pattern_rep;          /**< 0xFFFF = loop forever, else repetitions − 1 */
-  bool transition_pending;       /**< a bank change waits for its transition */
+  bool transition_pending;       /**< a pattern bank change waits for its transition */
+  uint8_t modulation_bank;       /**< modulation bank being played */
+  uint32_t modulation_size;      /**< samples in that bank (2..65536) */
+  uint16_t modulation_divider;   /**< sampling divider (40 kHz / divider) */
+  uint16_t modulation_rep;       /**< 0xFFFF = loop forever */
+  bool modulation_transition_pending; /**< a modulation bank change waits for its transition */
+  uint32_t modulation_cursor;    /**< index being played (0: time is not modelled) */
+  uint8_t modulation;            /**< the sample at the cursor (255 = full) */
+  uint8_t modulation_buffer[AUTD3_OUTPUT_MOD_SAMPLES]; /**< the first min(size, 1024) samples; the rest 0 */
   uint8_t silencer_flag;         /**< bit 0 fixed update rate, bit 1 strict */
   uint16_t silencer_update_rate_intensity, silencer_update_rate_phase;
   uint16_t silencer_completion_steps_intensity, silencer_completion_steps_phase;

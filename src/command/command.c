@@ -11,6 +11,7 @@
 
 #include "autd3/command.h"
 #include "autd3/link_driver.h" /* autd3_set_error */
+#include "command/encode.h"
 
 #define NUM_BANKS 2u
 #define SLOT_WORDS 256u
@@ -25,19 +26,6 @@
 #define SILENCER_DEFAULT_STEPS_INTENSITY 10u
 #define SILENCER_DEFAULT_STEPS_PHASE 40u
 #define ULTRASOUND_PERIOD_NS 25000u /* 40 kHz */
-
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v) {
-  put16(p, (uint16_t)v);
-  put16(p + 2, (uint16_t)(v >> 16));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  put32(p, (uint32_t)v);
-  put32(p + 4, (uint32_t)(v >> 32));
-}
 
 static autd3_err_t start(autd3_command_t *out, uint8_t cmd, const char *fn) {
   if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: out is NULL", fn);
@@ -70,8 +58,8 @@ autd3_err_t autd3_cmd_write_pattern(autd3_command_t *out, uint8_t bank, uint32_t
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: words %u..%u: the pattern RAM has %u words", fn, (unsigned)offset,
                            (unsigned)(offset + n), EMISSION_RAM_WORDS);
   out->payload[0] = bank;
-  put32(out->payload + 2, offset);
-  put16(out->payload + 6, (uint16_t)(2 * n));
+  autd3__put32(out->payload + 2, offset);
+  autd3__put16(out->payload + 6, (uint16_t)(2 * n));
   put_drives(out->payload + WP_HEADER, drives, n);
   out->len = (uint16_t)(WP_HEADER + 2 * n);
   return AUTD3_OK;
@@ -89,34 +77,11 @@ autd3_err_t autd3_cmd_config_pattern(autd3_command_t *out, uint8_t bank, uint16_
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: a finite loop (rep %u) needs at least 2 patterns", fn, (unsigned)rep);
   out->payload[0] = bank;
   out->payload[1] = EMISSION_TYPE_RAW;
-  put16(out->payload + 2, divider);
-  put32(out->payload + 4, size);
-  put16(out->payload + 12, rep);
+  autd3__put16(out->payload + 2, divider);
+  autd3__put32(out->payload + 4, size);
+  autd3__put16(out->payload + 12, rep);
   out->len = 14;
   return AUTD3_OK;
-}
-
-/* fpga.rs transition_mode_violates_loop, refused before sending */
-static autd3_err_t check_transition(const autd3_transition_t *t, uint16_t rep, const char *fn) {
-  bool infinite = rep == AUTD3_LOOP_INFINITE;
-  switch (t->mode) {
-    case AUTD3_TRANSITION_IMMEDIATE:
-    case AUTD3_TRANSITION_EXT:
-      if (!infinite)
-        return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: transition 0x%02X is for infinite loops; this bank loops %u times", fn,
-                               (unsigned)t->mode, (unsigned)rep + 1u);
-      return AUTD3_OK;
-    case AUTD3_TRANSITION_GPIO:
-      if (t->value > 3) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: GPIO transition on input %llu: must be 0..3", fn, (unsigned long long)t->value);
-      /* fall through */
-    case AUTD3_TRANSITION_SYNC_IDX:
-    case AUTD3_TRANSITION_SYS_TIME:
-      if (infinite)
-        return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: transition 0x%02X is for finite loops; use IMMEDIATE or EXT", fn,
-                               (unsigned)t->mode);
-      return AUTD3_OK;
-    default: return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: unknown transition mode 0x%02X", fn, (unsigned)t->mode);
-  }
 }
 
 autd3_err_t autd3_cmd_change_pattern_bank(autd3_command_t *out, uint8_t bank, const autd3_transition_t *transition) {
@@ -125,21 +90,11 @@ autd3_err_t autd3_cmd_change_pattern_bank(autd3_command_t *out, uint8_t bank, co
   if (err != AUTD3_OK) return err;
   if ((err = check_bank(bank, fn)) != AUTD3_OK) return err;
   if (transition == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: transition is NULL", fn);
-  switch (transition->mode) { /* the bank's loop is on the device: only the mode itself is checked here */
-    case AUTD3_TRANSITION_SYNC_IDX:
-    case AUTD3_TRANSITION_SYS_TIME:
-    case AUTD3_TRANSITION_EXT:
-    case AUTD3_TRANSITION_IMMEDIATE: break;
-    case AUTD3_TRANSITION_GPIO:
-      if (transition->value <= 3) break;
-      return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: GPIO transition on input %llu: must be 0..3", fn,
-                             (unsigned long long)transition->value);
-    default: return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: unknown transition mode 0x%02X", fn, (unsigned)transition->mode);
-  }
+  if ((err = autd3__check_transition_mode(transition, fn)) != AUTD3_OK) return err;
   out->payload[0] = bank;
   out->payload[1] = (uint8_t)transition->mode;
-  put64(out->payload + 2, transition->value);
-  put32(out->payload + 10, transition->margin_ns);
+  autd3__put64(out->payload + 2, transition->value);
+  autd3__put32(out->payload + 10, transition->margin_ns);
   out->len = 14;
   return AUTD3_OK;
 }
@@ -154,19 +109,19 @@ autd3_err_t autd3_cmd_write_pattern_fused(autd3_command_t *out, uint8_t bank, co
   if (divider == 0) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: divider 0: must be 1..65535", fn);
   autd3_transition_t imm = {AUTD3_TRANSITION_IMMEDIATE, 0, 0};
   const autd3_transition_t *t = transition ? transition : &imm;
-  if ((err = check_transition(t, AUTD3_LOOP_INFINITE, fn)) != AUTD3_OK) return err;
+  if ((err = autd3__check_transition(t, AUTD3_LOOP_INFINITE, fn)) != AUTD3_OK) return err;
   uint8_t *p = out->payload;
   p[0] = bank;
   p[1] = EMISSION_TYPE_RAW;
-  put16(p + 2, divider);
-  put32(p + 4, 1); /* a single pattern */
+  autd3__put16(p + 2, divider);
+  autd3__put32(p + 4, 1); /* a single pattern */
   p[8] = 0;        /* num_foci: raw */
   p[9] = (uint8_t)t->mode;
-  put16(p + 10, 0); /* sound speed: foci only */
-  put16(p + 12, AUTD3_LOOP_INFINITE);
-  put16(p + 14, 2 * AUTD3_NUM_TRANSDUCERS);
-  put64(p + 16, t->value);
-  put32(p + 24, t->margin_ns);
+  autd3__put16(p + 10, 0); /* sound speed: foci only */
+  autd3__put16(p + 12, AUTD3_LOOP_INFINITE);
+  autd3__put16(p + 14, 2 * AUTD3_NUM_TRANSDUCERS);
+  autd3__put64(p + 16, t->value);
+  autd3__put32(p + 24, t->margin_ns);
   put_drives(p + PF_HEADER, drives, AUTD3_NUM_TRANSDUCERS);
   out->len = (uint16_t)(PF_HEADER + 2 * AUTD3_NUM_TRANSDUCERS);
   return AUTD3_OK;
@@ -174,10 +129,10 @@ autd3_err_t autd3_cmd_write_pattern_fused(autd3_command_t *out, uint8_t bank, co
 
 static void put_silencer(autd3_command_t *out, uint8_t flag, uint16_t rate_i, uint16_t rate_p, uint16_t steps_i, uint16_t steps_p) {
   out->payload[0] = flag;
-  put16(out->payload + 2, rate_i);
-  put16(out->payload + 4, rate_p);
-  put16(out->payload + 6, steps_i);
-  put16(out->payload + 8, steps_p);
+  autd3__put16(out->payload + 2, rate_i);
+  autd3__put16(out->payload + 4, rate_p);
+  autd3__put16(out->payload + 6, steps_i);
+  autd3__put16(out->payload + 8, steps_p);
   out->len = 10;
 }
 
@@ -243,6 +198,35 @@ autd3_err_t autd3_cmd_output_mask(autd3_command_t *out, const bool enabled[AUTD3
   if (enabled == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: enabled is NULL", fn);
   for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) out->payload[i] = enabled[i] ? 1 : 0;
   out->len = AUTD3_NUM_TRANSDUCERS;
+  return AUTD3_OK;
+}
+
+/* ---- shared checks (encode.h) ---------------------------------------------------------- */
+
+autd3_err_t autd3__check_transition_mode(const autd3_transition_t *t, const char *fn) {
+  switch (t->mode) {
+    case AUTD3_TRANSITION_SYNC_IDX:
+    case AUTD3_TRANSITION_SYS_TIME:
+    case AUTD3_TRANSITION_EXT:
+    case AUTD3_TRANSITION_IMMEDIATE: return AUTD3_OK;
+    case AUTD3_TRANSITION_GPIO:
+      if (t->value <= 3) return AUTD3_OK;
+      return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: GPIO transition on input %llu: must be 0..3", fn, (unsigned long long)t->value);
+    default: return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: unknown transition mode 0x%02X", fn, (unsigned)t->mode);
+  }
+}
+
+autd3_err_t autd3__check_transition(const autd3_transition_t *t, uint16_t rep, const char *fn) {
+  autd3_err_t err = autd3__check_transition_mode(t, fn);
+  if (err != AUTD3_OK) return err;
+  bool infinite = rep == AUTD3_LOOP_INFINITE;
+  bool for_infinite = t->mode == AUTD3_TRANSITION_IMMEDIATE || t->mode == AUTD3_TRANSITION_EXT;
+  if (infinite && !for_infinite)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: transition 0x%02X is for finite loops; use IMMEDIATE or EXT", fn,
+                           (unsigned)t->mode);
+  if (!infinite && for_infinite)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: transition 0x%02X is for infinite loops; this one loops %u times", fn,
+                           (unsigned)t->mode, (unsigned)rep + 1u);
   return AUTD3_OK;
 }
 

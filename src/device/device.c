@@ -168,19 +168,19 @@ static uint8_t dispatch(autd3_dev_t *d, const uint8_t *f) {
     case AUTD3_CMD_WRITE_PATTERN_FUSED:
     case AUTD3_CMD_SET_SILENCER:
     case AUTD3_CMD_SET_PHASE_CORRECTION:
-    case AUTD3_CMD_SET_OUTPUT_MASK: /* fpga.c: executed into the output state */
+    case AUTD3_CMD_SET_OUTPUT_MASK:
+    case AUTD3_CMD_WRITE_MODULATION_BUFFER:
+    case AUTD3_CMD_CONFIG_MODULATION:
+    case AUTD3_CMD_CHANGE_MODULATION_BANK:
+    case AUTD3_CMD_WRITE_MODULATION_FUSED: /* fpga.c: executed into the output state */
       r = autd3_fpga_exec(&d->fpga, cmd, pl, d->now_ns);
       d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | autd3_fpga_state_bits(&d->fpga));
       break;
     case AUTD3_CMD_WRITE_PATTERN_COMPRESSED:
-    case AUTD3_CMD_WRITE_MODULATION_BUFFER:
-    case AUTD3_CMD_CONFIG_MODULATION:
-    case AUTD3_CMD_CHANGE_MODULATION_BANK:
     case AUTD3_CMD_SET_PULSE_WIDTH_TABLE:
     case AUTD3_CMD_EMULATE_GPIO_IN:
     case AUTD3_CMD_SET_GPIO_OUT:
     case AUTD3_CMD_FORCE_FAN:
-    case AUTD3_CMD_WRITE_MODULATION_FUSED:
       /* FPGA-side commands: accepted, not modelled (no FPGA here; the link layer only needs the ack). */
       r = AUTD3_DEV_ERR_NONE;
       break;
@@ -345,7 +345,7 @@ static void firmware_boot(autd3_dev_t *d) {
   d->last_seq = 0xFF;
   d->last_cmd = 0xFF;
   d->synchronized = false;
-  autd3_fpga_init(&d->fpga);
+  autd3_fpga_power_on(&d->fpga);
   d->fpga_state = autd3_fpga_state_bits(&d->fpga); /* PATTERN_MODE: the FPGA powers up with both pattern cycles 0 */
   fifo_clear(d);
   d->busy_until_ns = 0;

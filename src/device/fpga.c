@@ -42,24 +42,44 @@ static uint16_t u16le(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8));
 static uint32_t u32le(const uint8_t *p) { return (uint32_t)u16le(p) | ((uint32_t)u16le(p + 2) << 16); }
 static uint64_t u64le(const uint8_t *p) { return (uint64_t)u32le(p) | ((uint64_t)u32le(p + 4) << 32); }
 
+static void seq_init(autd3_fpga_seq_t *q, uint16_t cycle) {
+  memset(q, 0, sizeof *q);
+  for (int b = 0; b < AUTD3_FPGA_NUM_BANKS; b++) {
+    q->cycle[b] = cycle;
+    q->div[b] = 0xFFFF;
+    q->rep[b] = AUTD3_FPGA_REP_INFINITE;
+  }
+  q->transition_mode = TRANSITION_SYNC_IDX;
+}
+
 void autd3_fpga_init(autd3_fpga_t *f) {
-  memset(f, 0, sizeof *f);
   for (int b = 0; b < AUTD3_FPGA_NUM_BANKS; b++) {
     f->pattern_mode[b] = EMISSION_TYPE_RAW;
-    f->pattern_cycle[b] = 0; /* a single pattern */
-    f->pattern_div[b] = 0xFFFF;
-    f->pattern_rep[b] = AUTD3_FPGA_REP_INFINITE;
+    f->pattern_sound_speed[b] = 0;
+    f->pattern_num_foci[b] = 0;
+    memset(f->em[b], 0, AUTD3_NUM_TRANSDUCERS * sizeof f->em[b][0]); /* slot 0's 249 words only */
+    f->mod[b][0] = f->mod[b][1] = 0xFF; /* modulation word 0 = 0xFFFF */
     f->guard_pattern_div[b] = 0xFFFF;
     f->guard_mod_div[b] = 0xFFFF;
   }
-  f->pattern_transition_mode = TRANSITION_SYNC_IDX;
+  seq_init(&f->pattern, 0);    /* a single pattern */
+  seq_init(&f->modulation, 1); /* two samples */
+  f->guard_pattern_bank = f->guard_mod_bank = 0;
+  f->guard_strict = false;
+  f->silencer_flag = 0;
   f->silencer_rate_intensity = SILENCER_DEFAULT_RATE;
   f->silencer_rate_phase = SILENCER_DEFAULT_RATE;
   f->silencer_steps_intensity = SILENCER_DEFAULT_STEPS_INTENSITY;
   f->silencer_steps_phase = SILENCER_DEFAULT_STEPS_PHASE;
   f->guard_steps_intensity = SILENCER_DEFAULT_STEPS_INTENSITY;
   f->guard_steps_phase = SILENCER_DEFAULT_STEPS_PHASE;
+  memset(f->phase_corr, 0, sizeof f->phase_corr);
   memset(f->output_mask, 1, sizeof f->output_mask);
+}
+
+void autd3_fpga_power_on(autd3_fpga_t *f) {
+  memset(f, 0, sizeof *f);
+  autd3_fpga_init(f);
 }
 
 bool autd3_fpga_handles(uint8_t cmd) {
@@ -68,6 +88,10 @@ bool autd3_fpga_handles(uint8_t cmd) {
     case AUTD3_CMD_CONFIG_PATTERN:
     case AUTD3_CMD_CHANGE_PATTERN_BANK:
     case AUTD3_CMD_WRITE_PATTERN_FUSED:
+    case AUTD3_CMD_WRITE_MODULATION_BUFFER:
+    case AUTD3_CMD_CONFIG_MODULATION:
+    case AUTD3_CMD_CHANGE_MODULATION_BANK:
+    case AUTD3_CMD_WRITE_MODULATION_FUSED:
     case AUTD3_CMD_SET_SILENCER:
     case AUTD3_CMD_SET_PHASE_CORRECTION:
     case AUTD3_CMD_SET_OUTPUT_MASK: return true;
@@ -114,11 +138,11 @@ static uint8_t validate_config(const autd3_fpga_t *f, const pattern_cfg_t *c) {
 
 static void write_config(autd3_fpga_t *f, const pattern_cfg_t *c) {
   f->pattern_mode[c->bank] = c->type;
-  f->pattern_cycle[c->bank] = (uint16_t)(c->size - 1);
-  f->pattern_div[c->bank] = c->div;
+  f->pattern.cycle[c->bank] = (uint16_t)(c->size - 1);
+  f->pattern.div[c->bank] = c->div;
   f->pattern_sound_speed[c->bank] = c->sound_speed;
   f->pattern_num_foci[c->bank] = c->num_foci;
-  f->pattern_rep[c->bank] = c->rep;
+  f->pattern.rep[c->bank] = c->rep;
   f->guard_pattern_div[c->bank] = c->div;
 }
 
@@ -135,37 +159,37 @@ static bool transition_known(uint8_t mode) {
          mode == TRANSITION_EXT || mode == TRANSITION_IMMEDIATE;
 }
 
-/* change_pattern_bank.rs validate_pattern_change */
-static uint8_t validate_change(const autd3_fpga_t *f, uint8_t bank, uint16_t div, uint16_t rep, uint8_t mode, uint64_t value,
-                               uint32_t margin_raw, uint64_t sys_time_ns) {
+/* change_pattern_bank.rs validate_pattern_change and change_mod_bank.rs
+ * validate_mod_change: the same checks, with the guard of their divider. */
+static uint8_t validate_change(bool div_violates, uint8_t bank, uint16_t rep, uint8_t mode, uint64_t value, uint32_t margin_raw,
+                               uint64_t sys_time_ns) {
   uint64_t margin = margin_raw == 0 ? SYS_TIME_MARGIN_NS : margin_raw;
   if (bank >= AUTD3_FPGA_NUM_BANKS) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
-  if (violates_pattern_div(f, div)) return AUTD3_DEV_ERR_INVALID_SILENCER_SETTING;
+  if (div_violates) return AUTD3_DEV_ERR_INVALID_SILENCER_SETTING;
   if (!transition_known(mode) || transition_violates_loop(rep, mode)) return AUTD3_DEV_ERR_INVALID_TRANSITION_MODE;
   if (mode == TRANSITION_SYS_TIME && value < sys_time_ns + margin) return AUTD3_DEV_ERR_MISS_TRANSITION_TIME;
   return AUTD3_DEV_ERR_NONE;
 }
 
-static void write_change(autd3_fpga_t *f, uint8_t bank, uint8_t mode, uint64_t value) {
-  f->pattern_transition_mode = mode;
-  f->pattern_transition_value = value;
-  f->pattern_req_bank = bank;
-  f->guard_pattern_bank = bank;
+static void write_change(autd3_fpga_seq_t *q, uint8_t bank, uint8_t mode, uint64_t value) {
+  q->transition_mode = mode;
+  q->transition_value = value;
+  q->req_bank = bank;
 }
 
-/* PATTERN_SET: the FPGA arms its swapchain with the requested bank
- * (emu_fpga swapchain.rs set): an infinite loop is emitted at once, a finite
- * loop on another bank waits for its transition (time is not modelled, so it
+/* PATTERN_SET / MOD_SET: the FPGA arms the sequencer with the requested bank
+ * (emu_fpga swapchain.rs set): an infinite loop plays at once, a finite loop
+ * on another bank waits for its transition (time is not modelled, so it
  * stays pending). */
-static void pattern_set(autd3_fpga_t *f) {
-  uint8_t req = f->pattern_req_bank;
-  uint8_t target = f->transition_pending ? f->pending_bank : f->cur_bank;
-  if (f->pattern_rep[req] == AUTD3_FPGA_REP_INFINITE) {
-    f->cur_bank = req;
-    f->transition_pending = false;
+static void seq_set(autd3_fpga_seq_t *q) {
+  uint8_t req = q->req_bank;
+  uint8_t target = q->pending ? q->pending_bank : q->cur_bank;
+  if (q->rep[req] == AUTD3_FPGA_REP_INFINITE) {
+    q->cur_bank = req;
+    q->pending = false;
   } else if (req != target) {
-    f->pending_bank = req;
-    f->transition_pending = true;
+    q->pending_bank = req;
+    q->pending = true;
   }
 }
 
@@ -186,7 +210,7 @@ static uint8_t config_pattern(autd3_fpga_t *f, const uint8_t *pl) {
   uint8_t r = validate_config(f, &c);
   if (r != AUTD3_DEV_ERR_NONE) return r;
   write_config(f, &c);
-  pattern_set(f);
+  seq_set(&f->pattern);
   return AUTD3_DEV_ERR_NONE;
 }
 
@@ -195,11 +219,12 @@ static uint8_t change_pattern_bank(autd3_fpga_t *f, const uint8_t *pl, uint64_t 
   if (bank >= AUTD3_FPGA_NUM_BANKS) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
   uint8_t mode = pl[CB_TRANSITION_MODE];
   uint64_t value = u64le(pl + CB_TRANSITION_VALUE);
-  uint8_t r = validate_change(f, bank, f->guard_pattern_div[bank], f->pattern_rep[bank], mode, value, u32le(pl + CB_MARGIN),
-                              sys_time_ns);
+  uint8_t r = validate_change(violates_pattern_div(f, f->guard_pattern_div[bank]), bank, f->pattern.rep[bank], mode, value,
+                              u32le(pl + CB_MARGIN), sys_time_ns);
   if (r != AUTD3_DEV_ERR_NONE) return r;
-  write_change(f, bank, mode, value);
-  pattern_set(f);
+  write_change(&f->pattern, bank, mode, value);
+  f->guard_pattern_bank = bank;
+  seq_set(&f->pattern);
   return AUTD3_DEV_ERR_NONE;
 }
 
@@ -214,12 +239,101 @@ static uint8_t write_pattern_fused(autd3_fpga_t *f, const uint8_t *pl, uint64_t 
   if (r != AUTD3_DEV_ERR_NONE) return r;
   uint8_t mode = pl[PF_TRANSITION_MODE];
   uint64_t value = u64le(pl + PF_TRANSITION_VALUE);
-  r = validate_change(f, c.bank, c.div, c.rep, mode, value, u32le(pl + PF_MARGIN), sys_time_ns);
+  r = validate_change(violates_pattern_div(f, c.div), c.bank, c.rep, mode, value, u32le(pl + PF_MARGIN), sys_time_ns);
   if (r != AUTD3_DEV_ERR_NONE) return r;
   write_em(f, c.bank, 0, pl + PF_HEADER, len);
   write_config(f, &c);
-  write_change(f, c.bank, mode, value);
-  pattern_set(f);
+  write_change(&f->pattern, c.bank, mode, value);
+  f->guard_pattern_bank = c.bank;
+  seq_set(&f->pattern);
+  return AUTD3_DEV_ERR_NONE;
+}
+
+/* ---- modulation (cmd/write_mod.rs, config_mod.rs, change_mod_bank.rs, write_mod_fused.rs) ---- */
+
+/* Modulation RAM write of `len` bytes at sample `offset` (even): whole 16-bit
+ * words, so an odd length also writes a zero into the sample after the data. */
+static void write_mod(autd3_fpga_t *f, uint8_t bank, uint32_t offset, const uint8_t *src, uint32_t len) {
+  for (uint32_t i = 0; i < len; i++) f->mod[bank][offset + i] = src[i];
+  if (len % 2 != 0 && offset + len < AUTD3_FPGA_MOD_SAMPLES) f->mod[bank][offset + len] = 0;
+}
+
+static bool violates_mod_div(const autd3_fpga_t *f, uint16_t div) { return f->guard_strict && div < f->guard_steps_intensity; }
+
+static uint8_t validate_mod_config(const autd3_fpga_t *f, uint8_t bank, uint16_t div, uint32_t size) {
+  if (bank >= AUTD3_FPGA_NUM_BANKS || div == 0 || size < BUFFER_SIZE_MIN || size > AUTD3_FPGA_MOD_SAMPLES)
+    return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+  if (violates_mod_div(f, div)) return AUTD3_DEV_ERR_INVALID_SILENCER_SETTING;
+  return AUTD3_DEV_ERR_NONE;
+}
+
+static void write_mod_config(autd3_fpga_t *f, uint8_t bank, uint16_t div, uint32_t size, uint16_t rep) {
+  f->modulation.cycle[bank] = (uint16_t)(size - 1);
+  f->modulation.div[bank] = div;
+  f->modulation.rep[bank] = rep;
+  f->guard_mod_div[bank] = div;
+}
+
+enum {
+  WM_BANK = 0, WM_OFFSET = 2, WM_LEN = 6, WM_HEADER = 8,                            /* WriteModPayload */
+  CM_BANK = 0, CM_DIV = 2, CM_SIZE = 4, CM_REP = 8,                                 /* ConfigModPayload */
+  MF_BANK = 0, MF_TRANSITION_MODE = 1, MF_DIV = 2, MF_SIZE = 4, MF_REP = 8, MF_LEN = 10, MF_TRANSITION_VALUE = 12,
+  MF_MARGIN = 20, MF_HEADER = 24                                                     /* WriteModulationFusedPayload */
+};
+
+static uint8_t write_modulation(autd3_fpga_t *f, const uint8_t *pl) {
+  uint8_t bank = pl[WM_BANK];
+  uint32_t offset = u32le(pl + WM_OFFSET);
+  uint16_t len = u16le(pl + WM_LEN);
+  if (bank >= AUTD3_FPGA_NUM_BANKS || offset % 2 != 0 || len > AUTD3_PAYLOAD_BYTES - WM_HEADER ||
+      offset > AUTD3_FPGA_MOD_SAMPLES || len > AUTD3_FPGA_MOD_SAMPLES - offset)
+    return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+  write_mod(f, bank, offset, pl + WM_HEADER, len);
+  return AUTD3_DEV_ERR_NONE;
+}
+
+static uint8_t config_modulation(autd3_fpga_t *f, const uint8_t *pl) {
+  uint8_t bank = pl[CM_BANK];
+  uint16_t div = u16le(pl + CM_DIV), rep = u16le(pl + CM_REP);
+  uint32_t size = u32le(pl + CM_SIZE);
+  uint8_t r = validate_mod_config(f, bank, div, size);
+  if (r != AUTD3_DEV_ERR_NONE) return r;
+  write_mod_config(f, bank, div, size, rep);
+  seq_set(&f->modulation);
+  return AUTD3_DEV_ERR_NONE;
+}
+
+static uint8_t change_modulation_bank(autd3_fpga_t *f, const uint8_t *pl, uint64_t sys_time_ns) {
+  uint8_t bank = pl[CB_BANK];
+  if (bank >= AUTD3_FPGA_NUM_BANKS) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+  uint8_t mode = pl[CB_TRANSITION_MODE];
+  uint64_t value = u64le(pl + CB_TRANSITION_VALUE);
+  uint8_t r = validate_change(violates_mod_div(f, f->guard_mod_div[bank]), bank, f->modulation.rep[bank], mode, value,
+                              u32le(pl + CB_MARGIN), sys_time_ns);
+  if (r != AUTD3_DEV_ERR_NONE) return r;
+  write_change(&f->modulation, bank, mode, value);
+  f->guard_mod_bank = bank;
+  seq_set(&f->modulation);
+  return AUTD3_DEV_ERR_NONE;
+}
+
+static uint8_t write_modulation_fused(autd3_fpga_t *f, const uint8_t *pl, uint64_t sys_time_ns) {
+  uint8_t bank = pl[MF_BANK];
+  uint16_t len = u16le(pl + MF_LEN);
+  if (bank >= AUTD3_FPGA_NUM_BANKS || len > AUTD3_PAYLOAD_BYTES - MF_HEADER) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+  uint16_t div = u16le(pl + MF_DIV), rep = u16le(pl + MF_REP);
+  uint32_t size = u32le(pl + MF_SIZE);
+  uint8_t r = validate_mod_config(f, bank, div, size);
+  if (r != AUTD3_DEV_ERR_NONE) return r;
+  uint8_t mode = pl[MF_TRANSITION_MODE];
+  uint64_t value = u64le(pl + MF_TRANSITION_VALUE);
+  r = validate_change(violates_mod_div(f, div), bank, rep, mode, value, u32le(pl + MF_MARGIN), sys_time_ns);
+  if (r != AUTD3_DEV_ERR_NONE) return r;
+  write_mod(f, bank, 0, pl + MF_HEADER, len);
+  write_mod_config(f, bank, div, size, rep);
+  write_change(&f->modulation, bank, mode, value);
+  f->guard_mod_bank = bank;
+  seq_set(&f->modulation);
   return AUTD3_DEV_ERR_NONE;
 }
 
@@ -260,6 +374,10 @@ uint8_t autd3_fpga_exec(autd3_fpga_t *f, uint8_t cmd, const uint8_t *pl, uint64_
     case AUTD3_CMD_CONFIG_PATTERN: return config_pattern(f, pl);
     case AUTD3_CMD_CHANGE_PATTERN_BANK: return change_pattern_bank(f, pl, sys_time_ns);
     case AUTD3_CMD_WRITE_PATTERN_FUSED: return write_pattern_fused(f, pl, sys_time_ns);
+    case AUTD3_CMD_WRITE_MODULATION_BUFFER: return write_modulation(f, pl);
+    case AUTD3_CMD_CONFIG_MODULATION: return config_modulation(f, pl);
+    case AUTD3_CMD_CHANGE_MODULATION_BANK: return change_modulation_bank(f, pl, sys_time_ns);
+    case AUTD3_CMD_WRITE_MODULATION_FUSED: return write_modulation_fused(f, pl, sys_time_ns);
     case AUTD3_CMD_SET_SILENCER: return set_silencer(f, pl);
     case AUTD3_CMD_SET_PHASE_CORRECTION: memcpy(f->phase_corr, pl, AUTD3_NUM_TRANSDUCERS); return AUTD3_DEV_ERR_NONE;
     case AUTD3_CMD_SET_OUTPUT_MASK:
@@ -271,14 +389,15 @@ uint8_t autd3_fpga_exec(autd3_fpga_t *f, uint8_t cmd, const uint8_t *pl, uint64_
 
 uint8_t autd3_fpga_state_bits(const autd3_fpga_t *f) {
   uint8_t s = 0;
-  if (f->cur_bank == 1) s |= AUTD3_DEV_FPGA_STATE_PATTERN_BANK;
-  if (f->pattern_cycle[f->cur_bank] == 0) s |= AUTD3_DEV_FPGA_STATE_PATTERN_MODE;
-  if (f->transition_pending) s |= AUTD3_DEV_FPGA_STATE_TRANSITION_PENDING;
+  if (f->modulation.cur_bank == 1) s |= AUTD3_DEV_FPGA_STATE_MOD_BANK;
+  if (f->pattern.cur_bank == 1) s |= AUTD3_DEV_FPGA_STATE_PATTERN_BANK;
+  if (f->pattern.cycle[f->pattern.cur_bank] == 0) s |= AUTD3_DEV_FPGA_STATE_PATTERN_MODE;
+  if (f->pattern.pending || f->modulation.pending) s |= AUTD3_DEV_FPGA_STATE_TRANSITION_PENDING;
   return s;
 }
 
 void autd3_fpga_output(const autd3_fpga_t *f, autd3_output_state_t *out) {
-  const uint8_t b = f->cur_bank;
+  const uint8_t b = f->pattern.cur_bank;
   for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) {
     uint16_t w = f->em[b][i];
     /* emissions_at: phase plus the correction (mod 256); intensity 0 where masked */
@@ -287,10 +406,21 @@ void autd3_fpga_output(const autd3_fpga_t *f, autd3_output_state_t *out) {
   }
   out->pattern_bank = b;
   out->pattern_emission_type = f->pattern_mode[b];
-  out->pattern_size = (uint32_t)f->pattern_cycle[b] + 1u;
-  out->pattern_divider = f->pattern_div[b];
-  out->pattern_rep = f->pattern_rep[b];
-  out->transition_pending = f->transition_pending;
+  out->pattern_size = (uint32_t)f->pattern.cycle[b] + 1u;
+  out->pattern_divider = f->pattern.div[b];
+  out->pattern_rep = f->pattern.rep[b];
+  out->transition_pending = f->pattern.pending;
+  const uint8_t mb = f->modulation.cur_bank;
+  const uint32_t msize = (uint32_t)f->modulation.cycle[mb] + 1u;
+  out->modulation_bank = mb;
+  out->modulation_size = msize;
+  out->modulation_divider = f->modulation.div[mb];
+  out->modulation_rep = f->modulation.rep[mb];
+  out->modulation_transition_pending = f->modulation.pending;
+  out->modulation_cursor = 0; /* no time: the index stays at 0 */
+  out->modulation = f->mod[mb][0];
+  uint32_t head = msize < AUTD3_OUTPUT_MOD_SAMPLES ? msize : AUTD3_OUTPUT_MOD_SAMPLES;
+  memcpy(out->modulation_buffer, f->mod[mb], head);
   out->silencer_flag = f->silencer_flag;
   out->silencer_update_rate_intensity = f->silencer_rate_intensity;
   out->silencer_update_rate_phase = f->silencer_rate_phase;

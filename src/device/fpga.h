@@ -12,10 +12,11 @@
  * emits, and what an STM emits at index 0), the pattern-bank registers and
  * the bank swap as the FPGA performs it when no time passes (infinite loop:
  * at once; finite loop: pending), the silencer registers and the CPU's strict
- * silencer guard, phase correction and output mask.
- * Not modelled: time (STM index advance, silencer ramps, sys-time and GPIO
- * transitions), STM slots past 0 (validated, then discarded), foci
- * emissions, modulation (its divider is kept at boot 0xFFFF for the guard).
+ * silencer guard, phase correction and output mask; both modulation banks
+ * (all 65536 samples each), their registers and bank swap.
+ * Not modelled: time (STM and modulation index advance, silencer ramps,
+ * sys-time and GPIO transitions: the cursors stay at index 0), STM slots
+ * past 0 (validated, then discarded), foci emissions.
  *
  * No allocation, no I/O: safe on the bus thread. Not thread-safe.
  */
@@ -33,24 +34,33 @@
 #define AUTD3_FPGA_EMISSION_INDICES 1024u     /* pattern indices per bank */
 #define AUTD3_FPGA_EMISSION_RAM_WORDS (AUTD3_FPGA_SLOT_WORDS * AUTD3_FPGA_EMISSION_INDICES)
 #define AUTD3_FPGA_REP_INFINITE 0xFFFFu
+#define AUTD3_FPGA_MOD_SAMPLES 65536u          /* modulation samples per bank */
+
+/* One bank-swapping sequencer (pattern or modulation) of the FPGA, without
+ * time: its bank registers, the requested bank and the bank being played. */
+typedef struct autd3_fpga_seq {
+  uint16_t cycle[AUTD3_FPGA_NUM_BANKS]; /* size − 1 */
+  uint16_t div[AUTD3_FPGA_NUM_BANKS];
+  uint16_t rep[AUTD3_FPGA_NUM_BANKS];
+  uint8_t req_bank; /* last requested bank (REQ_RD_BANK) */
+  uint8_t transition_mode;
+  uint64_t transition_value;
+  uint8_t cur_bank;
+  bool pending; /* a finite loop waits for its transition */
+  uint8_t pending_bank;
+} autd3_fpga_seq_t;
 
 typedef struct autd3_fpga {
   /* emission RAM, slot 0 of each bank: low byte phase, high byte intensity */
   uint16_t em[AUTD3_FPGA_NUM_BANKS][AUTD3_FPGA_SLOT_WORDS];
-  /* pattern registers per bank */
+  /* pattern registers per bank besides the sequencer's */
   uint8_t pattern_mode[AUTD3_FPGA_NUM_BANKS]; /* emission type: 0 foci, 1 raw */
-  uint16_t pattern_cycle[AUTD3_FPGA_NUM_BANKS]; /* size − 1 */
-  uint16_t pattern_div[AUTD3_FPGA_NUM_BANKS];
-  uint16_t pattern_rep[AUTD3_FPGA_NUM_BANKS];
   uint16_t pattern_sound_speed[AUTD3_FPGA_NUM_BANKS];
   uint8_t pattern_num_foci[AUTD3_FPGA_NUM_BANKS];
-  uint8_t pattern_req_bank;      /* last requested bank (REQ_RD_BANK) */
-  uint8_t pattern_transition_mode;
-  uint64_t pattern_transition_value;
-  /* the FPGA's pattern swapchain, without time */
-  uint8_t cur_bank;
-  bool transition_pending; /* a finite loop waits for its transition */
-  uint8_t pending_bank;
+  autd3_fpga_seq_t pattern;
+  /* modulation RAM (one byte per sample) and sequencer */
+  uint8_t mod[AUTD3_FPGA_NUM_BANKS][AUTD3_FPGA_MOD_SAMPLES];
+  autd3_fpga_seq_t modulation;
   /* silencer registers */
   uint8_t silencer_flag;
   uint16_t silencer_rate_intensity, silencer_rate_phase;
@@ -66,7 +76,11 @@ typedef struct autd3_fpga {
   uint8_t output_mask[AUTD3_NUM_TRANSDUCERS]; /* 1 = enabled */
 } autd3_fpga_t;
 
-/* Power-on / Clear state (fpga::init plus SilencerGuard::init). */
+/* Power-on: every RAM zero, then autd3_fpga_init(). */
+void autd3_fpga_power_on(autd3_fpga_t *f);
+/* Clear (fpga::init plus SilencerGuard::init): registers and tables to their
+ * defaults, pattern slot 0 zero, modulation samples 0 and 1 at 0xFF; the rest
+ * of the RAMs keeps its content, as on the FPGA. */
 void autd3_fpga_init(autd3_fpga_t *f);
 /* Whether `cmd` is one this model executes. */
 bool autd3_fpga_handles(uint8_t cmd);
@@ -74,7 +88,7 @@ bool autd3_fpga_handles(uint8_t cmd);
  * `sys_time_ns` (for sys-time transitions); returns the firmware's error code
  * (AUTD3_DEV_ERR_*; 0 = success). Only for autd3_fpga_handles(cmd). */
 uint8_t autd3_fpga_exec(autd3_fpga_t *f, uint8_t cmd, const uint8_t *payload, uint64_t sys_time_ns);
-/* The FPGA-state bits this model owns (bank, pattern mode, transition pending). */
+/* The FPGA-state bits this model owns (banks, pattern mode, transition pending). */
 uint8_t autd3_fpga_state_bits(const autd3_fpga_t *f);
 /* The output state now (phase with correction, intensity with mask, as
  * autd3-rs-firmware-emulator's emissions() for a raw pattern); fills every

@@ -294,3 +294,50 @@ TEST(emulator_focus_then_close_leaves_every_device_silent) {
   free(buf);
   autd3_geometry_free(g);
 }
+
+TEST(modulation_helpers_and_split) {
+  static uint8_t buf[65536];
+  autd3_modulation_t m;
+  /* 150 Hz at 4 kHz sampling: 80 samples hold 3 whole periods */
+  ASSERT_OK(autd3_modulation_sine(150.0f, 10, 255, 127, buf, sizeof buf, &m));
+  ASSERT_EQ(m.size, 80);
+  ASSERT_EQ(buf[0], 127);
+  ASSERT_EQ(m.divider, 10);
+  int lo = 255, hi = 0;
+  for (size_t i = 0; i < m.size; i++) {
+    lo = buf[i] < lo ? buf[i] : lo;
+    hi = buf[i] > hi ? buf[i] : hi;
+  }
+  ASSERT_LE(lo, 1);
+  ASSERT_GE(hi, 254);
+  ASSERT_ERR(autd3_modulation_sine(2500.0f, 10, 255, 127, buf, sizeof buf, &m), AUTD3_E_INVALID_ARGUMENT); /* above fs/2 */
+  ASSERT_ERR(autd3_modulation_sine(150.0f, 10, 255, 200, buf, sizeof buf, &m), AUTD3_E_INVALID_ARGUMENT); /* leaves 0..255 */
+  ASSERT_ERR(autd3_modulation_sine(151.3f, 10, 255, 127, buf, 100, &m), AUTD3_E_INVALID_ARGUMENT);        /* no period in 100 */
+  ASSERT_CONTAINS(autd3_last_error(), "whole period");
+  uint8_t two[2];
+  ASSERT_OK(autd3_modulation_static(90, two, &m));
+  autd3_command_t cmds[AUTD3_MODULATION_MAX_COMMANDS];
+  size_t n = 0;
+  ASSERT_OK(autd3_modulation_commands(&m, cmds, 1, &n));
+  ASSERT_EQ(n, 1);
+  ASSERT_EQ(cmds[0].cmd, AUTD3_CMD_WRITE_MODULATION_FUSED);
+  static const uint8_t fused[] = {0, 0xFF, 0xFF, 0xFF, 2, 0, 0, 0, 0xFF, 0xFF, 2, 0};
+  ASSERT_MEMEQ(cmds[0].payload, fused, sizeof fused);
+  ASSERT_EQ(cmds[0].payload[24], 90);
+  /* the longest: 65536 samples = 107 frames of 616 + config + change */
+  memset(buf, 1, sizeof buf);
+  m.data = buf;
+  m.size = 65536;
+  ASSERT_OK(autd3_modulation_commands(&m, cmds, AUTD3_MODULATION_MAX_COMMANDS, &n));
+  ASSERT_EQ(n, AUTD3_MODULATION_MAX_COMMANDS);
+  ASSERT_EQ(cmds[107].cmd, AUTD3_CMD_CONFIG_MODULATION);
+  ASSERT_EQ(cmds[108].cmd, AUTD3_CMD_CHANGE_MODULATION_BANK);
+  ASSERT_ERR(autd3_modulation_commands(&m, cmds, 108, &n), AUTD3_E_INVALID_ARGUMENT);
+  m.size = 65537;
+  ASSERT_ERR(autd3_modulation_commands(&m, cmds, AUTD3_MODULATION_MAX_COMMANDS, &n), AUTD3_E_INVALID_ARGUMENT);
+  /* a finite loop needs a finite-loop transition */
+  m.size = 100;
+  m.rep = 3;
+  ASSERT_ERR(autd3_modulation_commands(&m, cmds, AUTD3_MODULATION_MAX_COMMANDS, &n), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(autd3_last_error(), "infinite loops");
+}

@@ -6,8 +6,10 @@
  * firmware sources of autd3-cpu-fw 0.9.0 over its FPGA emulator) through the
  * peer tests/peers/firmware-emulator-0.9. After every frame both print
  * (ack, data, FPGA state); at every `state` step both print the whole output
- * state (bank, emission type, size, divider, rep, silencer registers, FPGA
- * state and the 249 emitted (phase, intensity) pairs). Every line must match.
+ * state (pattern bank, emission type, size, divider, rep, silencer registers,
+ * FPGA state; modulation bank, size, divider, rep, current sample and a hash
+ * of the bank's samples; the 249 emitted (phase, intensity) pairs). Every
+ * line must match.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 #endif
 
 #define MAX_STEPS 64
-#define LINE_MAX_ 1200 /* a state line: ~60 + 249 × 4 hex digits */
+#define LINE_MAX_ 1300 /* a state line: ~100 + 249 × 4 hex digits */
 
 typedef struct {
   const char *what;
@@ -97,6 +99,11 @@ static void print_state(const autd3_dev_t *d, char *line) {
                    (unsigned)st.pattern_size, st.pattern_divider, st.pattern_rep, st.silencer_flag,
                    st.silencer_update_rate_intensity, st.silencer_update_rate_phase, st.silencer_completion_steps_intensity,
                    st.silencer_completion_steps_phase, st.fpga_state);
+  /* the whole modulation bank, hashed (FNV-1a 32) as the peer does */
+  uint32_t h = 0x811c9dc5u;
+  for (uint32_t i = 0; i < st.modulation_size; i++) h = (h ^ d->fpga.mod[st.modulation_bank][i]) * 0x01000193u;
+  n += snprintf(line + n, (size_t)(LINE_MAX_ - n), "mod %u %u %u %u %u %08x ", st.modulation_bank, (unsigned)st.modulation_size,
+                st.modulation_divider, st.modulation_rep, st.modulation, (unsigned)h);
   for (int t = 0; t < AUTD3_NUM_TRANSDUCERS && n > 0 && n < LINE_MAX_ - 5; t++)
     n += snprintf(line + n, (size_t)(LINE_MAX_ - n), "%02x%02x", st.phase[t], st.intensity[t]);
 }
@@ -287,5 +294,78 @@ TEST(invalid_patterns_and_silencer) {
   add_state(&sc, "final");
   add_simple(&sc, "Clear", AUTD3_CMD_CLEAR);
   add_state(&sc, "after Clear");
+  compare(&sc);
+}
+
+TEST(modulation_fused_split_and_banks) {
+  static script_t sc;
+  opened(&sc);
+  static uint8_t buf[2000];
+  autd3_modulation_t m;
+  autd3_command_t cmds[AUTD3_MODULATION_MAX_COMMANDS];
+  size_t n = 0;
+  ASSERT_OK(autd3_modulation_sine(150.0f, 10, 255, 127, buf, 600, &m)); /* 4 kHz sampling: 80 samples */
+  ASSERT_OK(autd3_modulation_commands(&m, cmds, AUTD3_MODULATION_MAX_COMMANDS, &n));
+  ASSERT_EQ(n, 1);
+  add_cmd(&sc, "Sine 150 Hz fused (bank 0)", &cmds[0]);
+  add_state(&sc, "sine on bank 0");
+  /* 1999 samples, odd: four WriteModulationBuffer frames (616 each, 151 last), config, change */
+  for (int i = 0; i < 1999; i++) buf[i] = (uint8_t)(i * 13);
+  autd3_modulation_t big = m;
+  big.data = buf;
+  big.size = 1999;
+  big.bank = 1;
+  big.divider = 20;
+  ASSERT_OK(autd3_modulation_commands(&big, cmds, AUTD3_MODULATION_MAX_COMMANDS, &n));
+  ASSERT_EQ(n, 6);
+  for (size_t i = 0; i < n; i++) add_cmd(&sc, autd3_cmd_name(cmds[i].cmd), &cmds[i]);
+  add_state(&sc, "1999 samples on bank 1");
+  /* later: written and configured on bank 0, not switched */
+  uint8_t st2[2];
+  autd3_modulation_t stat;
+  ASSERT_OK(autd3_modulation_static(77, st2, &stat));
+  stat.later = true;
+  ASSERT_OK(autd3_modulation_commands(&stat, cmds, AUTD3_MODULATION_MAX_COMMANDS, &n));
+  ASSERT_EQ(n, 2);
+  for (size_t i = 0; i < n; i++) add_cmd(&sc, autd3_cmd_name(cmds[i].cmd), &cmds[i]);
+  add_state(&sc, "static written later: still bank 1");
+  autd3_command_t c;
+  autd3_transition_t imm = {AUTD3_TRANSITION_IMMEDIATE, 0, 0};
+  ASSERT_OK(autd3_cmd_change_modulation_bank(&c, 0, &imm));
+  add_cmd(&sc, "ChangeModulationBank 0 immediate", &c);
+  add_state(&sc, "static on bank 0");
+  /* a finite loop on bank 1 waits for its transition */
+  ASSERT_OK(autd3_cmd_config_modulation(&c, 1, 20, 1999, 2));
+  add_cmd(&sc, "ConfigModulation bank 1 rep 2", &c);
+  autd3_transition_t gpio = {AUTD3_TRANSITION_GPIO, 2, 0};
+  ASSERT_OK(autd3_cmd_change_modulation_bank(&c, 1, &gpio));
+  add_cmd(&sc, "ChangeModulationBank 1 on GPIO 2", &c);
+  add_state(&sc, "modulation transition pending");
+  /* invalid ones */
+  autd3_command_t bad;
+  ASSERT_OK(autd3_cmd_write_modulation(&bad, 0, 2, buf, 10));
+  bad.payload[2] = 3; /* odd offset */
+  add_cmd(&sc, "WriteModulationBuffer odd offset", &bad);
+  ASSERT_OK(autd3_cmd_write_modulation(&bad, 0, 65536 - 10, buf, 10));
+  bad.payload[6] = 11; /* one past the bank */
+  add_cmd(&sc, "WriteModulationBuffer past the bank", &bad);
+  ASSERT_OK(autd3_cmd_config_modulation(&bad, 0, 1, 2, AUTD3_LOOP_INFINITE));
+  bad.payload[4] = 1; /* size 1 */
+  add_cmd(&sc, "ConfigModulation size 1", &bad);
+  ASSERT_OK(autd3_cmd_write_modulation_fused(&bad, 0, buf, 10, 10, AUTD3_LOOP_INFINITE, NULL));
+  bad.payload[1] = 0x00; /* sync-idx on an infinite loop */
+  add_cmd(&sc, "WriteModulationFused sync-idx infinite", &bad);
+  ASSERT_OK(autd3_cmd_write_modulation_fused(&bad, 0, buf, 10, 10, AUTD3_LOOP_INFINITE, NULL));
+  bad.payload[10] = 0x59; /* data_len 601 */
+  bad.payload[11] = 0x02;
+  add_cmd(&sc, "WriteModulationFused data_len 601", &bad);
+  ASSERT_OK(autd3_cmd_silencer_default(&c));
+  add_cmd(&sc, "Silencer default (strict, 10 steps)", &c);
+  ASSERT_OK(autd3_cmd_write_modulation_fused(&bad, 0, buf, 10, 9, AUTD3_LOOP_INFINITE, NULL));
+  add_cmd(&sc, "WriteModulationFused divider 9 under strict 10", &bad);
+  add_simple(&sc, "ReadErrorDetail", AUTD3_CMD_READ_ERROR_DETAIL);
+  add_state(&sc, "nothing changed by the refused ones");
+  add_simple(&sc, "Clear", AUTD3_CMD_CLEAR);
+  add_state(&sc, "after Clear (RAM kept past sample 1)");
   compare(&sc);
 }

@@ -33,10 +33,13 @@ fn setup(dev: &mut Device) {
 
 /// The output state, as tests/command/test_command_diff.c prints ours:
 /// `state <bank> <emission type> <size> <divider> <rep> <silencer flag> <rate i> <rate p>
-/// <steps i> <steps p> <fpga state>` then the 249 emissions (phase, intensity) in hex.
-/// Register addresses: crate autd3-cpu-fw 0.9.0 src/params.rs (PATTERN_REP0 0x57, SILENCER_FLAG 0x40).
+/// <steps i> <steps p> <fpga state>`, then `mod <bank> <size> <divider> <rep> <current sample>
+/// <FNV-1a 32 of the bank's samples>`, then the 249 emissions (phase, intensity) in hex.
+/// Register addresses: crate autd3-cpu-fw 0.9.0 src/params.rs (PATTERN_REP0 0x57, MOD_REP0 0x27,
+/// SILENCER_FLAG 0x40).
 fn print_state(out: &mut impl Write, dev: &Device) {
     const ADDR_PATTERN_REP0: u16 = 0x57;
+    const ADDR_MOD_REP0: u16 = 0x27;
     const ADDR_SILENCER_FLAG: u16 = 0x40;
     let f = dev.fpga();
     let bank = f.current_pattern_bank();
@@ -54,6 +57,20 @@ fn print_state(out: &mut impl Write, dev: &Device) {
         f.silencer_completion_steps_phase(),
         f.fpga_state()
     );
+    let mb = f.current_mod_bank();
+    let fnv = f
+        .modulation_buffer(mb)
+        .iter()
+        .fold(0x811c_9dc5u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    line.push_str(&format!(
+        "mod {} {} {} {} {} {:08x} ",
+        mb,
+        f.modulation_cycle(mb),
+        f.modulation_freq_div(mb),
+        f.controller_reg(ADDR_MOD_REP0 + mb as u16),
+        f.modulation(),
+        fnv
+    ));
     for e in f.emissions() {
         line.push_str(&format!("{:02x}{:02x}", e.phase.0, e.intensity.0));
     }
