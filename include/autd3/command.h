@@ -135,6 +135,23 @@ AUTD3_EXTERN autd3_err_t autd3_cmd_phase_correction(autd3_command_t *out, const 
  */
 AUTD3_EXTERN autd3_err_t autd3_cmd_output_mask(autd3_command_t *out, const bool enabled[AUTD3_NUM_TRANSDUCERS]);
 
+/** Packings of WritePatternCompressed: phases only, at full intensity. */
+typedef enum autd3_pattern_compression {
+  AUTD3_PATTERN_PHASE_FULL = 1, /**< 2 patterns per frame, 8-bit phases */
+  AUTD3_PATTERN_PHASE_HALF = 2  /**< 4 patterns per frame, 4-bit phases (the high nibble of each) */
+} autd3_pattern_compression_t;
+
+/**
+ * WritePatternCompressed (0x13): `count` phase-only patterns (full
+ * intensity) into indices `index`.. of bank `bank`; `phases` holds count ×
+ * 249 phases, pattern after pattern. count 1..2 (PHASE_FULL) or 1..4
+ * (PHASE_HALF); index + count ≤ 1024.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_write_pattern_compressed(autd3_command_t *out, uint8_t bank, uint32_t index,
+                                                            autd3_pattern_compression_t format, const uint8_t *phases,
+                                                            size_t count);
+
 /**
  * WriteModulationBuffer (0x20): `n` samples (255 = full) at sample `offset`
  * (even) of modulation bank `bank`. n ≤ 616, offset + n ≤ 65536.
@@ -205,6 +222,66 @@ AUTD3_EXTERN autd3_err_t autd3_modulation_static(uint8_t intensity, uint8_t buf[
  */
 AUTD3_EXTERN autd3_err_t autd3_modulation_sine(float freq_hz, uint16_t divider, uint8_t amplitude, uint8_t offset, uint8_t *buf,
                                                size_t cap, autd3_modulation_t *out);
+
+/** Entries of the pulse-width table; a pulse width is in FPGA clocks, 0..511 (512 = one 40 kHz period). */
+#define AUTD3_PULSE_WIDTH_TABLE_SIZE 256
+#define AUTD3_PULSE_WIDTH_PERIOD 512
+
+/**
+ * SetPulseWidthTable (0x42): the pulse width for each value of
+ * intensity × modulation / 255. Every entry < 512.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_pulse_width_table(autd3_command_t *out, const uint16_t table[AUTD3_PULSE_WIDTH_TABLE_SIZE]);
+/**
+ * The default table (the firmware's at power-on and the 0.9 client's
+ * default): entry i = round(asin(i/255)/π · 512), so that the emitted
+ * amplitude is linear in the value.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN void autd3_pulse_width_table_default(uint16_t table[AUTD3_PULSE_WIDTH_TABLE_SIZE]);
+/**
+ * ForceFan (0x60): run the device's fan regardless of temperature (or not).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_force_fan(autd3_command_t *out, bool on);
+/**
+ * EmulateGpioIn (0x50): drive the four GPIO inputs from software (for GPIO transitions).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_emulate_gpio_in(autd3_command_t *out, const bool in[4]);
+
+/** What a GPIO output pin shows (crate autd3-cpu-wire 0.9.0 params GPIO_O_TYPE_*). */
+typedef enum autd3_gpio_out_type {
+  AUTD3_GPIO_OUT_NONE = 0x00,
+  AUTD3_GPIO_OUT_BASE_SIGNAL = 0x01,
+  AUTD3_GPIO_OUT_THERMO = 0x02,
+  AUTD3_GPIO_OUT_FORCE_FAN = 0x03,
+  AUTD3_GPIO_OUT_SYNC = 0x10,
+  AUTD3_GPIO_OUT_MOD_BANK = 0x20,
+  AUTD3_GPIO_OUT_MOD_IDX = 0x21,      /**< value: the modulation index (0..65535) that raises the pin */
+  AUTD3_GPIO_OUT_PATTERN_BANK = 0x50,
+  AUTD3_GPIO_OUT_PATTERN_IDX = 0x51,  /**< value: the pattern index (0..65535) */
+  AUTD3_GPIO_OUT_IS_STM_MODE = 0x52,
+  AUTD3_GPIO_OUT_SYS_TIME_EQ = 0x60,  /**< value: a DC system time in ns */
+  AUTD3_GPIO_OUT_SYNC_DIFF = 0x70,
+  AUTD3_GPIO_OUT_PWM_OUT = 0xE0,      /**< value: the transducer (0..248) whose PWM is shown */
+  AUTD3_GPIO_OUT_DIRECT = 0xF0        /**< value: 0 or 1, the pin level */
+} autd3_gpio_out_type_t;
+
+/** One GPIO output: what it shows and its parameter (0 for the types that take none). */
+typedef struct autd3_gpio_out {
+  autd3_gpio_out_type_t type;
+  uint64_t value;
+} autd3_gpio_out_t;
+
+/**
+ * SetGpioOut (0x52): the four GPIO outputs. Each is sent as type << 56 |
+ * parameter (a DC time is converted to the FPGA's time base as the reference
+ * does); a parameter out of its type's range is an error.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_cmd_gpio_out(autd3_command_t *out, const autd3_gpio_out_t outputs[4]);
 
 /* ---- frames ---------------------------------------------------------------------------- */
 

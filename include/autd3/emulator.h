@@ -155,6 +155,10 @@ typedef struct autd3_output_state {
   uint8_t silencer_flag;         /**< bit 0 fixed update rate, bit 1 strict */
   uint16_t silencer_update_rate_intensity, silencer_update_rate_phase;
   uint16_t silencer_completion_steps_intensity, silencer_completion_steps_phase;
+  uint16_t pulse_width_table[256]; /**< the pulse width (FPGA clocks of 512 per period) for intensity × modulation / 255 */
+  bool force_fan;       /**< ForceFan set */
+  uint8_t gpio_in;      /**< emulated GPIO inputs, bit i = input i */
+  uint64_t gpio_out[4]; /**< GPIO output settings as sent: type << 56 | parameter */
   uint8_t fpga_state;   /**< the ReadFpgaState (0xE7) answer */
   uint8_t error_detail; /**< the latched firmware error code (ReadErrorDetail 0xE0; 0 = none) */
 } autd3_output_state_t;

@@ -162,30 +162,13 @@ static uint8_t dispatch(autd3_dev_t *d, const uint8_t *f) {
       d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | autd3_fpga_state_bits(&d->fpga));
       r = AUTD3_DEV_ERR_NONE;
       break;
-    case AUTD3_CMD_WRITE_PATTERN_BUFFER:
-    case AUTD3_CMD_CONFIG_PATTERN:
-    case AUTD3_CMD_CHANGE_PATTERN_BANK:
-    case AUTD3_CMD_WRITE_PATTERN_FUSED:
-    case AUTD3_CMD_SET_SILENCER:
-    case AUTD3_CMD_SET_PHASE_CORRECTION:
-    case AUTD3_CMD_SET_OUTPUT_MASK:
-    case AUTD3_CMD_WRITE_MODULATION_BUFFER:
-    case AUTD3_CMD_CONFIG_MODULATION:
-    case AUTD3_CMD_CHANGE_MODULATION_BANK:
-    case AUTD3_CMD_WRITE_MODULATION_FUSED: /* fpga.c: executed into the output state */
-      r = autd3_fpga_exec(&d->fpga, cmd, pl, d->now_ns);
-      d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | autd3_fpga_state_bits(&d->fpga));
-      break;
-    case AUTD3_CMD_WRITE_PATTERN_COMPRESSED:
-    case AUTD3_CMD_SET_PULSE_WIDTH_TABLE:
-    case AUTD3_CMD_EMULATE_GPIO_IN:
-    case AUTD3_CMD_SET_GPIO_OUT:
-    case AUTD3_CMD_FORCE_FAN:
-      /* FPGA-side commands: accepted, not modelled (no FPGA here; the link layer only needs the ack). */
-      r = AUTD3_DEV_ERR_NONE;
-      break;
     default:
-      r = AUTD3_DEV_ERR_UNKNOWN_CMD;
+      if (autd3_fpga_handles(cmd)) { /* the output commands: fpga.c executes them into the output state */
+        r = autd3_fpga_exec(&d->fpga, cmd, pl, d->now_ns);
+        d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | autd3_fpga_state_bits(&d->fpga));
+      } else {
+        r = AUTD3_DEV_ERR_UNKNOWN_CMD;
+      }
       break;
   }
   if (r != AUTD3_DEV_ERR_NONE) {

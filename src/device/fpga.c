@@ -6,6 +6,7 @@
  */
 #include "device/fpga.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "device/device.h"
@@ -75,6 +76,12 @@ void autd3_fpga_init(autd3_fpga_t *f) {
   f->guard_steps_phase = SILENCER_DEFAULT_STEPS_PHASE;
   memset(f->phase_corr, 0, sizeof f->phase_corr);
   memset(f->output_mask, 1, sizeof f->output_mask);
+  /* fpga.rs init_tables: the arcsine table, so that amplitude is linear in
+   * intensity × modulation: entry i = round(asin(i/255)/π · 512). */
+  for (int i = 0; i < 256; i++) f->pwe[i] = (uint16_t)floor(asin(i / 255.0) / 3.14159265358979323846 * 512.0 + 0.5);
+  f->force_fan = false; /* the control flags are written 0 */
+  f->gpio_in = 0;
+  memset(f->gpio_out, 0, sizeof f->gpio_out);
 }
 
 void autd3_fpga_power_on(autd3_fpga_t *f) {
@@ -92,6 +99,11 @@ bool autd3_fpga_handles(uint8_t cmd) {
     case AUTD3_CMD_CONFIG_MODULATION:
     case AUTD3_CMD_CHANGE_MODULATION_BANK:
     case AUTD3_CMD_WRITE_MODULATION_FUSED:
+    case AUTD3_CMD_WRITE_PATTERN_COMPRESSED:
+    case AUTD3_CMD_SET_PULSE_WIDTH_TABLE:
+    case AUTD3_CMD_EMULATE_GPIO_IN:
+    case AUTD3_CMD_SET_GPIO_OUT:
+    case AUTD3_CMD_FORCE_FAN:
     case AUTD3_CMD_SET_SILENCER:
     case AUTD3_CMD_SET_PHASE_CORRECTION:
     case AUTD3_CMD_SET_OUTPUT_MASK: return true;
@@ -201,6 +213,36 @@ static uint8_t write_pattern(autd3_fpga_t *f, const uint8_t *pl) {
       offset > AUTD3_FPGA_EMISSION_RAM_WORDS || (uint32_t)(len / 2) > AUTD3_FPGA_EMISSION_RAM_WORDS - offset)
     return AUTD3_DEV_ERR_INVALID_PAYLOAD;
   write_em(f, bank, offset, pl + WP_HEADER, len);
+  return AUTD3_DEV_ERR_NONE;
+}
+
+/* write_pattern_compressed.rs: `count` phase-only patterns from one word per
+ * transducer, each written at full intensity into its own index. */
+static uint8_t write_pattern_compressed(autd3_fpga_t *f, const uint8_t *pl) {
+  enum { WPC_BANK = 0, WPC_FORMAT = 1, WPC_COUNT = 2, WPC_OFFSET = 4, WPC_HEADER = 8 };
+  uint8_t bank = pl[WPC_BANK], format = pl[WPC_FORMAT], count = pl[WPC_COUNT];
+  uint32_t offset = u32le(pl + WPC_OFFSET);
+  if (format != 1 && format != 2) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+  uint8_t max = format == 1 ? 2 : 4;
+  if (bank >= AUTD3_FPGA_NUM_BANKS || count < 1 || count > max || offset > AUTD3_FPGA_EMISSION_RAM_WORDS ||
+      (uint32_t)(count - 1) * AUTD3_FPGA_SLOT_WORDS + AUTD3_NUM_TRANSDUCERS > AUTD3_FPGA_EMISSION_RAM_WORDS - offset)
+    return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+  for (uint8_t g = 0; g < count; g++) {
+    uint8_t slot[2 * AUTD3_NUM_TRANSDUCERS];
+    for (int t = 0; t < AUTD3_NUM_TRANSDUCERS; t++) {
+      uint16_t w = u16le(pl + WPC_HEADER + 2 * t);
+      uint8_t phase;
+      if (format == 1) {
+        phase = (uint8_t)(w >> (8 * g));
+      } else {
+        uint8_t p4 = (uint8_t)((w >> (4 * g)) & 0x0F);
+        phase = (uint8_t)(p4 << 4 | p4); /* the nibble repeated */
+      }
+      slot[2 * t] = phase;
+      slot[2 * t + 1] = 0xFF;
+    }
+    write_em(f, bank, offset + (uint32_t)g * AUTD3_FPGA_SLOT_WORDS, slot, sizeof slot);
+  }
   return AUTD3_DEV_ERR_NONE;
 }
 
@@ -379,6 +421,22 @@ uint8_t autd3_fpga_exec(autd3_fpga_t *f, uint8_t cmd, const uint8_t *pl, uint64_
     case AUTD3_CMD_CHANGE_MODULATION_BANK: return change_modulation_bank(f, pl, sys_time_ns);
     case AUTD3_CMD_WRITE_MODULATION_FUSED: return write_modulation_fused(f, pl, sys_time_ns);
     case AUTD3_CMD_SET_SILENCER: return set_silencer(f, pl);
+    case AUTD3_CMD_WRITE_PATTERN_COMPRESSED: return write_pattern_compressed(f, pl);
+    case AUTD3_CMD_SET_PULSE_WIDTH_TABLE: /* pwe.rs: 256 little-endian words, no check */
+      for (int i = 0; i < 256; i++) f->pwe[i] = u16le(pl + 2 * i);
+      return AUTD3_DEV_ERR_NONE;
+    case AUTD3_CMD_FORCE_FAN: /* force_fan.rs: 0 or 1 */
+      if (pl[0] > 1) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+      f->force_fan = pl[0] == 1;
+      return AUTD3_DEV_ERR_NONE;
+    case AUTD3_CMD_EMULATE_GPIO_IN: /* gpio_in.rs: four 0/1 bytes */
+      for (int i = 0; i < 4; i++)
+        if (pl[i] > 1) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
+      f->gpio_in = (uint8_t)(pl[0] | pl[1] << 1 | pl[2] << 2 | pl[3] << 3);
+      return AUTD3_DEV_ERR_NONE;
+    case AUTD3_CMD_SET_GPIO_OUT: /* gpio_out.rs: four little-endian u64, no check */
+      for (int i = 0; i < 4; i++) f->gpio_out[i] = u64le(pl + 8 * i);
+      return AUTD3_DEV_ERR_NONE;
     case AUTD3_CMD_SET_PHASE_CORRECTION: memcpy(f->phase_corr, pl, AUTD3_NUM_TRANSDUCERS); return AUTD3_DEV_ERR_NONE;
     case AUTD3_CMD_SET_OUTPUT_MASK:
       for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) f->output_mask[i] = pl[i] != 0;
@@ -421,6 +479,10 @@ void autd3_fpga_output(const autd3_fpga_t *f, autd3_output_state_t *out) {
   out->modulation = f->mod[mb][0];
   uint32_t head = msize < AUTD3_OUTPUT_MOD_SAMPLES ? msize : AUTD3_OUTPUT_MOD_SAMPLES;
   memcpy(out->modulation_buffer, f->mod[mb], head);
+  memcpy(out->pulse_width_table, f->pwe, sizeof out->pulse_width_table);
+  out->force_fan = f->force_fan;
+  out->gpio_in = f->gpio_in;
+  memcpy(out->gpio_out, f->gpio_out, sizeof out->gpio_out);
   out->silencer_flag = f->silencer_flag;
   out->silencer_update_rate_intensity = f->silencer_rate_intensity;
   out->silencer_update_rate_phase = f->silencer_rate_phase;

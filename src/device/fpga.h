@@ -13,7 +13,8 @@
  * the bank swap as the FPGA performs it when no time passes (infinite loop:
  * at once; finite loop: pending), the silencer registers and the CPU's strict
  * silencer guard, phase correction and output mask; both modulation banks
- * (all 65536 samples each), their registers and bank swap.
+ * (all 65536 samples each), their registers and bank swap; the pulse-width
+ * table, force fan, emulated GPIO inputs and the GPIO output settings.
  * Not modelled: time (STM and modulation index advance, silencer ramps,
  * sys-time and GPIO transitions: the cursors stay at index 0), STM slots
  * past 0 (validated, then discarded), foci emissions.
@@ -74,6 +75,11 @@ typedef struct autd3_fpga {
   /* per-transducer tables */
   uint8_t phase_corr[AUTD3_NUM_TRANSDUCERS];
   uint8_t output_mask[AUTD3_NUM_TRANSDUCERS]; /* 1 = enabled */
+  /* pulse-width table, control flags, GPIO outputs */
+  uint16_t pwe[256];
+  bool force_fan;
+  uint8_t gpio_in;      /* bit i = emulated GPIO input i */
+  uint64_t gpio_out[4]; /* type << 56 | parameter */
 } autd3_fpga_t;
 
 /* Power-on: every RAM zero, then autd3_fpga_init(). */

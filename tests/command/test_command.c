@@ -341,3 +341,26 @@ TEST(modulation_helpers_and_split) {
   ASSERT_ERR(autd3_modulation_commands(&m, cmds, AUTD3_MODULATION_MAX_COMMANDS, &n), AUTD3_E_INVALID_ARGUMENT);
   ASSERT_CONTAINS(autd3_last_error(), "infinite loops");
 }
+
+TEST(misc_encoders_refuse_out_of_range) {
+  autd3_command_t c;
+  autd3_gpio_out_t outs[4] = {{AUTD3_GPIO_OUT_PWM_OUT, 249}, {AUTD3_GPIO_OUT_NONE, 0}, {AUTD3_GPIO_OUT_NONE, 0}, {AUTD3_GPIO_OUT_NONE, 0}};
+  ASSERT_ERR(autd3_cmd_gpio_out(&c, outs), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(autd3_last_error(), "0..248");
+  outs[0] = (autd3_gpio_out_t){AUTD3_GPIO_OUT_DIRECT, 2};
+  ASSERT_ERR(autd3_cmd_gpio_out(&c, outs), AUTD3_E_INVALID_ARGUMENT);
+  outs[0] = (autd3_gpio_out_t){AUTD3_GPIO_OUT_THERMO, 1}; /* a type without a parameter */
+  ASSERT_ERR(autd3_cmd_gpio_out(&c, outs), AUTD3_E_INVALID_ARGUMENT);
+  outs[0] = (autd3_gpio_out_t){(autd3_gpio_out_type_t)0x99, 0};
+  ASSERT_ERR(autd3_cmd_gpio_out(&c, outs), AUTD3_E_INVALID_ARGUMENT);
+  uint8_t ph[3 * AUTD3_NUM_TRANSDUCERS] = {0};
+  ASSERT_ERR(autd3_cmd_write_pattern_compressed(&c, 0, 0, AUTD3_PATTERN_PHASE_FULL, ph, 3), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(autd3_cmd_write_pattern_compressed(&c, 0, 0, AUTD3_PATTERN_PHASE_HALF, ph, 0), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(autd3_cmd_write_pattern_compressed(&c, 2, 0, AUTD3_PATTERN_PHASE_HALF, ph, 1), AUTD3_E_INVALID_ARGUMENT);
+  uint16_t table[AUTD3_PULSE_WIDTH_TABLE_SIZE];
+  autd3_pulse_width_table_default(table);
+  ASSERT_OK(autd3_cmd_pulse_width_table(&c, table));
+  table[3] = 600;
+  ASSERT_ERR(autd3_cmd_pulse_width_table(&c, table), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(autd3_last_error(), "entry 3 = 600");
+}

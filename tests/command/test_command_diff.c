@@ -8,7 +8,8 @@
  * (ack, data, FPGA state); at every `state` step both print the whole output
  * state (pattern bank, emission type, size, divider, rep, silencer registers,
  * FPGA state; modulation bank, size, divider, rep, current sample and a hash
- * of the bank's samples; the 249 emitted (phase, intensity) pairs). Every
+ * of the bank's samples; GPIO inputs, force fan, GPIO outputs and a hash of
+ * the pulse-width table; the 249 emitted (phase, intensity) pairs). Every
  * line must match.
  */
 #include <stdio.h>
@@ -25,7 +26,7 @@
 #endif
 
 #define MAX_STEPS 64
-#define LINE_MAX_ 1300 /* a state line: ~100 + 249 × 4 hex digits */
+#define LINE_MAX_ 1400 /* a state line: ~200 + 249 × 4 hex digits */
 
 typedef struct {
   const char *what;
@@ -104,6 +105,14 @@ static void print_state(const autd3_dev_t *d, char *line) {
   for (uint32_t i = 0; i < st.modulation_size; i++) h = (h ^ d->fpga.mod[st.modulation_bank][i]) * 0x01000193u;
   n += snprintf(line + n, (size_t)(LINE_MAX_ - n), "mod %u %u %u %u %u %08x ", st.modulation_bank, (unsigned)st.modulation_size,
                 st.modulation_divider, st.modulation_rep, st.modulation, (unsigned)h);
+  uint32_t hp = 0x811c9dc5u;
+  for (int k = 0; k < 256; k++) {
+    hp = (hp ^ (uint8_t)st.pulse_width_table[k]) * 0x01000193u;
+    hp = (hp ^ (uint8_t)(st.pulse_width_table[k] >> 8)) * 0x01000193u;
+  }
+  n += snprintf(line + n, (size_t)(LINE_MAX_ - n), "ext %x %u %016llx %016llx %016llx %016llx %08x ", st.gpio_in, st.force_fan ? 1u : 0u,
+                (unsigned long long)st.gpio_out[0], (unsigned long long)st.gpio_out[1], (unsigned long long)st.gpio_out[2],
+                (unsigned long long)st.gpio_out[3], (unsigned)hp);
   for (int t = 0; t < AUTD3_NUM_TRANSDUCERS && n > 0 && n < LINE_MAX_ - 5; t++)
     n += snprintf(line + n, (size_t)(LINE_MAX_ - n), "%02x%02x", st.phase[t], st.intensity[t]);
 }
@@ -132,7 +141,7 @@ static void compare(const script_t *sc) {
   for (int i = 0; i < sc->n; i++) {
     bool same = strcmp(peer[i], ours[i]) == 0;
     if (same) {
-      fprintf(stderr, "%2d %-52s %.60s\n", i, sc->s[i].what, ours[i]);
+      fprintf(stderr, "%2d %-52s %.200s\n", i, sc->s[i].what, ours[i]);
     } else {
       fprintf(stderr, "%2d %-52s DIFFERS\n   reference %s\n   ours      %s\n", i, sc->s[i].what, peer[i], ours[i]);
       bad++;
@@ -367,5 +376,55 @@ TEST(modulation_fused_split_and_banks) {
   add_state(&sc, "nothing changed by the refused ones");
   add_simple(&sc, "Clear", AUTD3_CMD_CLEAR);
   add_state(&sc, "after Clear (RAM kept past sample 1)");
+  compare(&sc);
+}
+
+TEST(compressed_pwe_gpio_fan) {
+  static script_t sc;
+  opened(&sc);
+  autd3_command_t c;
+  static uint8_t ph[4 * AUTD3_NUM_TRANSDUCERS];
+  for (int i = 0; i < 4 * AUTD3_NUM_TRANSDUCERS; i++) ph[i] = (uint8_t)(i * 29 + 3);
+  ASSERT_OK(autd3_cmd_write_pattern_compressed(&c, 0, 0, AUTD3_PATTERN_PHASE_FULL, ph, 2));
+  add_cmd(&sc, "WritePatternCompressed full x2 bank 0", &c);
+  add_state(&sc, "compressed full on slot 0");
+  ASSERT_OK(autd3_cmd_write_pattern_compressed(&c, 0, 0, AUTD3_PATTERN_PHASE_HALF, ph + 17, 4));
+  add_cmd(&sc, "WritePatternCompressed half x4 bank 0", &c);
+  add_state(&sc, "compressed half on slot 0");
+  ASSERT_OK(autd3_cmd_write_pattern_compressed(&c, 1, 1022, AUTD3_PATTERN_PHASE_FULL, ph, 2));
+  add_cmd(&sc, "WritePatternCompressed at the last indices", &c);
+  autd3_command_t bad = c;
+  bad.payload[2] = 3; /* 3 patterns in PHASE_FULL */
+  add_cmd(&sc, "WritePatternCompressed full x3", &bad);
+  bad = c;
+  bad.payload[1] = 3; /* unknown format */
+  add_cmd(&sc, "WritePatternCompressed format 3", &bad);
+  ASSERT_OK(autd3_cmd_write_pattern_compressed(&bad, 1, 1023, AUTD3_PATTERN_PHASE_FULL, ph, 1));
+  bad.payload[2] = 2; /* index 1023 + 2 patterns: past the bank */
+  add_cmd(&sc, "WritePatternCompressed past the bank", &bad);
+  uint16_t table[AUTD3_PULSE_WIDTH_TABLE_SIZE];
+  for (int i = 0; i < AUTD3_PULSE_WIDTH_TABLE_SIZE; i++) table[i] = (uint16_t)(i * 2 % 512);
+  ASSERT_OK(autd3_cmd_pulse_width_table(&c, table));
+  add_cmd(&sc, "SetPulseWidthTable linear", &c);
+  ASSERT_OK(autd3_cmd_force_fan(&c, true));
+  add_cmd(&sc, "ForceFan on", &c);
+  bool in[4] = {true, false, true, true};
+  ASSERT_OK(autd3_cmd_emulate_gpio_in(&c, in));
+  add_cmd(&sc, "EmulateGpioIn 1,0,1,1", &c);
+  autd3_gpio_out_t outs[4] = {{AUTD3_GPIO_OUT_PWM_OUT, 17}, {AUTD3_GPIO_OUT_SYS_TIME_EQ, 123456789012ull},
+                              {AUTD3_GPIO_OUT_DIRECT, 1}, {AUTD3_GPIO_OUT_MOD_IDX, 300}};
+  ASSERT_OK(autd3_cmd_gpio_out(&c, outs));
+  add_cmd(&sc, "SetGpioOut", &c);
+  add_state(&sc, "table, fan, GPIO set");
+  ASSERT_OK(autd3_cmd_force_fan(&bad, false));
+  bad.payload[0] = 2;
+  add_cmd(&sc, "ForceFan 2", &bad);
+  ASSERT_OK(autd3_cmd_emulate_gpio_in(&bad, in));
+  bad.payload[3] = 5;
+  add_cmd(&sc, "EmulateGpioIn with a 5", &bad);
+  add_simple(&sc, "ReadErrorDetail", AUTD3_CMD_READ_ERROR_DETAIL);
+  add_state(&sc, "unchanged by the refused ones");
+  add_simple(&sc, "Clear", AUTD3_CMD_CLEAR);
+  add_state(&sc, "after Clear (default table, fan off)");
   compare(&sc);
 }

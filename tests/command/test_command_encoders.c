@@ -211,3 +211,58 @@ TEST(silencer_phase_correction_output_mask) {
   hex(req + strlen(req), mraw, sizeof mraw);
   silencer_case("output mask", req, autd3_cmd_output_mask(&c, mask), &c);
 }
+
+TEST(compressed_pwe_gpio_fan) {
+  autd3_command_t c;
+  static char req[4096];
+  static uint8_t ph[4 * AUTD3_NUM_TRANSDUCERS];
+  for (int i = 0; i < 4 * AUTD3_NUM_TRANSDUCERS; i++) ph[i] = (uint8_t)(i * 29 + 3);
+  static const struct {
+    const char *what, *fmt;
+    autd3_pattern_compression_t f;
+    uint8_t bank;
+    uint32_t index;
+    size_t count;
+  } pc[] = {{"compressed full x2", "full", AUTD3_PATTERN_PHASE_FULL, 0, 0, 2},
+            {"compressed full x1, bank 1 index 7", "full", AUTD3_PATTERN_PHASE_FULL, 1, 7, 1},
+            {"compressed half x4", "half", AUTD3_PATTERN_PHASE_HALF, 0, 1020, 4},
+            {"compressed half x3", "half", AUTD3_PATTERN_PHASE_HALF, 1, 3, 3},
+            {"compressed half x4 past the bank", "half", AUTD3_PATTERN_PHASE_HALF, 0, 1021, 4}};
+  for (size_t k = 0; k < sizeof pc / sizeof pc[0]; k++) {
+    int n = snprintf(req, sizeof req, "compressed %u %u %s ", pc[k].bank, (unsigned)pc[k].index, pc[k].fmt);
+    hex(req + n, ph, pc[k].count * AUTD3_NUM_TRANSDUCERS);
+    silencer_case(pc[k].what, req,
+                  autd3_cmd_write_pattern_compressed(&c, pc[k].bank, pc[k].index, pc[k].f, ph, pc[k].count), &c);
+  }
+  uint16_t table[AUTD3_PULSE_WIDTH_TABLE_SIZE];
+  autd3_pulse_width_table_default(table);
+  uint8_t raw[2 * AUTD3_PULSE_WIDTH_TABLE_SIZE];
+  for (int i = 0; i < AUTD3_PULSE_WIDTH_TABLE_SIZE; i++) {
+    raw[2 * i] = (uint8_t)table[i];
+    raw[2 * i + 1] = (uint8_t)(table[i] >> 8);
+  }
+  strcpy(req, "pwe ");
+  hex(req + 4, raw, sizeof raw);
+  silencer_case("pulse-width table (default)", req, autd3_cmd_pulse_width_table(&c, table), &c);
+  table[9] = 512;
+  raw[18] = 0;
+  raw[19] = 2;
+  hex(req + 4, raw, sizeof raw);
+  silencer_case("pulse-width table with 512", req, autd3_cmd_pulse_width_table(&c, table), &c);
+  silencer_case("force fan on", "force_fan 1", autd3_cmd_force_fan(&c, true), &c);
+  silencer_case("force fan off", "force_fan 0", autd3_cmd_force_fan(&c, false), &c);
+  bool in[4] = {true, false, true, true};
+  silencer_case("GPIO in 1011", "gpio_in 1011", autd3_cmd_emulate_gpio_in(&c, in), &c);
+  autd3_gpio_out_t outs[4] = {{AUTD3_GPIO_OUT_PWM_OUT, 17}, {AUTD3_GPIO_OUT_SYS_TIME_EQ, 123456789012ull},
+                              {AUTD3_GPIO_OUT_DIRECT, 1}, {AUTD3_GPIO_OUT_MOD_IDX, 300}};
+  silencer_case("GPIO out pwm/systime/direct/modidx", "gpio_out 224:17 96:123456789012 240:1 33:300", autd3_cmd_gpio_out(&c, outs),
+                &c);
+  autd3_gpio_out_t outs2[4] = {{AUTD3_GPIO_OUT_BASE_SIGNAL, 0}, {AUTD3_GPIO_OUT_SYNC_DIFF, 0}, {AUTD3_GPIO_OUT_NONE, 0},
+                               {AUTD3_GPIO_OUT_PATTERN_IDX, 65535}};
+  silencer_case("GPIO out base/syncdiff/none/patidx", "gpio_out 1:0 112:0 0:0 81:65535", autd3_cmd_gpio_out(&c, outs2), &c);
+  /* the default table is the firmware's power-on table (the model uses the same formula) */
+  uint16_t def[AUTD3_PULSE_WIDTH_TABLE_SIZE];
+  autd3_pulse_width_table_default(def);
+  ASSERT_EQ(def[0], 0);
+  ASSERT_EQ(def[255], 256);
+}

@@ -34,7 +34,8 @@ fn setup(dev: &mut Device) {
 /// The output state, as tests/command/test_command_diff.c prints ours:
 /// `state <bank> <emission type> <size> <divider> <rep> <silencer flag> <rate i> <rate p>
 /// <steps i> <steps p> <fpga state>`, then `mod <bank> <size> <divider> <rep> <current sample>
-/// <FNV-1a 32 of the bank's samples>`, then the 249 emissions (phase, intensity) in hex.
+/// <FNV-1a 32 of the bank's samples>`, then `ext <gpio in bits> <force fan> <4 GPIO out words>
+/// <FNV-1a 32 of the pulse-width table, LE words>`, then the 249 emissions (phase, intensity) in hex.
 /// Register addresses: crate autd3-cpu-fw 0.9.0 src/params.rs (PATTERN_REP0 0x57, MOD_REP0 0x27,
 /// SILENCER_FLAG 0x40).
 fn print_state(out: &mut impl Write, dev: &Device) {
@@ -70,6 +71,23 @@ fn print_state(out: &mut impl Write, dev: &Device) {
         f.controller_reg(ADDR_MOD_REP0 + mb as u16),
         f.modulation(),
         fnv
+    ));
+    const ADDR_CTL_FLAG: u16 = 0x00; // GPIO_IN_0..3 at bits 8..11, FORCE_FAN at bit 13
+    let ctl = f.controller_reg(ADDR_CTL_FLAG);
+    let pwe = (0..256).fold(0x811c_9dc5u32, |h, k| {
+        let v = f.pulse_width_table(k);
+        let h = (h ^ u32::from(v as u8)).wrapping_mul(0x0100_0193);
+        (h ^ u32::from((v >> 8) as u8)).wrapping_mul(0x0100_0193)
+    });
+    line.push_str(&format!(
+        "ext {:x} {} {:016x} {:016x} {:016x} {:016x} {:08x} ",
+        (ctl >> 8) & 0xF,
+        u8::from(f.force_fan()),
+        f.gpio_out(0),
+        f.gpio_out(1),
+        f.gpio_out(2),
+        f.gpio_out(3),
+        pwe
     ));
     for e in f.emissions() {
         line.push_str(&format!("{:02x}{:02x}", e.phase.0, e.intensity.0));

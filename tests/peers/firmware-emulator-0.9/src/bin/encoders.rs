@@ -9,6 +9,11 @@
 //!   `silencer_rate <intensity> <phase>`                            SetSilencer FixedUpdateRate
 //!   `phase_corr <249 phases>`                                      SetPhaseCorrection
 //!   `output_mask <249 bytes, 0 = off>`                             SetOutputMask
+//!   `pwe <256 × u16 LE>`                                           SetPulseWidthTable
+//!   `force_fan <0|1>`                                              ForceFan
+//!   `gpio_in <4 × 0|1>` (e.g. `1011`)                              EmulateGpioIn
+//!   `gpio_out <type:value> × 4` (type and value decimal)           SetGpioOut
+//!   `compressed <bank> <index> <full|half> <count × 249 phases>`   WritePatternCompressed
 //! For each request: one line `frame <cmd> <624-byte payload>` per frame (hex), then `end`;
 //! or `error <message>` then `end` when the reference refuses the request.
 use std::io::{self, BufRead, Write};
@@ -17,12 +22,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use autd3_rs::commands::{
-    FixedCompletionTime, FixedUpdateRate, Modulation, Pattern, SetOutputMask, SetPhaseCorrection,
-    SetSilencer,
+    EmulateGpioIn, FixedCompletionTime, FixedUpdateRate, ForceFan, GpioOut, Modulation, Pattern,
+    PatternCompression, SetGpioOut, SetOutputMask, SetPhaseCorrection, SetPulseWidthTable,
+    SetSilencer, WritePatternCompressed,
 };
 use autd3_rs::value::{
-    Emission, Intensity, LoopBehavior, ModulationBank, PatternBank, Phase, SamplingConfig,
-    TransitionMode,
+    DcSysTime, Emission, Intensity, LoopBehavior, ModulationBank, PatternBank, Phase, PulseWidth,
+    SamplingConfig, TransitionMode,
 };
 use autd3_rs::{Autd3, DatagramBuilder, Geometry};
 
@@ -120,6 +126,72 @@ fn main() {
                 let m: Vec<Vec<bool>> = vec![hex(w[1]).into_iter().map(|v| v != 0).collect()];
                 let mut b = builder();
                 b.push(SetOutputMask { masks: &m });
+                emit(&mut out, &b);
+            }
+            "pwe" => {
+                let d = hex(w[1]);
+                let t: [PulseWidth; 256] = core::array::from_fn(|i| {
+                    PulseWidth::new(u16::from_le_bytes([d[2 * i], d[2 * i + 1]]))
+                });
+                let mut b = builder();
+                b.push(SetPulseWidthTable { table: &t });
+                emit(&mut out, &b);
+            }
+            "force_fan" => {
+                let mut b = builder();
+                b.push(ForceFan { value: w[1] == "1" });
+                emit(&mut out, &b);
+            }
+            "gpio_in" => {
+                let v: [bool; 4] = core::array::from_fn(|i| w[1].as_bytes()[i] == b'1');
+                let mut b = builder();
+                b.push(EmulateGpioIn { values: v });
+                emit(&mut out, &b);
+            }
+            "gpio_out" => {
+                let outputs: [GpioOut; 4] = core::array::from_fn(|i| {
+                    let (t, v) = w[1 + i].split_once(':').unwrap();
+                    let v: u64 = v.parse().unwrap();
+                    match t.parse::<u8>().unwrap() {
+                        0x00 => GpioOut::Off,
+                        0x01 => GpioOut::BaseSignal,
+                        0x02 => GpioOut::Thermo,
+                        0x03 => GpioOut::ForceFan,
+                        0x10 => GpioOut::Sync,
+                        0x20 => GpioOut::ModBank,
+                        0x21 => GpioOut::ModIdx(v as u16),
+                        0x50 => GpioOut::PatternBank,
+                        0x51 => GpioOut::PatternIdx(v as u16),
+                        0x52 => GpioOut::IsStmMode,
+                        0x60 => GpioOut::SysTimeEq(DcSysTime::from_nanos(v)),
+                        0x70 => GpioOut::SyncDiff,
+                        0xE0 => GpioOut::PwmOut(v as u8),
+                        0xF0 => GpioOut::Direct(v != 0),
+                        other => panic!("gpio type {other}"),
+                    }
+                });
+                let mut b = builder();
+                b.push(SetGpioOut { outputs });
+                emit(&mut out, &b);
+            }
+            "compressed" => {
+                let bank = if w[1] == "1" { PatternBank::B1 } else { PatternBank::B0 };
+                let index: usize = w[2].parse().unwrap();
+                let format = if w[3] == "full" { PatternCompression::PhaseFull } else { PatternCompression::PhaseHalf };
+                let d = hex(w[4]);
+                let pats: Vec<Vec<Vec<Emission>>> = d
+                    .chunks(249)
+                    .map(|c| {
+                        vec![c
+                            .iter()
+                            .map(|&p| Emission { phase: Phase(p), intensity: Intensity(0xFF) })
+                            .collect()]
+                    })
+                    .collect();
+                let patterns: [Option<&[Vec<Emission>]>; 4] =
+                    core::array::from_fn(|i| pats.get(i).map(|p| p.as_slice()));
+                let mut b = builder();
+                b.push(WritePatternCompressed { bank, index, format, patterns });
                 emit(&mut out, &b);
             }
             other => {
