@@ -152,6 +152,32 @@ AUTD3_EXTERN autd3_err_t autd3_cmd_write_pattern_compressed(autd3_command_t *out
                                                             autd3_pattern_compression_t format, const uint8_t *phases,
                                                             size_t count);
 
+/** A pattern STM: `size` patterns played one after another from one bank. */
+typedef struct autd3_pattern_stm {
+  const autd3_drive_t *drives; /**< size × 249 drives of one device, pattern after pattern */
+  size_t size;                 /**< 2..1024 */
+  uint16_t divider;            /**< one pattern every `divider` periods of 40 kHz (≥ 1) */
+  uint16_t rep;                /**< AUTD3_LOOP_INFINITE or repetitions − 1 */
+  uint8_t bank;                /**< 0 or 1 */
+  autd3_transition_t transition; /**< IMMEDIATE/EXT for an infinite loop; SYNC_IDX/SYS_TIME/GPIO for a finite one */
+  bool later;                  /**< write and configure only; switch later with autd3_cmd_change_pattern_bank */
+  int compression;             /**< 0: phase and intensity (one pattern per frame); or an autd3_pattern_compression_t
+                                    (phase only at full intensity, 2 or 4 patterns per frame) */
+} autd3_pattern_stm_t;
+
+/** The most commands a pattern STM needs: 1024 patterns one per frame, then config and change. */
+#define AUTD3_PATTERN_STM_MAX_COMMANDS 1026
+
+/**
+ * One device's commands for a pattern STM, as the 0.9 client splits it
+ * (crate autd3-rs 0.9.0 src/commands/stm/pattern.rs): WritePatternBuffer per
+ * pattern (or WritePatternCompressed per 2 or 4), ConfigPattern, then
+ * (unless `later`) ChangePatternBank. Call it per device and send command
+ * k of every device together (autd3_frame_buffer_set). `cap` ≥ the count.
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_pattern_stm_commands(const autd3_pattern_stm_t *stm, autd3_command_t *out, size_t cap, size_t *n);
+
 /**
  * WriteModulationBuffer (0x20): `n` samples (255 = full) at sample `offset`
  * (even) of modulation bank `bank`. n ≤ 616, offset + n ≤ 65536.

@@ -363,4 +363,17 @@ TEST(misc_encoders_refuse_out_of_range) {
   table[3] = 600;
   ASSERT_ERR(autd3_cmd_pulse_width_table(&c, table), AUTD3_E_INVALID_ARGUMENT);
   ASSERT_CONTAINS(autd3_last_error(), "entry 3 = 600");
+  /* pattern STM: 2..1024 patterns, enough room for the commands */
+  static autd3_drive_t dr[3 * AUTD3_NUM_TRANSDUCERS];
+  autd3_pattern_stm_t s = {.drives = dr, .size = 1, .divider = 10, .rep = AUTD3_LOOP_INFINITE};
+  s.transition.mode = AUTD3_TRANSITION_IMMEDIATE;
+  autd3_command_t cmds[5];
+  size_t n = 0;
+  ASSERT_ERR(autd3_pattern_stm_commands(&s, cmds, 5, &n), AUTD3_E_INVALID_ARGUMENT);
+  s.size = 3;
+  ASSERT_ERR(autd3_pattern_stm_commands(&s, cmds, 4, &n), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_CONTAINS(autd3_last_error(), "needs 5 commands");
+  ASSERT_OK(autd3_pattern_stm_commands(&s, cmds, 5, &n));
+  ASSERT_EQ(n, 5);
+  ASSERT_EQ(cmds[2].payload[2] | cmds[2].payload[3] << 8 | cmds[2].payload[4] << 16, 512); /* index 2 at word 512 */
 }

@@ -18,7 +18,7 @@
 #define AUTD3_PEER_ENCODERS ""
 #endif
 
-#define MAX_FRAMES 8
+#define MAX_FRAMES 16
 
 typedef struct {
   int n;          /* frames; -1 = refused */
@@ -265,4 +265,59 @@ TEST(compressed_pwe_gpio_fan) {
   autd3_pulse_width_table_default(def);
   ASSERT_EQ(def[0], 0);
   ASSERT_EQ(def[255], 256);
+}
+
+static void stm_case(const char *what, const autd3_pattern_stm_t *s, const char *mode) {
+  static char req[80000];
+  int n = snprintf(req, sizeof req, "stm %u %u ", s->bank, s->divider);
+  if (s->rep == AUTD3_LOOP_INFINITE) n += snprintf(req + n, sizeof req - (size_t)n, "inf ");
+  else n += snprintf(req + n, sizeof req - (size_t)n, "%u ", s->rep);
+  n += snprintf(req + n, sizeof req - (size_t)n, "%d %s ", s->later ? 1 : 0, mode);
+  hex(req + n, (const uint8_t *)s->drives, s->size * AUTD3_NUM_TRANSDUCERS * 2); /* autd3_drive_t is (phase, intensity) bytes */
+  result_t ref, ours;
+  reference(req, &ref);
+  static autd3_command_t cmds[AUTD3_PATTERN_STM_MAX_COMMANDS];
+  size_t k = 0;
+  autd3_err_t err = autd3_pattern_stm_commands(s, cmds, AUTD3_PATTERN_STM_MAX_COMMANDS, &k);
+  memset(&ours, 0, sizeof ours);
+  if (err != AUTD3_OK) {
+    fprintf(stderr, "  ours refuses: %s\n", autd3_last_error());
+    ours.n = -1;
+  } else {
+    ASSERT_TRUE(k <= MAX_FRAMES);
+    ours.n = (int)k;
+    for (size_t i = 0; i < k; i++) {
+      ours.cmd[i] = cmds[i].cmd;
+      memcpy(ours.payload[i], cmds[i].payload, AUTD3_PAYLOAD_BYTES);
+    }
+  }
+  same(what, &ref, &ours);
+}
+
+TEST(pattern_stm) {
+  ASSERT_EQ(sizeof(autd3_drive_t), 2);
+  static autd3_drive_t dr[9 * AUTD3_NUM_TRANSDUCERS];
+  for (int i = 0; i < 9 * AUTD3_NUM_TRANSDUCERS; i++) dr[i] = (autd3_drive_t){(uint8_t)(i * 7 + 1), (uint8_t)(i * 3)};
+  autd3_pattern_stm_t s;
+  memset(&s, 0, sizeof s);
+  s.drives = dr;
+  s.size = 5;
+  s.divider = 40;
+  s.rep = AUTD3_LOOP_INFINITE;
+  s.transition.mode = AUTD3_TRANSITION_IMMEDIATE;
+  stm_case("5 patterns, phase+intensity", &s, "intensity");
+  s.bank = 1;
+  s.size = 9;
+  s.compression = AUTD3_PATTERN_PHASE_HALF;
+  stm_case("9 patterns, half phase, bank 1", &s, "half");
+  s.size = 3;
+  s.compression = AUTD3_PATTERN_PHASE_FULL;
+  s.later = true;
+  stm_case("3 patterns, full phase, later", &s, "phase");
+  s.later = false;
+  s.rep = 1;
+  s.transition.mode = AUTD3_TRANSITION_SYNC_IDX;
+  s.compression = 0;
+  s.size = 2;
+  stm_case("2 patterns, 2 loops, sync-idx", &s, "intensity");
 }

@@ -14,6 +14,7 @@
 //!   `gpio_in <4 × 0|1>` (e.g. `1011`)                              EmulateGpioIn
 //!   `gpio_out <type:value> × 4` (type and value decimal)           SetGpioOut
 //!   `compressed <bank> <index> <full|half> <count × 249 phases>`   WritePatternCompressed
+//!   `stm <bank> <divider> <rep|inf> <later 0|1> <intensity|phase|half> <n × 249 drives>` PatternStm
 //! For each request: one line `frame <cmd> <624-byte payload>` per frame (hex), then `end`;
 //! or `error <message>` then `end` when the reference refuses the request.
 use std::io::{self, BufRead, Write};
@@ -23,8 +24,8 @@ use std::time::Duration;
 
 use autd3_rs::commands::{
     EmulateGpioIn, FixedCompletionTime, FixedUpdateRate, ForceFan, GpioOut, Modulation, Pattern,
-    PatternCompression, SetGpioOut, SetOutputMask, SetPhaseCorrection, SetPulseWidthTable,
-    SetSilencer, WritePatternCompressed,
+    PatternCompression, PatternStm, PatternStmMode, PatternStmOption, SetGpioOut, SetOutputMask,
+    SetPhaseCorrection, SetPulseWidthTable, SetSilencer, WritePatternCompressed,
 };
 use autd3_rs::value::{
     DcSysTime, Emission, Intensity, LoopBehavior, ModulationBank, PatternBank, Phase, PulseWidth,
@@ -192,6 +193,40 @@ fn main() {
                     core::array::from_fn(|i| pats.get(i).map(|p| p.as_slice()));
                 let mut b = builder();
                 b.push(WritePatternCompressed { bank, index, format, patterns });
+                emit(&mut out, &b);
+            }
+            "stm" => {
+                let bank = if w[1] == "1" { PatternBank::B1 } else { PatternBank::B0 };
+                let div = NonZeroU16::new(w[2].parse().unwrap()).unwrap();
+                let d = hex(w[6]);
+                let pats: Vec<Vec<Vec<Emission>>> = d
+                    .chunks(2 * 249)
+                    .map(|c| {
+                        vec![c
+                            .chunks(2)
+                            .map(|e| Emission { phase: Phase(e[0]), intensity: Intensity(e[1]) })
+                            .collect()]
+                    })
+                    .collect();
+                let mut option = PatternStmOption {
+                    bank,
+                    mode: match w[5] {
+                        "intensity" => PatternStmMode::PhaseIntensityFull,
+                        "phase" => PatternStmMode::PhaseFull,
+                        _ => PatternStmMode::PhaseHalf,
+                    },
+                    ..Default::default()
+                };
+                if w[3] != "inf" {
+                    let rep: u16 = w[3].parse().unwrap();
+                    option.loop_behavior = LoopBehavior::Finite(NonZeroU16::new(rep + 1).unwrap());
+                    option.transition_mode = TransitionMode::SyncIdx;
+                }
+                if w[4] == "1" {
+                    option.transition_mode = TransitionMode::Later;
+                }
+                let mut b = builder();
+                b.push(PatternStm::new(SamplingConfig::new(div), &pats, option));
                 emit(&mut out, &b);
             }
             other => {
