@@ -383,8 +383,8 @@ TEST(compressed_pwe_gpio_fan) {
   static script_t sc;
   opened(&sc);
   autd3_command_t c;
-  static uint8_t ph[4 * AUTD3_NUM_TRANSDUCERS];
-  for (int i = 0; i < 4 * AUTD3_NUM_TRANSDUCERS; i++) ph[i] = (uint8_t)(i * 29 + 3);
+  static uint8_t ph[5 * AUTD3_NUM_TRANSDUCERS]; /* 4 patterns from ph + 17 below */
+  for (int i = 0; i < 5 * AUTD3_NUM_TRANSDUCERS; i++) ph[i] = (uint8_t)(i * 29 + 3);
   ASSERT_OK(autd3_cmd_write_pattern_compressed(&c, 0, 0, AUTD3_PATTERN_PHASE_FULL, ph, 2));
   add_cmd(&sc, "WritePatternCompressed full x2 bank 0", &c);
   add_state(&sc, "compressed full on slot 0");
