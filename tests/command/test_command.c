@@ -4,6 +4,8 @@
  * API, end to end through a client on the in-process emulator.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -376,4 +378,104 @@ TEST(misc_encoders_refuse_out_of_range) {
   ASSERT_OK(autd3_pattern_stm_commands(&s, cmds, 5, &n));
   ASSERT_EQ(n, 5);
   ASSERT_EQ(cmds[2].payload[2] | cmds[2].payload[3] << 8 | cmds[2].payload[4] << 16, 512); /* index 2 at word 512 */
+}
+
+/* A reader hammering the output state while frames change it never sees a
+ * torn state: every copy is one whole uniform pattern (all 249 phases equal),
+ * and after each acknowledged frame the state read is that frame's. */
+typedef struct {
+  autd3_link_t *link;
+  atomic_bool stop;
+  atomic_int torn, reads;
+} reader_t;
+
+static void *reader(void *arg) {
+  reader_t *r = arg;
+  autd3_output_state_t st;
+  while (!atomic_load(&r->stop)) {
+    if (autd3_emulator_output(r->link, 0, &st) != AUTD3_OK) continue;
+    atomic_fetch_add(&r->reads, 1);
+    for (int t = 1; t < AUTD3_NUM_TRANSDUCERS; t++)
+      if (st.phase[t] != st.phase[0] || st.intensity[t] != st.intensity[0]) {
+        atomic_fetch_add(&r->torn, 1);
+        break;
+      }
+  }
+  return NULL;
+}
+
+TEST(output_state_is_never_torn_and_follows_acks) {
+  autd3_geometry_t *g = geometry(1);
+  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_EMULATOR);
+  o.u.emulator.cycle_ns = 200000;
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  static reader_t r;
+  r.link = autd3_client_link(c);
+  atomic_init(&r.stop, false);
+  atomic_init(&r.torn, 0);
+  atomic_init(&r.reads, 0);
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) ASSERT_EQ(pthread_create(&th[i], NULL, reader, &r), 0);
+  autd3_frame_buffer_t *buf = calloc(1, sizeof *buf);
+  for (int k = 1; k <= 60; k++) {
+    autd3_gain_t u = autd3_gain_uniform((uint8_t)k, (uint8_t)(255 - k));
+    autd3_frame_t fr;
+    ASSERT_OK(autd3_gain_frame(&u, g, buf, &fr));
+    ASSERT_OK(autd3_client_send_checked(c, &fr, NULL));
+    autd3_output_state_t st;
+    ASSERT_OK(autd3_emulator_output(r.link, 0, &st));
+    ASSERT_EQ(st.phase[100], k);
+    ASSERT_EQ(st.intensity[100], 255 - k);
+  }
+  atomic_store(&r.stop, true);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  ASSERT_EQ(atomic_load(&r.torn), 0);
+  ASSERT_GT(atomic_load(&r.reads), 0);
+  ASSERT_OK(autd3_client_close(c));
+  free(buf);
+  autd3_geometry_free(g);
+}
+
+/* Random payloads for every output command: the model never reads past the
+ * payload, and a refused command leaves the output state unchanged. */
+TEST(fpga_model_random_payloads) {
+  static const uint8_t cmds[] = {AUTD3_CMD_WRITE_PATTERN_BUFFER, AUTD3_CMD_CONFIG_PATTERN, AUTD3_CMD_CHANGE_PATTERN_BANK,
+                                 AUTD3_CMD_WRITE_PATTERN_COMPRESSED, AUTD3_CMD_WRITE_PATTERN_FUSED, AUTD3_CMD_WRITE_MODULATION_BUFFER,
+                                 AUTD3_CMD_CONFIG_MODULATION, AUTD3_CMD_CHANGE_MODULATION_BANK, AUTD3_CMD_WRITE_MODULATION_FUSED,
+                                 AUTD3_CMD_SET_SILENCER, AUTD3_CMD_SET_PHASE_CORRECTION, AUTD3_CMD_SET_OUTPUT_MASK,
+                                 AUTD3_CMD_SET_PULSE_WIDTH_TABLE, AUTD3_CMD_EMULATE_GPIO_IN, AUTD3_CMD_SET_GPIO_OUT,
+                                 AUTD3_CMD_FORCE_FAN};
+  autd3_timing_model_t ideal = autd3_timing_model_ideal();
+  static autd3_dev_t d;
+  autd3_dev_init(&d, NULL, &ideal);
+  uint32_t x = 12345;
+  static autd3_output_state_t before, after;
+  uint8_t seq = 0;
+  int refused = 0;
+  for (int i = 0; i < 20000; i++) {
+    uint8_t pl[AUTD3_PAYLOAD_BYTES];
+    for (int b = 0; b < AUTD3_PAYLOAD_BYTES; b++) {
+      x = x * 1103515245u + 12345u;
+      pl[b] = (uint8_t)(x >> 16);
+    }
+    /* small header values often, so that valid commands happen too */
+    if (x & 0x100) memset(pl, 0, 16);
+    if (x & 0x200) pl[0] &= 1;
+    uint8_t cmd = cmds[(x >> 20) % sizeof cmds];
+    uint8_t tx[AUTD3_TX_FRAME_BYTES];
+    autd3_tx_encode(tx, seq, cmd, pl, sizeof pl);
+    autd3_dev_output_state(&d, &before);
+    autd3_dev_recv_frame(&d, tx, 0);
+    ASSERT_EQ(d.ack, seq);
+    seq++;
+    if (d.data != 0) {
+      refused++;
+      autd3_dev_output_state(&d, &after);
+      after.error_detail = before.error_detail; /* the latched code is the one thing that changes */
+      ASSERT_MEMEQ(&before, &after, sizeof before);
+    }
+  }
+  ASSERT_GT(refused, 0);
+  ASSERT_LT(refused, 20000);
 }

@@ -42,7 +42,8 @@ typedef struct emu_slot {
   bool has_pending;             /* guarded by emu_link.mu */
   bool power_cycle_pending;     /* guarded by emu_link.mu (autd3_emulator_power_cycle) */
   emu_counters_t counters;
-  uint64_t boots; /* power cycles applied (bus thread): part of the output generation */
+  uint64_t boots;         /* power cycles applied (bus thread): part of the output generation */
+  uint64_t published_gen; /* generation of the last copy published (bus thread only) */
 } emu_slot_t;
 
 /* Published output states (autd3_emulator_outputs): a reference-counted
@@ -119,12 +120,13 @@ static void publish_outputs(emu_link_t *l, bool wait) {
     emu_slot_t *s = &l->slots[i];
     emu_out_t *e = &o->dev[i];
     uint64_t gen = s->dev.counters.executed + s->boots;
-    if (!wait && gen == atomic_load_explicit(&e->live_gen, memory_order_relaxed)) continue;
+    if (!wait && gen == s->published_gen) continue;
     if (!locked) {
       if (wait) {
         pthread_mutex_lock(&o->mu);
       } else if (pthread_mutex_trylock(&o->mu) != 0) {
-        /* The copy stays old; live_gen still moves, so readers wait for the next cycle's copy. */
+        /* The copy stays old (retried next cycle); live_gen still moves, so
+         * readers wait for that copy instead of taking the old one. */
         atomic_store_explicit(&e->live_gen, gen, memory_order_release);
         continue;
       }
@@ -132,6 +134,7 @@ static void publish_outputs(emu_link_t *l, bool wait) {
     }
     autd3_dev_output_state(&s->dev, &e->state);
     e->gen = gen;
+    s->published_gen = gen;
     atomic_store_explicit(&e->live_gen, gen, memory_order_release);
   }
   if (locked) pthread_mutex_unlock(&o->mu);
