@@ -26,11 +26,16 @@ function(autd3_cargo_peer)
   else()
     set(target_dir ${PROJECT_SOURCE_DIR}/build/cargo-peers)
   endif()
-  add_test(NAME peers.build.${P_NAME}
-           COMMAND ${CMAKE_COMMAND} -E env "CARGO_TARGET_DIR=${target_dir}"
-                   ${AUTD3_CARGO} build --release --locked --quiet --manifest-path ${manifest})
-  # Building the crates the first time takes minutes on a small machine.
-  set_tests_properties(peers.build.${P_NAME} PROPERTIES FIXTURES_SETUP peer.${P_NAME} TIMEOUT 1200 LABELS peer)
+  # Several test folders may use one peer: its build test is registered once.
+  get_property(registered GLOBAL PROPERTY AUTD3_CARGO_PEER_${P_NAME})
+  if(NOT registered)
+    set_property(GLOBAL PROPERTY AUTD3_CARGO_PEER_${P_NAME} TRUE)
+    add_test(NAME peers.build.${P_NAME}
+             COMMAND ${CMAKE_COMMAND} -E env "CARGO_TARGET_DIR=${target_dir}"
+                     ${AUTD3_CARGO} build --release --locked --quiet --manifest-path ${manifest})
+    # Building the crates the first time takes minutes on a small machine.
+    set_tests_properties(peers.build.${P_NAME} PROPERTIES FIXTURES_SETUP peer.${P_NAME} TIMEOUT 1200 LABELS peer)
+  endif()
   set(${P_OUT_VAR} ${target_dir}/release/${P_BIN} PARENT_SCOPE)
   set(${P_OUT_VAR}_FIXTURE peer.${P_NAME} PARENT_SCOPE)
 endfunction()

@@ -19,6 +19,7 @@
 #include "autd3/emulator.h"
 #include "autd3/link.h"
 #include "autd3/client.h"
+#include "autd3/command.h"
 #include "autd3/remote_server.h"
 
 #endif

@@ -185,6 +185,81 @@ typedef struct autd3_exec_entry {
 AUTD3_EXTERN autd3_err_t autd3_emulator_log_drain(struct autd3_link *link, uint16_t dev, autd3_exec_entry_t *out,
                                                   size_t cap, size_t *n, uint64_t *dropped);
 
+/* ---- Output state (since 0.3.0) ------------------------------------------------------ */
+
+/** Transducers of one emulated device (AUTD3_NUM_TRANSDUCERS in proto.h). */
+#define AUTD3_OUTPUT_TRANSDUCERS 249
+/** Modulation samples an output state carries (the first ones of the bank being played). */
+#define AUTD3_OUTPUT_MOD_SAMPLES 1024
+
+/**
+ * What one emulated device emits now, as its FPGA would (docs/commands.md).
+ * Time is not modelled: an STM and a modulation show their index 0, a
+ * finite-loop bank change stays pending, silencer ramps are not applied
+ * (phase and intensity are the targets, before modulation).
+ */
+typedef struct autd3_output_state {
+  uint8_t phase[AUTD3_OUTPUT_TRANSDUCERS];     /**< drive phase (256 = 2π) plus the phase correction */
+  uint8_t intensity[AUTD3_OUTPUT_TRANSDUCERS]; /**< drive intensity; 0 where the output mask disables the transducer */
+  uint8_t pattern_bank;          /**< bank being emitted (0 or 1) */
+  uint8_t pattern_emission_type; /**< 1 raw drives, 0 foci (foci are not expanded: phase/intensity show the raw RAM) */
+  uint16_t pattern_divider;      /**< sampling divider of the bank (40 kHz / divider) */
+  uint32_t pattern_size;         /**< 1 = a single pattern, > 1 = an STM of that many patterns */
+  uint16_t pattern_rep;          /**< 0xFFFF = loop forever, else repetitions − 1 */
+  bool transition_pending;       /**< a pattern bank change waits for its transition */
+  uint8_t modulation_bank;       /**< modulation bank being played */
+  uint32_t modulation_size;      /**< samples in that bank (2..65536) */
+  uint16_t modulation_divider;   /**< sampling divider (40 kHz / divider) */
+  uint16_t modulation_rep;       /**< 0xFFFF = loop forever */
+  bool modulation_transition_pending; /**< a modulation bank change waits for its transition */
+  uint32_t modulation_cursor;    /**< index being played (0: time is not modelled) */
+  uint8_t modulation;            /**< the sample at the cursor (255 = full) */
+  uint8_t modulation_buffer[AUTD3_OUTPUT_MOD_SAMPLES]; /**< the first min(size, 1024) samples; the rest 0 */
+  uint8_t silencer_flag;         /**< bit 0 fixed update rate, bit 1 strict */
+  uint16_t silencer_update_rate_intensity, silencer_update_rate_phase;
+  uint16_t silencer_completion_steps_intensity, silencer_completion_steps_phase;
+  uint16_t pulse_width_table[256]; /**< the pulse width (FPGA clocks of 512 per period) for intensity × modulation / 255 */
+  bool force_fan;       /**< ForceFan set */
+  uint8_t gpio_in;      /**< emulated GPIO inputs, bit i = input i */
+  uint64_t gpio_out[4]; /**< GPIO output settings as sent: type << 56 | parameter */
+  uint8_t fpga_state;   /**< the ReadFpgaState (0xE7) answer */
+  uint8_t error_detail; /**< the latched firmware error code (ReadErrorDetail 0xE0; 0 = none) */
+} autd3_output_state_t;
+
+/**
+ * Read device `dev`'s output state (thread-safe). The state reflects every
+ * frame whose ack the client has seen: the bus thread publishes a copy after
+ * each exchange; this call waits (sleeping, a few cycles at most) while a
+ * newer state is not yet published; AUTD3_E_TIMEOUT after 1 s.
+ * Context: any thread; takes the output states' mutex for a copy (the bus
+ * thread only try-locks it); may sleep; no allocation.
+ */
+AUTD3_EXTERN autd3_err_t autd3_emulator_output(struct autd3_link *link, uint16_t dev, autd3_output_state_t *out);
+
+/**
+ * The published output states of an emulator link's devices, as an object
+ * that outlives the link: take it while the client is open, read it after
+ * autd3_client_close() to see what close left the devices emitting.
+ */
+typedef struct autd3_emulator_outputs autd3_emulator_outputs_t;
+/**
+ * Take a reference to `link`'s output states (release it with
+ * autd3_emulator_outputs_release()).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_emulator_outputs(struct autd3_link *link, autd3_emulator_outputs_t **out);
+/**
+ * Read device `dev`'s output state, as autd3_emulator_output(); after the
+ * link closed, the state it had when it closed.
+ * Context: any thread; takes the object's mutex for a copy; may sleep; no allocation.
+ */
+AUTD3_EXTERN autd3_err_t autd3_emulator_outputs_read(autd3_emulator_outputs_t *o, uint16_t dev, autd3_output_state_t *out);
+/**
+ * Drop a reference (NULL is fine); the last one frees.
+ * Context: any thread; may free.
+ */
+AUTD3_EXTERN void autd3_emulator_outputs_release(autd3_emulator_outputs_t *o);
+
 #ifdef __cplusplus
 }
 #endif

@@ -64,6 +64,20 @@ AUTD3_EXTERN size_t autd3_geometry_num_transducers(const autd3_geometry_t *g, si
  */
 AUTD3_EXTERN autd3_err_t autd3_geometry_transducer(const autd3_geometry_t *g, size_t dev, size_t tr, float pos[3], float dir[3]);
 
+/** Sound speed a new geometry has: 340 m/s, as the reference SDK's default. @since 0.3.0 */
+#define AUTD3_SOUND_SPEED_DEFAULT_MM_S 340000.0f
+
+/**
+ * Set the sound speed (mm/s, finite, > 0) the gain helpers (command.h) use.
+ * Context: any thread, not concurrently with other calls on `g`; RT-safe. @since 0.3.0
+ */
+AUTD3_EXTERN autd3_err_t autd3_geometry_set_sound_speed(autd3_geometry_t *g, float mm_per_s);
+/**
+ * The sound speed (mm/s); 0 for a NULL geometry.
+ * Context: any thread; RT-safe. @since 0.3.0
+ */
+AUTD3_EXTERN float autd3_geometry_sound_speed(const autd3_geometry_t *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,8 +21,6 @@
 #include "device/exec_log.h"
 
 #define NEVER UINT64_MAX
-#define PATTERN_FUSED_HEADER 32    /* autd3-cpu-wire WritePatternFusedPayload: 32-byte header before the data */
-#define PATTERN_FUSED_LEN_OFFSET 14 /* its u16 data_len */
 #define SYNC0_CYCLE_BASE_NS 500000u /* firmware/cpu/src/cmd/sync.c: SYNC0 must be a multiple of 500 µs */
 
 /* ---- timing models ------------------------------------------------------------ */
@@ -161,40 +159,17 @@ static uint8_t dispatch(autd3_dev_t *d, const uint8_t *f) {
       }
       break;
     case AUTD3_CMD_CLEAR: /* fpga::init: single-pattern mode in bank 0, zero output; thermal is an input */
-      d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | AUTD3_DEV_FPGA_STATE_PATTERN_MODE);
-      r = AUTD3_DEV_ERR_NONE;
-      break;
-    case AUTD3_CMD_WRITE_PATTERN_FUSED: {
-      /* write_pattern_fused: a 32-byte header (bank, emission type, divider, size,
-       * num_foci, transition mode, sound speed, rep, u16 data_len at 14, transition
-       * value, margin) then data_len bytes of pattern words. The firmware rejects an
-       * odd length or one past the payload with InvalidPayload before it touches the
-       * FPGA; the rest (config and transition checks) needs FPGA state, not modelled. */
-      uint16_t len = rd_u16le(pl + PATTERN_FUSED_LEN_OFFSET);
-      r = (len % 2 != 0 || len > AUTD3_PAYLOAD_BYTES - PATTERN_FUSED_HEADER) ? AUTD3_DEV_ERR_INVALID_PAYLOAD
-                                                                            : AUTD3_DEV_ERR_NONE;
-      break;
-    }
-    case AUTD3_CMD_WRITE_PATTERN_BUFFER:
-    case AUTD3_CMD_CONFIG_PATTERN:
-    case AUTD3_CMD_CHANGE_PATTERN_BANK:
-    case AUTD3_CMD_WRITE_PATTERN_COMPRESSED:
-    case AUTD3_CMD_WRITE_MODULATION_BUFFER:
-    case AUTD3_CMD_CONFIG_MODULATION:
-    case AUTD3_CMD_CHANGE_MODULATION_BANK:
-    case AUTD3_CMD_SET_SILENCER:
-    case AUTD3_CMD_SET_PHASE_CORRECTION:
-    case AUTD3_CMD_SET_OUTPUT_MASK:
-    case AUTD3_CMD_SET_PULSE_WIDTH_TABLE:
-    case AUTD3_CMD_EMULATE_GPIO_IN:
-    case AUTD3_CMD_SET_GPIO_OUT:
-    case AUTD3_CMD_FORCE_FAN:
-    case AUTD3_CMD_WRITE_MODULATION_FUSED:
-      /* FPGA-side commands: accepted, not modelled (no FPGA here; the link layer only needs the ack). */
+      autd3_fpga_init(&d->fpga);
+      d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | autd3_fpga_state_bits(&d->fpga));
       r = AUTD3_DEV_ERR_NONE;
       break;
     default:
-      r = AUTD3_DEV_ERR_UNKNOWN_CMD;
+      if (autd3_fpga_handles(cmd)) { /* the output commands: fpga.c executes them into the output state */
+        r = autd3_fpga_exec(&d->fpga, cmd, pl, d->now_ns);
+        d->fpga_state = (uint8_t)((d->fpga_state & AUTD3_DEV_FPGA_STATE_THERMAL_ASSERT) | autd3_fpga_state_bits(&d->fpga));
+      } else {
+        r = AUTD3_DEV_ERR_UNKNOWN_CMD;
+      }
       break;
   }
   if (r != AUTD3_DEV_ERR_NONE) {
@@ -356,7 +331,8 @@ static void firmware_boot(autd3_dev_t *d) {
   d->last_seq = 0xFF;
   d->last_cmd = 0xFF;
   d->synchronized = false;
-  d->fpga_state = AUTD3_DEV_FPGA_STATE_PATTERN_MODE; /* the FPGA powers up with both pattern cycles 0 */
+  autd3_fpga_power_on(&d->fpga);
+  d->fpga_state = autd3_fpga_state_bits(&d->fpga); /* PATTERN_MODE: the FPGA powers up with both pattern cycles 0 */
   fifo_clear(d);
   d->busy_until_ns = 0;
   d->isr_pending = false;

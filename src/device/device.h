@@ -34,11 +34,13 @@
 
 #include "autd3/emulator.h"
 #include "autd3/proto.h"
+#include "device/fpga.h"
 
 #define AUTD3_DEV_FIFO_DEPTH 8 /* ring of 8, 7 usable, as the firmware */
 
 /* FPGA state byte (ReadFpgaState 0xE7) bits, crate autd3-cpu-wire 0.9.0
- * params FPGA_STATE_BIT_*. Only PATTERN_MODE is modelled: it is set while the
+ * params FPGA_STATE_BIT_*. PATTERN_MODE, PATTERN_BANK and TRANSITION_PENDING
+ * follow the FPGA model (fpga.h); THERMAL is an input. PATTERN_MODE is set while the
  * current pattern bank holds a single pattern (cycle register 0 → 1 entry,
  * i.e. a Pattern, not an STM), which is the case after power-on and after
  * Clear (fpga::init writes PATTERN_CYCLE = 0 for both banks). Hence 0x08
@@ -105,6 +107,9 @@ typedef struct autd3_dev {
   /* self-check of the event loop (tests): events must run in time order */
   uint64_t last_event_ns;
   uint32_t time_reversals; /* must stay 0 */
+
+  /* the FPGA side: pattern banks, silencer, tables (fpga.h) */
+  autd3_fpga_t fpga;
 
   /* fault injection and counters */
   autd3_device_fault_t fault;

@@ -19,6 +19,7 @@
 
 struct autd3_geometry {
   size_t n;
+  float sound_speed_mm_s;
   autd3_device_pose_t poses[]; /* rotation stored normalised */
 };
 
@@ -56,6 +57,7 @@ autd3_err_t autd3_geometry_create(size_t n, const autd3_device_pose_t *poses, au
   autd3_geometry_t *g = malloc(sizeof *g + n * sizeof(autd3_device_pose_t));
   if (g == NULL) return autd3_set_error(AUTD3_E_NOMEM, "autd3_geometry_create: out of memory for %zu devices", n);
   g->n = n;
+  g->sound_speed_mm_s = AUTD3_SOUND_SPEED_DEFAULT_MM_S;
   for (size_t i = 0; i < n; i++) {
     if (poses == NULL) {
       /* Default: devices side by side along +x, one device width apart. */
@@ -113,3 +115,14 @@ autd3_err_t autd3_geometry_transducer(const autd3_geometry_t *g, size_t dev, siz
   }
   return AUTD3_OK;
 }
+
+autd3_err_t autd3_geometry_set_sound_speed(autd3_geometry_t *g, float mm_per_s) {
+  if (g == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_geometry_set_sound_speed: geometry is NULL");
+  if (!isfinite(mm_per_s) || mm_per_s <= 0.0f)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_geometry_set_sound_speed: %g mm/s: must be finite and > 0",
+                           (double)mm_per_s);
+  g->sound_speed_mm_s = mm_per_s;
+  return AUTD3_OK;
+}
+
+float autd3_geometry_sound_speed(const autd3_geometry_t *g) { return g ? g->sound_speed_mm_s : 0.0f; }

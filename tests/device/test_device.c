@@ -294,9 +294,11 @@ TEST(reference_0_9_opcodes) {
   autd3_tx_encode(F, 4, AUTD3_CMD_WRITE_PATTERN_FUSED, pl, sizeof pl);
   autd3_dev_recv_frame(d, F, 0);
   ASSERT_RX(d, 0, 4, 0);
+  /* an all-zero WriteModulationFused has divider 0 and size 0: the firmware
+   * (write_mod_fused.rs, validate_mod_config) refuses it, and so does the model */
   autd3_dev_recv_frame(d, fr(5, AUTD3_CMD_WRITE_MODULATION_FUSED), 0);
-  ASSERT_RX(d, 0, 5, 0);
-  ASSERT_EQ(d->counters.errors, 2);
+  ASSERT_RX(d, 0, 5, AUTD3_DEV_ERR_INVALID_PAYLOAD);
+  ASSERT_EQ(d->counters.errors, 3);
   ASSERT_STREQ(autd3_cmd_name(AUTD3_CMD_WRITE_PATTERN_FUSED), "WRITE_PATTERN_FUSED");
   ASSERT_STREQ(autd3_cmd_name(0xE9), "READ_FPGA_FUNCTIONS");
   /* still unknown: an opcode in no table */

@@ -2,7 +2,7 @@
  * emuctl.h: send one control command to the autd3-emu that autd3-netns
  * started ($AUTD3_EMU_CONTROL, a UNIX stream socket; commands in
  * docs/emulator.md: status, unplug K, replug, power-cycle K, drop P,
- * corrupt P, delay US, silence 1|0, al K, ping).
+ * corrupt P, delay US, silence 1|0, al K, output K, ping).
  *
  *   char r[256];
  *   if (autd3_emuctl("unplug 1", r, sizeof r) != 0) TEST_FAIL_("emuctl: %s", r);

@@ -196,10 +196,29 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
     long k = index_arg(arg, emu->cfg.devices - 1);
     if (k < 0) snprintf(reply, cap, "err log %s: devices 0..%u", arg, (unsigned)emu->cfg.devices - 1);
     else log_reply(emu, c->nic_fd, (uint16_t)k, reply, cap);
+  } else if (!strcmp(cmd, "output") && n == 2) {
+    long k = index_arg(arg, emu->cfg.devices - 1);
+    if (k < 0) snprintf(reply, cap, "err output %s: devices 0..%u", arg, (unsigned)emu->cfg.devices - 1);
+    else {
+      tick_if_drained(emu, c->nic_fd); /* as of now (or the last tick, if frames are queued) */
+      autd3_output_state_t st;
+      autd3_dev_output_state(&emu->esc[k].dev, &st);
+      int len = snprintf(reply, cap,
+                         "ok dev %ld pattern bank %u type %u size %u div %u rep %u pending %u mod bank %u size %u div %u rep %u "
+                         "pending %u sample %u silencer flag %u rate %u %u steps %u %u fpga 0x%02x error 0x%02x drives ",
+                         k, st.pattern_bank, st.pattern_emission_type, (unsigned)st.pattern_size, st.pattern_divider, st.pattern_rep,
+                         st.transition_pending, st.modulation_bank, (unsigned)st.modulation_size, st.modulation_divider,
+                         st.modulation_rep, st.modulation_transition_pending, st.modulation, st.silencer_flag,
+                         st.silencer_update_rate_intensity, st.silencer_update_rate_phase, st.silencer_completion_steps_intensity,
+                         st.silencer_completion_steps_phase, st.fpga_state, st.error_detail);
+      /* then per transducer "PPII" (phase, intensity) in hex */
+      for (int t = 0; t < AUTD3_OUTPUT_TRANSDUCERS && len > 0 && (size_t)len + 5 < cap; t++)
+        len += snprintf(reply + len, cap - (size_t)len, "%02x%02x", st.phase[t], st.intensity[t]);
+    }
   } else if (!strcmp(cmd, "ping")) {
     snprintf(reply, cap, "ok autd3-emu %u devices", (unsigned)emu->cfg.devices);
   } else {
-    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, log K, ping)", line);
+    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, log K, output K, ping)", line);
   }
 }
 

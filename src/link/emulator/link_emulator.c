@@ -49,7 +49,29 @@ typedef struct emu_slot {
   bool power_cycle_pending;     /* guarded by emu_link.mu (autd3_emulator_power_cycle) */
   emu_counters_t counters;
   autd3_exec_log_t log; /* the device's execution log: bus thread pushes, autd3_emulator_log_drain drains */
+  uint64_t boots;         /* power cycles applied (bus thread): part of the output generation */
+  uint64_t published_gen; /* generation of the last copy published (bus thread only) */
 } emu_slot_t;
+
+/* Published output states (autd3_emulator_outputs): a reference-counted
+ * object of its own, so a test can read what the devices emit after the
+ * client (and with it the link) closed. The bus thread copies a device's
+ * state into `out` under `mu` (try-lock only) whenever its generation
+ * (frames executed + power cycles) moved; a reader waits until the copy is
+ * of the live generation. The link's close publishes the last state. */
+typedef struct emu_out {
+  uint64_t gen;              /* generation of `state`; guarded by mu */
+  autd3_output_state_t state; /* guarded by mu */
+  _Atomic uint64_t live_gen; /* generation of the device now */
+} emu_out_t;
+
+struct autd3_emulator_outputs {
+  _Atomic uint32_t refs;
+  pthread_mutex_t mu;
+  uint32_t cycle_ns;
+  uint16_t n;
+  emu_out_t dev[];
+};
 
 typedef struct emu_link {
   struct autd3_link hdr; /* must be first */
@@ -59,6 +81,7 @@ typedef struct emu_link {
   autd3_link_pacer_t pace; /* the shared pacer on the grid from grid_start_ns; its counters are the diagnostics */
   pthread_mutex_t mu;              /* pending faults only */
   _Atomic bool any_pending;        /* fast path: skip the trylock when nothing was injected */
+  autd3_emulator_outputs_t *outputs; /* one reference held by the link */
   bool armed;       /* emu_wait() already slept to armed_t */
   uint64_t armed_t;
   emu_slot_t slots[];
@@ -83,6 +106,7 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
         autd3_v12_dev_power_cycle(&s->v12, t);
       else
         autd3_dev_power_cycle(&s->dev, t);
+      s->boots++;
       autd3_link_report_device_reset(&l->hdr, i);
       s->power_cycle_pending = false;
     }
@@ -96,6 +120,43 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
     s->has_pending = false;
   }
   pthread_mutex_unlock(&l->mu);
+}
+
+/* After an exchange: publish device outputs whose generation moved. A busy
+ * mutex (a reader copying) only delays the copy to a later cycle, unless
+ * `wait` (the link's close, not the cycle path). */
+static void publish_outputs(emu_link_t *l, bool wait) {
+  autd3_emulator_outputs_t *o = l->outputs;
+  bool locked = false;
+  for (uint16_t i = 0; i < l->hdr.num_devices; i++) {
+    emu_slot_t *s = &l->slots[i];
+    emu_out_t *e = &o->dev[i];
+    uint64_t gen = s->dev.counters.executed + s->boots;
+    if (!wait && gen == s->published_gen) continue;
+    if (!locked) {
+      if (wait) {
+        pthread_mutex_lock(&o->mu);
+      } else if (pthread_mutex_trylock(&o->mu) != 0) {
+        /* The copy stays old (retried next cycle); live_gen still moves, so
+         * readers wait for that copy instead of taking the old one. */
+        atomic_store_explicit(&e->live_gen, gen, memory_order_release);
+        continue;
+      }
+      locked = true;
+    }
+    autd3_dev_output_state(&s->dev, &e->state);
+    e->gen = gen;
+    s->published_gen = gen;
+    atomic_store_explicit(&e->live_gen, gen, memory_order_release);
+  }
+  if (locked) pthread_mutex_unlock(&o->mu);
+}
+
+static void outputs_release(autd3_emulator_outputs_t *o) {
+  if (o == NULL) return;
+  if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_mutex_destroy(&o->mu);
+  free(o);
 }
 
 /* Pick the next exchange's grid point and sleep until it: the shared pacer,
@@ -138,6 +199,7 @@ static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t
     if (autd3_dev_consume_rx_invalid(d)) valid = false;
     publish_counters(&l->slots[i]);
   }
+  publish_outputs(l, false);
   *rx_valid = valid;
   autd3_link_count_cycle(link, valid, false);
   return AUTD3_OK;
@@ -153,6 +215,8 @@ static autd3_err_t emu_check_state(struct autd3_link *link, autd3_link_status_t 
 
 static void emu_close(struct autd3_link *link) {
   emu_link_t *l = (emu_link_t *)link;
+  publish_outputs(l, true); /* the last state, for readers that outlive the link */
+  outputs_release(l->outputs);
   pthread_mutex_destroy(&l->mu);
   free(l);
 }
@@ -192,11 +256,27 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
   if (n < 1 || n > AUTD3_MAX_DEVICES)
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "emulator: geometry has %zu devices; must be 1..%d", n, AUTD3_MAX_DEVICES);
   emu_link_t *l = calloc(1, sizeof *l + n * sizeof(emu_slot_t));
-  if (l == NULL) return autd3_set_error(AUTD3_E_NOMEM, "emulator: out of memory for %zu devices", n);
+  autd3_emulator_outputs_t *outs = calloc(1, sizeof *outs + n * sizeof(emu_out_t));
+  if (l == NULL || outs == NULL) {
+    free(l);
+    free(outs);
+    return autd3_set_error(AUTD3_E_NOMEM, "emulator: out of memory for %zu devices", n);
+  }
   if (pthread_mutex_init(&l->mu, NULL) != 0) {
     free(l);
+    free(outs);
     return autd3_set_error(AUTD3_E_INTERNAL, "emulator: pthread_mutex_init failed");
   }
+  if (pthread_mutex_init(&outs->mu, NULL) != 0) {
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+    free(outs);
+    return autd3_set_error(AUTD3_E_INTERNAL, "emulator: pthread_mutex_init failed");
+  }
+  atomic_init(&outs->refs, 1);
+  outs->cycle_ns = eo->cycle_ns;
+  outs->n = (uint16_t)n;
+  l->outputs = outs;
   autd3_link_init(&l->hdr, &emu_vtable, AUTD3_LINK_EMULATOR, (uint16_t)n);
   l->cycle_ns = eo->cycle_ns;
   l->timing = eo->timing;
@@ -212,6 +292,7 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
     autd3_dev_set_sync0(d, l->grid_start_ns, eo->cycle_ns);
     l->slots[i].is_v12 = eo->firmware == AUTD3_EMU_FIRMWARE_V12 || (eo->firmware == AUTD3_EMU_FIRMWARE_MIXED && (i & 1u));
     if (l->slots[i].is_v12) autd3_v12_dev_init(&l->slots[i].v12, AUTD3_V12_UPDATE_PERIOD_NS);
+    autd3_dev_output_state(d, &outs->dev[i].state); /* generation 0: the boot state */
   }
   *out = &l->hdr;
   return AUTD3_OK;
@@ -291,4 +372,51 @@ autd3_err_t autd3_emulator_log_drain(struct autd3_link *link, uint16_t dev, autd
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_log_drain: out or n is NULL");
   *n = autd3_exec_log_drain(&s->log, out, cap, dropped);
   return AUTD3_OK;
+}
+
+autd3_err_t autd3_emulator_outputs(struct autd3_link *link, autd3_emulator_outputs_t **out) {
+  if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_outputs: out is NULL");
+  *out = NULL;
+  emu_slot_t *s = NULL;
+  autd3_err_t err = emu_slot(link, 0, "autd3_emulator_outputs", &s);
+  if (err != AUTD3_OK) return err;
+  autd3_emulator_outputs_t *o = ((emu_link_t *)link)->outputs;
+  atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
+  *out = o;
+  return AUTD3_OK;
+}
+
+void autd3_emulator_outputs_release(autd3_emulator_outputs_t *o) { outputs_release(o); }
+
+autd3_err_t autd3_emulator_outputs_read(autd3_emulator_outputs_t *o, uint16_t dev, autd3_output_state_t *out) {
+  if (o == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_outputs_read: outputs is NULL");
+  if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_outputs_read: out is NULL");
+  if (dev >= o->n)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_outputs_read: device %u out of range (%u devices)",
+                           (unsigned)dev, (unsigned)o->n);
+  emu_out_t *e = &o->dev[dev];
+  /* A stale copy is refreshed at the bus thread's next cycle (or by the
+   * link's close): wait up to 1 s, then say so. */
+  const uint64_t deadline = autd3__now_ns() + 1000000000ull;
+  for (;;) {
+    uint64_t live = atomic_load_explicit(&e->live_gen, memory_order_acquire);
+    pthread_mutex_lock(&o->mu);
+    bool fresh = e->gen == live;
+    if (fresh) *out = e->state;
+    pthread_mutex_unlock(&o->mu);
+    if (fresh) return AUTD3_OK;
+    uint64_t now = autd3__now_ns();
+    if (now >= deadline)
+      return autd3_set_error(AUTD3_E_TIMEOUT,
+                             "autd3_emulator_outputs_read: device %u's state was not published within 1 s (is the bus thread running?)",
+                             (unsigned)dev);
+    autd3__sleep_until_ns(now + o->cycle_ns, 0);
+  }
+}
+
+autd3_err_t autd3_emulator_output(struct autd3_link *link, uint16_t dev, autd3_output_state_t *out) {
+  emu_slot_t *s = NULL;
+  autd3_err_t err = emu_slot(link, dev, "autd3_emulator_output", &s);
+  if (err != AUTD3_OK) return err;
+  return autd3_emulator_outputs_read(((emu_link_t *)link)->outputs, dev, out);
 }
