@@ -12,8 +12,6 @@
 #ifndef AUTD3_CLIENT_CLIENT_INTERNAL_H
 #define AUTD3_CLIENT_CLIENT_INTERNAL_H
 
-#include <pthread.h>
-#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -74,7 +72,7 @@ struct autd3__slot {
   _Atomic uint32_t flags;  /* COMPLETED | DETACHED */
   _Atomic uint32_t handle; /* generation << 2 | AUTD3__H_*: validates and claims user handles */
   uint32_t gen;            /* sends on this slot so far (owner-written) */
-  sem_t done;              /* posted once by the bus thread on completion unless detached */
+  autd3__sem_t done;             /* posted once by the bus thread on completion unless detached */
   uint8_t index;           /* position in client->slots */
   bool broadcast;          /* cmds[0]/payload[0..624) for every device */
   bool exclusive;          /* a value read: staged alone (see bus.c stage()) */
@@ -158,8 +156,8 @@ struct autd3_client {
   struct autd3_request *cells; /* num_slots × AUTD3__HANDLE_CELLS handles */
   uint32_t num_slots; /* = cfg.max_inflight */
   uint8_t *slot_mem;
-  sem_t free_sem;            /* counts FREE slots (+1 "baton" once the bus thread is gone) */
-  pthread_mutex_t send_lock; /* serialises producers among themselves; never taken by the bus thread */
+  autd3__sem_t free_sem;          /* counts FREE slots (+1 "baton" once the bus thread is gone) */
+  autd3__mutex_t send_lock; /* serialises producers among themselves; never taken by the bus thread */
 
   /* hand-off ring (single producer under send_lock, single consumer = bus thread) */
   uint8_t ring[AUTD3__RING_CAP];
@@ -175,7 +173,7 @@ struct autd3_client {
   /* bus thread */
   autd3__thread_t thread;
   bool thread_started;
-  sem_t hs_done;      /* handshake finished (hs_err says how) */
+  autd3__sem_t hs_done;    /* handshake finished (hs_err says how) */
   autd3_err_t hs_err;
   char hs_msg[384];
   autd3__bus_t bus;

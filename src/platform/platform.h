@@ -1,8 +1,9 @@
 /*
  * The operating-system seam: monotonic time, absolute sleeps, threads, RT
- * priority and affinity. Everything OS-specific outside the NIC lives behind
- * this header; src/platform/posix/ implements it for Linux (and other POSIX
- * systems where noted), a win/ folder would implement it for Windows.
+ * priority and affinity, semaphores and mutexes. Everything OS-specific
+ * outside the NIC lives behind this header; src/platform/posix/ implements it
+ * for Linux (and other POSIX systems where noted), a win/ folder would
+ * implement it for Windows.
  */
 #ifndef AUTD3_PLATFORM_PLATFORM_H
 #define AUTD3_PLATFORM_PLATFORM_H
@@ -40,5 +41,50 @@ uint64_t autd3__thread_cpu_ns(void);
  * thread, read from the caller's side so the measured thread pays nothing;
  * 0 if the OS cannot tell. */
 uint64_t autd3__thread_cpu_ns_of(const autd3__thread_t *t);
+
+/* ---- synchronisation ----------------------------------------------------------
+ * Storage is opaque and embedded (no allocation, so init fails only if the OS
+ * refuses); each back end checks with a static assertion that its native
+ * object fits. Aligned for any native type (8 bytes covers sem_t,
+ * pthread_mutex_t, HANDLE and SRWLOCK on every target we build for). */
+typedef struct autd3__sem {
+  union {
+    uint64_t align_;
+    unsigned char bytes[64];
+  } u;
+} autd3__sem_t;
+
+typedef struct autd3__mutex {
+  union {
+    uint64_t align_;
+    unsigned char bytes[64];
+  } u;
+} autd3__mutex_t;
+
+/* Counting semaphore starting at `initial`. AUTD3_E_INTERNAL (message set) if the OS refuses. */
+autd3_err_t autd3__sem_init(autd3__sem_t *s, uint32_t initial);
+void autd3__sem_destroy(autd3__sem_t *s);
+/* Never blocks and takes no lock a waiter can hold: the bus thread posts
+ * completions with it. */
+void autd3__sem_post(autd3__sem_t *s);
+/* Wait (retrying on signals). AUTD3_E_INTERNAL (message set) only if the OS fails. */
+autd3_err_t autd3__sem_wait(autd3__sem_t *s);
+/* Take it if available now. */
+bool autd3__sem_trywait(autd3__sem_t *s);
+/* Wait at most timeout_ns, measured on the monotonic clock (a wall-clock
+ * step cannot stretch it). AUTD3_OK, AUTD3_E_PENDING on timeout (no message
+ * set: the caller words it), or AUTD3_E_INTERNAL (message set). */
+autd3_err_t autd3__sem_timedwait_ns(autd3__sem_t *s, uint64_t timeout_ns);
+
+/* Plain non-recursive mutex, for user-side threads only (never the bus thread's cycle path). */
+autd3_err_t autd3__mutex_init(autd3__mutex_t *m);
+void autd3__mutex_destroy(autd3__mutex_t *m);
+void autd3__mutex_lock(autd3__mutex_t *m);
+void autd3__mutex_unlock(autd3__mutex_t *m);
+bool autd3__mutex_trylock(autd3__mutex_t *m);
+
+/* Ask the OS for exact timer wake-ups for the calling thread (Linux: 1 ns
+ * timer slack instead of the default 50 µs). Best effort, no error. */
+void autd3__thread_precise_timers(void);
 
 #endif

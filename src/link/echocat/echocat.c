@@ -31,14 +31,10 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "autd3/link_driver.h"
 #include "link/echocat/ecat.h"
@@ -141,7 +137,7 @@ typedef struct echocat {
   atomic_int owner;
   atomic_int mbx;
   atomic_uint_fast64_t bus_cycles; /* cycle() calls, for the checker's "is anyone cycling" */
-  pthread_mutex_t check_lock;      /* serialises check_state callers (user threads only) */
+  autd3__mutex_t check_lock;       /* serialises check_state callers (user threads only) */
   uint64_t recoveries;
   bool problem;
 
@@ -1120,9 +1116,7 @@ static autd3_err_t ec_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t 
   static _Thread_local const void *tuned;
   if (tuned != ec) { /* once per bus thread: exact wake-ups, and the RT options */
     tuned = ec;
-#ifdef __linux__
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-#endif
+    autd3__thread_precise_timers();
     if (ec->opt.ethercat.rt_priority > 0 || ec->opt.ethercat.rt_cpu >= 0)
       if (autd3__thread_set_rt(ec->opt.ethercat.rt_priority, ec->opt.ethercat.rt_cpu) != AUTD3_OK)
         atomic_store(&ec->rt_failed, true);
@@ -1210,7 +1204,7 @@ static autd3_err_t recover_slave(echocat_t *ec, uint16_t k) {
 
 static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *out) {
   echocat_t *ec = (echocat_t *)link;
-  pthread_mutex_lock(&ec->check_lock);
+  autd3__mutex_lock(&ec->check_lock);
   uint16_t all[AUTD3_MAX_DEVICES];
   list_range(all, 0, ec->n);
   uint8_t al[AUTD3_MAX_DEVICES];
@@ -1222,7 +1216,7 @@ static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *
     e = AUTD3_OK;
   }
   if (e != AUTD3_OK) {
-    pthread_mutex_unlock(&ec->check_lock);
+    autd3__mutex_unlock(&ec->check_lock);
     return e;
   }
   bool all_op = true;
@@ -1273,7 +1267,7 @@ static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *
     ec->recoveries++;
   }
   out->recoveries = ec->recoveries;
-  pthread_mutex_unlock(&ec->check_lock);
+  autd3__mutex_unlock(&ec->check_lock);
   return AUTD3_OK;
 }
 
@@ -1325,7 +1319,7 @@ static void release(echocat_t *ec) {
   if (ec->nic)
     autd3__nic_close(ec->nic);
   autd3__capture_close(&ec->cap);
-  pthread_mutex_destroy(&ec->check_lock);
+  autd3__mutex_destroy(&ec->check_lock);
   free(ec->zero_tx);
   free(ec);
 }
@@ -1415,7 +1409,10 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   ec->opt = *opt;
   ec->opt.ethercat.interface = NULL; /* not kept: the caller owns the string */
   ec->opt.ethercat.capture_path = o->capture_path;
-  pthread_mutex_init(&ec->check_lock, NULL);
+  if (autd3__mutex_init(&ec->check_lock) != AUTD3_OK) {
+    free(ec);
+    return AUTD3_E_INTERNAL; /* the seam set the message */
+  }
   ec->period = send_cycle;
   uint16_t count = 0;
 

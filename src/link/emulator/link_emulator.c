@@ -19,7 +19,6 @@
  * the next cycle); autd3_emulator_counters() reads per-device atomic copies
  * that the bus thread refreshes after each exchange. No allocation in cycle().
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +49,7 @@ typedef struct emu_link {
   autd3_timing_model_t timing;
   uint64_t grid_start_ns;
   uint64_t next_deadline_ns;
-  pthread_mutex_t mu;              /* pending faults only */
+  autd3__mutex_t mu;               /* pending faults only */
   _Atomic bool any_pending;        /* fast path: skip the trylock when nothing was injected */
   _Atomic uint64_t late_cycles;    /* exchanges that started after their deadline */
   _Atomic uint64_t skipped_points; /* grid points skipped by resynchronisation */
@@ -68,7 +67,7 @@ static void publish_counters(emu_slot_t *s) {
 
 static void apply_pending_faults(emu_link_t *l, uint64_t t) {
   if (!atomic_load_explicit(&l->any_pending, memory_order_acquire)) return;
-  if (pthread_mutex_trylock(&l->mu) != 0) return; /* an injector holds it for a copy: next cycle */
+  if (!autd3__mutex_trylock(&l->mu)) return; /* an injector holds it for a copy: next cycle */
   atomic_store_explicit(&l->any_pending, false, memory_order_relaxed);
   for (uint16_t i = 0; i < l->hdr.num_devices; i++) {
     emu_slot_t *s = &l->slots[i];
@@ -83,7 +82,7 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
     autd3_dev_set_fault(&s->dev, &s->pending, t);
     s->has_pending = false;
   }
-  pthread_mutex_unlock(&l->mu);
+  autd3__mutex_unlock(&l->mu);
 }
 
 /* Pick the next exchange's grid point and sleep until it. */
@@ -151,7 +150,7 @@ static autd3_err_t emu_check_state(struct autd3_link *link, autd3_link_status_t 
 
 static void emu_close(struct autd3_link *link) {
   emu_link_t *l = (emu_link_t *)link;
-  pthread_mutex_destroy(&l->mu);
+  autd3__mutex_destroy(&l->mu);
   free(l);
 }
 
@@ -188,9 +187,9 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
     return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "emulator: geometry has %zu devices; must be 1..%d", n, AUTD3_MAX_DEVICES);
   emu_link_t *l = calloc(1, sizeof *l + n * sizeof(emu_slot_t));
   if (l == NULL) return autd3_set_error(AUTD3_E_NOMEM, "emulator: out of memory for %zu devices", n);
-  if (pthread_mutex_init(&l->mu, NULL) != 0) {
+  if (autd3__mutex_init(&l->mu) != AUTD3_OK) {
     free(l);
-    return autd3_set_error(AUTD3_E_INTERNAL, "emulator: pthread_mutex_init failed");
+    return AUTD3_E_INTERNAL; /* the seam set the message */
   }
   autd3_link_init(&l->hdr, &emu_vtable, AUTD3_LINK_EMULATOR, (uint16_t)n);
   l->cycle_ns = eo->cycle_ns;
@@ -226,11 +225,11 @@ autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const a
   if (err != AUTD3_OK) return err;
   if (fault == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_inject: fault is NULL");
   emu_link_t *l = (emu_link_t *)link;
-  pthread_mutex_lock(&l->mu);
+  autd3__mutex_lock(&l->mu);
   s->pending = *fault;
   s->has_pending = true;
   atomic_store_explicit(&l->any_pending, true, memory_order_release);
-  pthread_mutex_unlock(&l->mu);
+  autd3__mutex_unlock(&l->mu);
   return AUTD3_OK;
 }
 
@@ -254,13 +253,13 @@ autd3_err_t autd3_emulator_counters(struct autd3_link *link, uint16_t dev, autd3
 /* Power-cycle (autd3_emulator_power_cycle): a separate request from the
  * faults of autd3_emulator_inject, applied first at the next cycle. */
 autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uint16_t dev) {
-  emu_slot_t *s;
+  emu_slot_t *s = NULL; /* set on AUTD3_OK; GCC -O3 cannot see that */
   autd3_err_t err = emu_slot(link, dev, "autd3_emulator_power_cycle", &s);
   if (err != AUTD3_OK) return err;
   emu_link_t *l = (emu_link_t *)link;
-  pthread_mutex_lock(&l->mu);
+  autd3__mutex_lock(&l->mu);
   s->power_cycle_pending = true;
   atomic_store_explicit(&l->any_pending, true, memory_order_release);
-  pthread_mutex_unlock(&l->mu);
+  autd3__mutex_unlock(&l->mu);
   return AUTD3_OK;
 }
