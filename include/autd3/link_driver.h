@@ -5,7 +5,8 @@
  *
  * Built-in links (emulator, echocat, TwinCAT, Remote) register themselves in
  * libautd3. Links in separate libraries (SOEM: GPL-3.0-only; EtherCrab: Rust)
- * register from a constructor when their library is loaded.
+ * export an autd3_link_<kind>_register() the application calls (with
+ * GCC/Clang builds they also register themselves when loaded).
  *
  * A link object starts with a `struct autd3_link` header; the library owns
  * the header's counters, the implementation everything after it.

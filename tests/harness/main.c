@@ -8,27 +8,12 @@
 
 #include "harness/test.h"
 
-#define MAX_CASES 256
-static struct {
-  const char *name;
-  autd3_test_fn fn;
-} cases[MAX_CASES];
-static int ncases;
-
-void autd3_test_register(const char *name, autd3_test_fn fn) {
-  if (ncases < MAX_CASES) {
-    cases[ncases].name = name;
-    cases[ncases].fn = fn;
-    ncases++;
-  }
-}
-
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc > 1) {
-    for (int i = 0; i < ncases; i++) {
-      if (strcmp(cases[i].name, argv[1]) == 0) {
-        cases[i].fn();
+    for (int i = 0; i < autd3_test_num_cases; i++) {
+      if (strcmp(autd3_test_cases[i].name, argv[1]) == 0) {
+        autd3_test_cases[i].fn();
         return 0;
       }
     }
@@ -36,10 +21,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   int failed = 0, skipped = 0;
-  for (int i = 0; i < ncases; i++) {
+  for (int i = 0; i < autd3_test_num_cases; i++) {
     pid_t pid = fork();
     if (pid == 0) {
-      cases[i].fn();
+      autd3_test_cases[i].fn();
       _exit(0);
     }
     int st = 0;
@@ -48,8 +33,8 @@ int main(int argc, char **argv) {
     const char *r = code == 0 ? "ok" : code == 77 ? "skipped" : "FAILED";
     if (code == 77) skipped++;
     else if (code != 0) failed++;
-    printf("%-40s %s\n", cases[i].name, r);
+    printf("%-40s %s\n", autd3_test_cases[i].name, r);
   }
-  printf("%d passed, %d failed, %d skipped\n", ncases - failed - skipped, failed, skipped);
+  printf("%d passed, %d failed, %d skipped\n", autd3_test_num_cases - failed - skipped, failed, skipped);
   return failed ? 1 : 0;
 }

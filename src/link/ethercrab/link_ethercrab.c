@@ -360,5 +360,9 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
 
 void autd3_link_ethercrab_register(void) { (void)autd3_link_register(AUTD3_LINK_ETHERCRAB, crab_open); }
 
-/* Linking this object is enough to make the link available. */
+/* With GCC/Clang (MinGW included) linking this object is enough to make the
+ * link available; elsewhere (MSVC) the application calls
+ * autd3_link_ethercrab_register(), the explicit contract. */
+#if defined(__GNUC__)
 __attribute__((constructor)) static void crab_register_at_load(void) { autd3_link_ethercrab_register(); }
+#endif
