@@ -4,10 +4,11 @@ BUILD_SAN  ?= build-sanitize
 BUILD_FUZZ ?= build-fuzz
 BUILD_REL  ?= build-release
 BUILD_DBG  ?= build-debug
+BUILD_A64  ?= build-aarch64
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test test-sanitize test-fuzz test-release test-debug abi-check clean
+.PHONY: all deps configure build demo test test-sanitize test-fuzz test-release test-debug test-aarch64 abi-check clean
 
 # Developer and CI builds treat warnings as errors; a plain `cmake` (users,
 # packagers, add_subdirectory) does not (AUTD3_WERROR defaults to OFF).
@@ -64,10 +65,19 @@ test-release: deps
 test-debug: deps
 	$(call build_type_test,$(BUILD_DBG),Debug)
 
+# Linux aarch64 (the appliance): cross-built with gcc-aarch64-linux-gnu, the
+# whole suite run under qemu-user, every test in a private network namespace
+# with a namespace-local binfmt_misc entry (scripts/qemu-aarch64-netns; no
+# libpcap for the target, EtherCrab left to `make test`). docs/platforms.md.
+test-aarch64: deps
+	cmake -S . -B $(BUILD_A64) --toolchain cmake/toolchains/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(WERROR) $(CMAKE_ARGS)
+	cmake --build $(BUILD_A64) -j $(JOBS)
+	scripts/qemu-aarch64-netns ctest --test-dir $(BUILD_A64) --output-on-failure -j $(JOBS)
+
 # Compare the shared library's ABI with the committed baseline abi/libautd3.abi
 # (scripts/abi-check.sh --update writes a new one).
 abi-check:
 	scripts/abi-check.sh
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) build-abi
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) $(BUILD_A64) build-abi

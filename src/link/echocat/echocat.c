@@ -1354,7 +1354,8 @@ static const autd3_link_vtable_t ec_vt = {.cycle = ec_cycle,
 
 /* Open `ifname`, count, address and identify its slaves. */
 static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
-  snprintf(ec->ifname, sizeof ec->ifname, "%s", ifname);
+  /* Bounded precision: GCC for aarch64 cannot see the caller's length. */
+  snprintf(ec->ifname, sizeof ec->ifname, "%.*s", (int)sizeof ec->ifname - 1, ifname);
   autd3_err_t e = autd3__nic_open(ifname, ec->opt.backend, &ec->nic);
   if (e != AUTD3_OK)
     return e;
@@ -1432,7 +1433,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
       if (e == AUTD3_E_PERMISSION)
         first_perm = e;
       size_t l = strlen(tried);
-      snprintf(tried + l, sizeof tried - l, "%s%s (%s)", l ? ", " : "", names[i], autd3_err_name(e));
+      snprintf(tried + l, sizeof tried - l, "%s%.*s (%s)", l ? ", " : "", (int)sizeof names[i], names[i], autd3_err_name(e));
       if (ec->nic)
         autd3__nic_close(ec->nic);
       ec->nic = NULL;
