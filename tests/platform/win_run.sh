@@ -6,7 +6,7 @@
 # HAVE is TRUE when MinGW-w64 and wine were found at configure time.
 #
 # Every wine process runs inside a private user + network namespace
-# (unshare -rn): the wineserver is started by the first case, inside that
+# (unshare -rn, loopback up): the wineserver is started by the first case, inside that
 # case's namespace, and serves the later ones (same prefix) until it idles out
 # or --stop; none is ever started on the host's network.
 set -eu
@@ -19,6 +19,7 @@ wine=$(command -v wine64 || command -v wine || echo /usr/lib/wine/wine64)
 wineserver=$(command -v wineserver || echo /usr/lib/wine/wineserver)
 export WINEPREFIX="$prefix" WINEDEBUG=-all WINE="$wine" WINESERVER="$wineserver" WHAT="$what" CASE="${4:-}"
 exec unshare -rn sh -c '
+  ip link set lo up
   case "$WHAT" in
     --boot) "$WINE" wineboot -i >/dev/null 2>&1 ;;
     --stop) "$WINESERVER" -k 2>/dev/null; exit 0 ;;
