@@ -38,7 +38,7 @@ test: build
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-sanitize: deps
-	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DAUTD3_SANITIZE=ON -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(WERROR) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DAUTD3_SANITIZE=ON -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python -DAUTD3_WINE_TESTS=OFF $(WERROR) $(CMAKE_ARGS)
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS) -LE slow
 
@@ -46,7 +46,7 @@ test-sanitize: deps
 # header test needs the same toolchain), then a libFuzzer run
 # of every fuzz target (fuzz/), library code instrumented.
 test-fuzz: deps
-	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DAUTD3_FUZZ=ON -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(WERROR) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DAUTD3_FUZZ=ON -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python -DAUTD3_WINE_TESTS=OFF $(WERROR) $(CMAKE_ARGS)
 	cmake --build $(BUILD_FUZZ) -j $(JOBS)
 	ctest --test-dir $(BUILD_FUZZ) --output-on-failure -j $(JOBS) -R '^fuzz\.'
 
@@ -56,7 +56,7 @@ test-fuzz: deps
 # `make test`, where it is built once.
 UNIT_TESTS = '^(test_(proto|geometry|device|client|client_alloc|emulator_link|emulator_noalloc)|api)\.'
 define build_type_test
-	cmake -S . -B $(1) -DCMAKE_BUILD_TYPE=$(2) -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python $(WERROR) $(CMAKE_ARGS)
+	cmake -S . -B $(1) -DCMAKE_BUILD_TYPE=$(2) -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python -DAUTD3_WINE_TESTS=OFF $(WERROR) $(CMAKE_ARGS)
 	cmake --build $(1) -j $(JOBS)
 	ctest --test-dir $(1) --output-on-failure -j $(JOBS) -R $(UNIT_TESTS)
 endef
