@@ -9,6 +9,7 @@
 #define AUTD3_PLATFORM_PLATFORM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "autd3/error.h"
@@ -82,6 +83,16 @@ void autd3__mutex_destroy(autd3__mutex_t *m);
 void autd3__mutex_lock(autd3__mutex_t *m);
 void autd3__mutex_unlock(autd3__mutex_t *m);
 bool autd3__mutex_trylock(autd3__mutex_t *m);
+
+/* ---- shared libraries loaded at run time (Npcap's wpcap.dll) ------------------ */
+typedef struct autd3__dl autd3__dl_t;
+typedef void (*autd3__dl_fn_t)(void);
+/* Load the library `path` (a bare file name is searched the OS's way). NULL
+ * if it cannot be loaded; then `why` (may be NULL) holds the OS's reason. */
+autd3__dl_t *autd3__dl_open(const char *path, char *why, size_t why_cap);
+/* A function it exports (cast to its real type by the caller), or NULL. */
+autd3__dl_fn_t autd3__dl_fn(autd3__dl_t *dl, const char *symbol);
+void autd3__dl_close(autd3__dl_t *dl);
 
 /* Ask the OS for exact timer wake-ups for the calling thread (Linux: 1 ns
  * timer slack instead of the default 50 µs). Best effort, no error. */
