@@ -10,8 +10,11 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # Debian packages: compiler and build, raw-socket tests (iproute2 for veth,
 # util-linux for unshare), the libpcap back end, clang + its runtime for the
 # libFuzzer targets, tshark for the capture checks, g++ for the C++ header test
-# (tests/api), abigail-tools for the ABI check (scripts/abi-check.sh).
-APT_PKGS=(cmake make gcc g++ clang libclang-rt-14-dev libpcap-dev iproute2 util-linux tshark python3 python3-pip python3-venv pkg-config abigail-tools)
+# (tests/api), abigail-tools for the ABI check (scripts/abi-check.sh); the
+# aarch64 cross compilers and qemu-user for `make test-aarch64`; MinGW-w64 and
+# wine for the Windows seam test (tests/platform).
+APT_PKGS=(cmake make gcc g++ clang libclang-rt-14-dev libpcap-dev iproute2 util-linux tshark python3 python3-pip python3-venv pkg-config abigail-tools
+          gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user mingw-w64 wine64)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

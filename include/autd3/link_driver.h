@@ -5,7 +5,8 @@
  *
  * Built-in links (emulator, echocat, TwinCAT, Remote) register themselves in
  * libautd3. Links in separate libraries (SOEM: GPL-3.0-only; EtherCrab: Rust)
- * register from a constructor when their library is loaded.
+ * export an autd3_link_<kind>_register() the application calls (with
+ * GCC/Clang builds they also register themselves when loaded).
  *
  * A link object starts with a `struct autd3_link` header; the library owns
  * the header's counters, the implementation everything after it.
@@ -116,7 +117,10 @@ AUTD3_EXTERN autd3_err_t autd3_link_register(autd3_link_kind_t kind, autd3_link_
  * Context: any thread; never blocks; no allocation (formats into the calling thread's 512-byte buffer, truncating).
  */
 AUTD3_EXTERN autd3_err_t autd3_set_error(autd3_err_t err, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__)
+    /* MinGW: libautd3 formats with the C99 printf (%zu, %lld), not msvcrt's */
+    __attribute__((format(gnu_printf, 2, 3)))
+#elif defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;

@@ -28,7 +28,9 @@ typedef struct autd3_ethercrab_option {
 AUTD3_EXTERN autd3_ethercrab_option_t autd3_ethercrab_option_default(void);
 
 /**
- * Register the EtherCrab link (defined in libautd3-link-ethercrab; automatic when linked).
+ * Register the EtherCrab link (defined in libautd3-link-ethercrab). Portable code
+ * calls it once before opening an EtherCrab link; built with GCC or Clang it is
+ * also automatic when the shared library is linked.
  * Context: any thread; RT-safe (an atomic store); call before opening an EtherCrab link.
  */
 AUTD3_EXTERN void autd3_link_ethercrab_register(void);

@@ -29,8 +29,10 @@ AUTD3_EXTERN autd3_soem_option_t autd3_soem_option_default(void);
 
 /**
  * Register the SOEM link with libautd3 (declared here, defined in
- * libautd3-link-soem). Linking that library registers it automatically; calling
- * this is only needed when a static link dropped the constructor.
+ * libautd3-link-soem). Portable code calls it once before opening a SOEM link.
+ * Built with GCC or Clang (MinGW included), linking the shared library also
+ * registers it automatically; with MSVC, or when a static link dropped that
+ * load-time hook, this call is required.
  * Context: any thread; RT-safe (an atomic store); call before opening a SOEM link.
  */
 AUTD3_EXTERN void autd3_link_soem_register(void);

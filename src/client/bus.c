@@ -600,7 +600,7 @@ static void teardown(struct autd3_client *c, autd3_err_t why) {
     for (size_t d = 0; d < c->num_devices; d++) resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, why, w, 0);
     autd3__client_complete(c, r, why);
   }
-  sem_post(&c->free_sem); /* the "baton": see slot_acquire() */
+  autd3__sem_post(&c->free_sem); /* the "baton": see slot_acquire() */
 }
 
 void *autd3__client_bus_main(void *arg) {
@@ -620,7 +620,7 @@ void *autd3__client_bus_main(void *arg) {
     if (err != AUTD3_OK) err = AUTD3_E_LINK;
   }
   c->hs_err = err;
-  sem_post(&c->hs_done);
+  autd3__sem_post(&c->hs_done);
   if (err != AUTD3_OK) return NULL;
 
   /* ---- the cycle loop: no allocation, no lock, no printf from here on ---- */

@@ -7,11 +7,9 @@
  * C version differs it says why next to the code.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/client_internal.h"
 #include "core/struct_size.h"
@@ -96,10 +94,10 @@ autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t
 /* ---- lifetime ------------------------------------------------------------------ */
 
 static void client_free(struct autd3_client *c) {
-  for (uint32_t i = 0; i < c->num_slots; i++) sem_destroy(&c->slots[i].done);
-  sem_destroy(&c->free_sem);
-  sem_destroy(&c->hs_done);
-  pthread_mutex_destroy(&c->send_lock);
+  for (uint32_t i = 0; i < c->num_slots; i++) autd3__sem_destroy(&c->slots[i].done);
+  autd3__sem_destroy(&c->free_sem);
+  autd3__sem_destroy(&c->hs_done);
+  autd3__mutex_destroy(&c->send_lock);
   atomic_store(&c->magic, 0);
   free(c->slots);
   free(c->cells);
@@ -122,7 +120,7 @@ static void slot_release(struct autd3__slot *r) {
   atomic_store_explicit(&r->handle, r->gen << 2 | AUTD3__H_NONE, memory_order_relaxed);
   atomic_store_explicit(&r->flags, 0, memory_order_relaxed);
   atomic_store_explicit(&r->state, AUTD3__SLOT_FREE, memory_order_release);
-  if (r->index != c->num_slots - 1) sem_post(&c->free_sem); /* close's reserved slot is not in the count */
+  if (r->index != c->num_slots - 1) autd3__sem_post(&c->free_sem); /* close's reserved slot is not in the count */
   client_unref(c);
 }
 
@@ -133,14 +131,7 @@ void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3
   if (old & AUTD3__REQ_DETACHED)
     slot_release(r);
   else
-    sem_post(&r->done);
-}
-
-static autd3_err_t sem_wait_intr(sem_t *s) {
-  while (sem_wait(s) != 0) {
-    if (errno != EINTR) return autd3_set_error(AUTD3_E_INTERNAL, "sem_wait: %s", strerror(errno));
-  }
-  return AUTD3_OK;
+    autd3__sem_post(&r->done);
 }
 
 /* ---- open / close ----------------------------------------------------------------- */
@@ -175,28 +166,24 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
   }
   /* Each primitive is destroyed by client_free() only once initialised:
    * num_slots counts the slots whose semaphore exists. */
-  bool ok = sem_init(&c->free_sem, 0, cfg->max_inflight) == 0;
-  if (ok && sem_init(&c->hs_done, 0, 0) != 0) {
-    sem_destroy(&c->free_sem);
-    ok = false;
+  autd3_err_t init_err = autd3__sem_init(&c->free_sem, cfg->max_inflight);
+  if (init_err == AUTD3_OK && (init_err = autd3__sem_init(&c->hs_done, 0)) != AUTD3_OK) autd3__sem_destroy(&c->free_sem);
+  if (init_err == AUTD3_OK && (init_err = autd3__mutex_init(&c->send_lock)) != AUTD3_OK) {
+    autd3__sem_destroy(&c->hs_done);
+    autd3__sem_destroy(&c->free_sem);
   }
-  if (ok && pthread_mutex_init(&c->send_lock, NULL) != 0) {
-    sem_destroy(&c->hs_done);
-    sem_destroy(&c->free_sem);
-    ok = false;
-  }
-  if (!ok) {
+  if (init_err != AUTD3_OK) {
     free(c->slots);
     free(c->cells);
     free(c->slot_mem);
     free(c->bus.tx);
     free(c->bus.rx);
     free(c);
-    return autd3_set_error(AUTD3_E_INTERNAL, "client: cannot initialise its semaphores/mutex: %s", strerror(errno));
+    return init_err; /* the seam set the message */
   }
   for (uint32_t i = 0; i < nslots; i++) {
-    if (sem_init(&c->slots[i].done, 0, 0) != 0) {
-      autd3_err_t e = autd3_set_error(AUTD3_E_INTERNAL, "client: cannot initialise slot semaphore %u: %s", i, strerror(errno));
+    autd3_err_t e = autd3__sem_init(&c->slots[i].done, 0);
+    if (e != AUTD3_OK) {
       client_free(c);
       return e;
     }
@@ -276,7 +263,7 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
     return err;
   }
   c->thread_started = true;
-  sem_wait_intr(&c->hs_done);
+  autd3__sem_wait(&c->hs_done);
   if (c->hs_err != AUTD3_OK) {
     /* The bus thread has returned without entering its loop. */
     autd3__thread_join(&c->thread);
@@ -405,9 +392,9 @@ static autd3_err_t closed_error(struct autd3_client *c) {
 
 /* Take a free slot; blocks while all max_inflight are in use (back-pressure),
  * until `deadline` if given (close's silencing must stay bounded). */
-static autd3_err_t slot_acquire(struct autd3_client *c, const struct timespec *deadline, struct autd3__slot **out) {
+static autd3_err_t slot_acquire(struct autd3_client *c, uint64_t deadline_ns, struct autd3__slot **out) {
   if (atomic_load(&c->dead)) return closed_error(c);
-  if (deadline != NULL) {
+  if (deadline_ns != 0) {
     /* Close: its reserved slot, if free (it is, unless a previous silencing
      * attempt is still in flight: then wait for that, bounded). */
     struct autd3__slot *r = &c->slots[c->num_slots - 1];
@@ -419,14 +406,11 @@ static autd3_err_t slot_acquire(struct autd3_client *c, const struct timespec *d
         return AUTD3_OK;
       }
       if (atomic_load(&c->dead)) return closed_error(c);
-      struct timespec now;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if (now.tv_sec > deadline->tv_sec || (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec))
-        return autd3_set_error(AUTD3_E_TIMEOUT, "timed out");
+      if (autd3__now_ns() >= deadline_ns) return autd3_set_error(AUTD3_E_TIMEOUT, "timed out");
       autd3__sleep_ns(1000000);
     }
   }
-  autd3_err_t err = sem_wait_intr(&c->free_sem);
+  autd3_err_t err = autd3__sem_wait(&c->free_sem);
   if (err != AUTD3_OK) return err;
   if (!atomic_load(&c->dead)) {
     /* The semaphore guarantees a FREE slot exists for us; CAS because other
@@ -442,14 +426,14 @@ static autd3_err_t slot_acquire(struct autd3_client *c, const struct timespec *d
   }
   /* The bus thread is gone and we took its "baton" post: pass it on so every
    * other blocked sender wakes too. */
-  sem_post(&c->free_sem);
+  autd3__sem_post(&c->free_sem);
   return closed_error(c);
 }
 
-static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, const struct timespec *deadline,
+static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, uint64_t deadline_ns,
                           autd3_request_t **req) {
   struct autd3__slot *r = NULL;
-  autd3_err_t err = slot_acquire(c, deadline, &r);
+  autd3_err_t err = slot_acquire(c, deadline_ns, &r);
   if (err != AUTD3_OK) return err;
   size_t n = c->num_devices;
   r->broadcast = frame->device_cmds == NULL;
@@ -478,19 +462,19 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
 
   /* Publish into the ring. The CAS fails only if the bus thread closed the
    * ring (it is stopping), so nothing is pushed that nobody will complete. */
-  pthread_mutex_lock(&c->send_lock);
+  autd3__mutex_lock(&c->send_lock);
   uint32_t t = atomic_load_explicit(&c->ring_tail, memory_order_relaxed);
   bool pushed = false;
   /* Once close has begun (magic cleared, before it pushes its silencing
    * frame under this lock), nothing else is pushed: the silencing frame is
    * the last frame the devices get, whatever other threads were doing. */
-  bool open = deadline != NULL || atomic_load(&c->magic) == AUTD3__CLIENT_MAGIC;
+  bool open = deadline_ns != 0 || atomic_load(&c->magic) == AUTD3__CLIENT_MAGIC;
   if (!(t & AUTD3__RING_CLOSED) && open) {
     c->ring[t % AUTD3__RING_CAP] = r->index;
     pushed = atomic_compare_exchange_strong_explicit(&c->ring_tail, &t, (t + 1) & AUTD3__RING_MASK, memory_order_release,
                                                      memory_order_relaxed);
   }
-  pthread_mutex_unlock(&c->send_lock);
+  autd3__mutex_unlock(&c->send_lock);
   if (!pushed) {
     err = closed_error(c);
     slot_release(r);
@@ -537,15 +521,15 @@ static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *fr
    * free the client under a sender that is blocked on back-pressure (it wakes
    * through the baton post and fails with CLOSED). */
   atomic_fetch_add(&c->refs, 1);
-  autd3_err_t err = submit(c, frame, exclusive, NULL, req);
+  autd3_err_t err = submit(c, frame, exclusive, 0, req);
   client_unref(c);
   return err;
 }
 
-autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, const struct timespec *deadline,
+autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, uint64_t deadline_ns,
                                        autd3_request_t **req) {
   /* Close's own frames: the magic is already cleared, close holds its reference. */
-  return submit(c, frame, false, deadline, req);
+  return submit(c, frame, false, deadline_ns, req);
 }
 
 
@@ -673,7 +657,7 @@ autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp) {
   uint32_t g = 0;
   autd3_err_t err = handle_claim(req, "autd3_request_wait", &r, &g);
   if (err != AUTD3_OK) return err;
-  err = sem_wait_intr(&r->done);
+  err = autd3__sem_wait(&r->done);
   if (err != AUTD3_OK) {
     handle_unclaim(r, g);
     return err;
@@ -686,21 +670,12 @@ autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, au
   uint32_t g = 0;
   autd3_err_t err = handle_claim(req, "autd3_request_wait_for", &r, &g);
   if (err != AUTD3_OK) return err;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += timeout_ms / 1000;
-  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  /* sem_clockwait (glibc ≥ 2.30) so a wall-clock step cannot stretch the wait. */
-  while (sem_clockwait(&r->done, CLOCK_MONOTONIC, &ts) != 0) {
-    int e = errno;
-    if (e == EINTR) continue;
+  /* Monotonic (the seam's contract): a wall-clock step cannot stretch the wait. */
+  err = autd3__sem_timedwait_ns(&r->done, (uint64_t)timeout_ms * 1000000ull);
+  if (err != AUTD3_OK) {
     handle_unclaim(r, g);
-    if (e == ETIMEDOUT) return autd3_set_error(AUTD3_E_PENDING, "request not complete within %u ms", timeout_ms);
-    return autd3_set_error(AUTD3_E_INTERNAL, "sem_clockwait: %s", strerror(e));
+    if (err == AUTD3_E_PENDING) return autd3_set_error(AUTD3_E_PENDING, "request not complete within %u ms", timeout_ms);
+    return err;
   }
   return request_finish(r, resp);
 }
@@ -710,7 +685,7 @@ autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp) {
   uint32_t g = 0;
   autd3_err_t err = handle_claim(req, "autd3_request_poll", &r, &g);
   if (err != AUTD3_OK) return err;
-  if (sem_trywait(&r->done) != 0) {
+  if (!autd3__sem_trywait(&r->done)) {
     handle_unclaim(r, g);
     return autd3_set_error(AUTD3_E_PENDING, "request not complete yet");
   }
@@ -726,7 +701,7 @@ autd3_err_t autd3_request_detach(autd3_request_t *req) {
   if (old & AUTD3__REQ_COMPLETED) {
     /* Already completed: its post is (or is about to be) there; take it so
      * the semaphore is zero when the slot is reused. */
-    sem_wait_intr(&r->done);
+    autd3__sem_wait(&r->done);
     slot_release(r);
   }
   /* Otherwise the bus thread releases the slot when it completes it. */

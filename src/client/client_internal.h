@@ -12,8 +12,6 @@
 #ifndef AUTD3_CLIENT_CLIENT_INTERNAL_H
 #define AUTD3_CLIENT_CLIENT_INTERNAL_H
 
-#include <pthread.h>
-#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,7 +77,7 @@ struct autd3__slot {
   _Atomic uint32_t flags;  /* COMPLETED | DETACHED */
   _Atomic uint32_t handle; /* generation << 2 | AUTD3__H_*: validates and claims user handles */
   uint32_t gen;            /* sends on this slot so far (owner-written) */
-  sem_t done;              /* posted once by the bus thread on completion unless detached */
+  autd3__sem_t done;             /* posted once by the bus thread on completion unless detached */
   uint8_t index;           /* position in client->slots */
   bool broadcast;          /* cmds[0]/payload[0..624) for every device */
   bool exclusive;          /* a value read: staged alone (see bus.c stage()) */
@@ -163,8 +161,8 @@ struct autd3_client {
   struct autd3_request *cells; /* num_slots × AUTD3__HANDLE_CELLS handles */
   uint32_t num_slots; /* = cfg.max_inflight + 1; the last slot is reserved for close's silencing frame */
   uint8_t *slot_mem;
-  sem_t free_sem;            /* counts FREE slots (+1 "baton" once the bus thread is gone) */
-  pthread_mutex_t send_lock; /* serialises producers among themselves; never taken by the bus thread */
+  autd3__sem_t free_sem;          /* counts FREE slots (+1 "baton" once the bus thread is gone) */
+  autd3__mutex_t send_lock; /* serialises producers among themselves; never taken by the bus thread */
 
   /* hand-off ring (single producer under send_lock, single consumer = bus thread) */
   uint8_t ring[AUTD3__RING_CAP];
@@ -180,7 +178,7 @@ struct autd3_client {
   /* bus thread */
   autd3__thread_t thread;
   bool thread_started;
-  sem_t hs_done;      /* handshake finished (hs_err says how) */
+  autd3__sem_t hs_done;    /* handshake finished (hs_err says how) */
   autd3_err_t hs_err;
   char hs_msg[384];
   autd3__bus_t bus;
@@ -198,9 +196,8 @@ struct autd3_client {
 #define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */
 
 /* client.c: queue one frame from close (the magic is already cleared); a
- * slot is waited for until `deadline` (CLOCK_MONOTONIC; NULL = no limit). */
-struct timespec;
-autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, const struct timespec *deadline,
+ * slot is waited for until `deadline_ns` (autd3__now_ns() time base; 0 = no limit). */
+autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, uint64_t deadline_ns,
                                        autd3_request_t **req);
 /* client.c: one exclusive broadcast read (cmd 0xE0..0xE9) into out[i * stride]. */
 autd3_err_t autd3__client_read_exclusive(struct autd3_client *c, uint8_t cmd, uint8_t *out, size_t stride);

@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/client_internal.h"
 
@@ -117,7 +116,7 @@ void *autd3__legacy_bus_main(void *arg) {
   b->link_resets_any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
   for (size_t d = 0; d < n; d++) b->dev[d].link_resets = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
   c->hs_err = err;
-  sem_post(&c->hs_done);
+  autd3__sem_post(&c->hs_done);
   if (err != AUTD3_OK) return NULL;
 
   /* ---- the cycle loop: no allocation, no lock, no printf from here on ---- */
@@ -204,19 +203,19 @@ void *autd3__legacy_bus_main(void *arg) {
     for (size_t d = 0; d < n; d++) fail_dev(r, d, AUTD3_OUTCOME_NOT_EXECUTED, why, w, 0);
     autd3__client_complete(c, r, why);
   }
-  sem_post(&c->free_sem); /* the "baton": see client.c slot_acquire() */
+  autd3__sem_post(&c->free_sem); /* the "baton": see client.c slot_acquire() */
   return NULL;
 }
 
 /* ---- user side: frames through the normal send path ---------------------------------------- */
 
 static autd3_err_t send_ops(struct autd3_client *c, const uint8_t *op1, size_t len1, const uint8_t *op2, size_t len2,
-                            const struct timespec *deadline, autd3_response_t *resp) {
+                            uint64_t deadline_ns, autd3_response_t *resp) {
   autd3_frame_t f;
   autd3_err_t err = autd3_v12_frame(&f, op1, len1, op2, len2);
   if (err != AUTD3_OK) return err;
   autd3_request_t *req = NULL;
-  err = deadline ? autd3__client_submit_until(c, &f, deadline, &req) : autd3_client_send(c, &f, &req);
+  err = deadline_ns ? autd3__client_submit_until(c, &f, deadline_ns, &req) : autd3_client_send(c, &f, &req);
   if (err != AUTD3_OK) return err;
   return autd3_request_wait(req, resp);
 }
@@ -231,7 +230,7 @@ static autd3_err_t read_info(struct autd3_client *c, uint8_t raw[5][AUTD3_MAX_DE
   char msg[512] = "";
   for (int i = 0; i < 5; i++) {
     uint8_t op[2] = {AUTD3_V12_TAG_FIRM_INFO, types[i]};
-    autd3_err_t err = send_ops(c, op, 2, NULL, 0, NULL, &resp);
+    autd3_err_t err = send_ops(c, op, 2, NULL, 0, 0, &resp);
     if (err != AUTD3_OK && first == AUTD3_OK) {
       first = err;
       snprintf(msg, sizeof msg, "%s", autd3_last_error());
@@ -239,7 +238,7 @@ static autd3_err_t read_info(struct autd3_client *c, uint8_t raw[5][AUTD3_MAX_DE
     for (size_t d = 0; d < c->num_devices; d++) raw[i][d] = resp.data[d];
   }
   uint8_t op[2] = {AUTD3_V12_TAG_FIRM_INFO, AUTD3_V12_INFO_CLEAR};
-  autd3_err_t err = send_ops(c, op, 2, NULL, 0, NULL, &resp);
+  autd3_err_t err = send_ops(c, op, 2, NULL, 0, 0, &resp);
   if (first != AUTD3_OK) return autd3_set_error(first, "read firmware info failed: %s", msg);
   return err;
 }
@@ -273,8 +272,8 @@ autd3_err_t autd3__legacy_read_firmware_version(struct autd3_client *c, autd3_fw
 autd3_err_t autd3__legacy_read_fpga_state(struct autd3_client *c, uint8_t *out) {
   uint8_t on[2] = {AUTD3_V12_TAG_READS_FPGA_STATE, 1}, nop[2] = {AUTD3_V12_TAG_NOP, 0};
   autd3_response_t resp;
-  autd3_err_t err = send_ops(c, on, 2, NULL, 0, NULL, &resp);
-  if (err == AUTD3_OK) err = send_ops(c, nop, 2, NULL, 0, NULL, &resp);
+  autd3_err_t err = send_ops(c, on, 2, NULL, 0, 0, &resp);
+  if (err == AUTD3_OK) err = send_ops(c, nop, 2, NULL, 0, 0, &resp);
   if (err != AUTD3_OK) return err;
   for (size_t d = 0; d < c->num_devices; d++) out[d] = resp.data[d];
   return AUTD3_OK;
@@ -285,9 +284,9 @@ autd3_err_t autd3__legacy_read_fpga_state(struct autd3_client *c, uint8_t *out) 
  * firmware is unsupported. Then the optional check for v12.1.0 exactly. */
 autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c) {
   uint8_t nop[2] = {AUTD3_V12_TAG_NOP, 0}, clear[2] = {AUTD3_V12_TAG_CLEAR, 0}, sync[2] = {AUTD3_V12_TAG_SYNC, 0};
-  autd3_err_t err = send_ops(c, nop, 2, NULL, 0, NULL, NULL);
+  autd3_err_t err = send_ops(c, nop, 2, NULL, 0, 0, NULL);
   if (err != AUTD3_OK) return err;
-  err = send_ops(c, clear, 2, sync, 2, NULL, NULL);
+  err = send_ops(c, clear, 2, sync, 2, 0, NULL);
   uint8_t raw[5][AUTD3_MAX_DEVICES];
   if (err != AUTD3_OK) {
     char msg[512];
@@ -315,13 +314,10 @@ autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c) {
 /* Close: a Clear, which re-initialises the FPGA and zeroes the drive buffers
  * (clear.rs), so every device ends silent. Bounded by close_timeout_ms. */
 autd3_err_t autd3__legacy_silence(struct autd3_client *c) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + (uint64_t)c->cfg.close_timeout_ms * 1000000ull;
-  struct timespec deadline = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
+  uint64_t deadline_ns = autd3__now_ns() + (uint64_t)c->cfg.close_timeout_ms * 1000000ull;
   uint8_t clear[2] = {AUTD3_V12_TAG_CLEAR, 0};
   autd3_response_t resp;
-  autd3_err_t err = send_ops(c, clear, 2, NULL, 0, &deadline, &resp);
+  autd3_err_t err = send_ops(c, clear, 2, NULL, 0, deadline_ns, &resp);
   if (err != AUTD3_OK) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", autd3_last_error());

@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "client/client_internal.h"
 
@@ -53,17 +52,6 @@ void autd3__silence_payload(uint8_t payload[AUTD3_PAYLOAD_BYTES], uint16_t *len)
 
 /* ---- close: silence every device ----------------------------------------------------------- */
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static struct timespec ts_of(uint64_t ns) {
-  struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull), .tv_nsec = (long)(ns % 1000000000ull)};
-  return ts;
-}
-
 /* Why device d is not (known to be) silent. */
 enum { SIL_PENDING = 0, SIL_DONE, SIL_FOREIGN, SIL_DEVERR, SIL_LOST };
 
@@ -79,8 +67,7 @@ static void list_add(char *buf, size_t cap, size_t d) {
 
 autd3_err_t autd3__client_silence(struct autd3_client *c) {
   const size_t n = c->num_devices;
-  const uint64_t deadline_ns = mono_ns() + (uint64_t)c->cfg.close_timeout_ms * 1000000ull;
-  const struct timespec deadline = ts_of(deadline_ns);
+  const uint64_t deadline_ns = autd3__now_ns() + (uint64_t)c->cfg.close_timeout_ms * 1000000ull;
   uint8_t st[AUTD3_MAX_DEVICES];
   uint8_t code[AUTD3_MAX_DEVICES];
   memset(st, SIL_PENDING, sizeof st);
@@ -98,13 +85,13 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
     for (size_t d = 0; d < n; d++) pending += st[d] == SIL_PENDING;
     if (pending == 0) break;
     autd3_request_t *req = NULL;
-    autd3_err_t err = autd3__client_submit_until(c, &f, &deadline, &req);
+    autd3_err_t err = autd3__client_submit_until(c, &f, deadline_ns, &req);
     if (err != AUTD3_OK) {
       stop = err;
       snprintf(stop_msg, sizeof stop_msg, "%s", autd3_last_error());
       break;
     }
-    uint64_t now = mono_ns();
+    uint64_t now = autd3__now_ns();
     uint32_t left_ms = now >= deadline_ns ? 0 : (uint32_t)((deadline_ns - now + 999999u) / 1000000u);
     autd3_response_t resp;
     err = autd3_request_wait_for(req, left_ms, &resp);
@@ -145,7 +132,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
       again = true;
       for (size_t d = 0; d < n; d++)
         if (st[d] == SIL_PENDING && atomic_load(&c->ds_state[d]) != AUTD3__DEV_RUN) again = false;
-      if (again || mono_ns() >= deadline_ns || atomic_load(&c->dead)) break;
+      if (again || autd3__now_ns() >= deadline_ns || atomic_load(&c->dead)) break;
       autd3__sleep_ns(1000000);
     }
     if (!again) {

@@ -1,4 +1,8 @@
 /* Error table and the per-thread detailed message. */
+#if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+/* The C99 vsnprintf that autd3_set_error's format attribute promises (link_driver.h). */
+#define __USE_MINGW_ANSI_STDIO 1
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 

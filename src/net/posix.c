@@ -1,4 +1,7 @@
-/* The network layer on POSIX sockets (see net.h). */
+/* The network layer on POSIX sockets (see net.h). Linux uses its atomic
+ * flags (SOCK_CLOEXEC, accept4, pipe2, MSG_NOSIGNAL); other POSIX systems
+ * (macOS, the BSDs) get the same effect with fcntl() and SO_NOSIGPIPE. The
+ * generic path is type-checked on Linux (test_platform_darwin.net_type_check). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,35 +23,40 @@
 #include "net/net.h"
 #include "platform/platform.h"
 
-autd3_err_t autd3__net_split(const char *addr, char *host, size_t host_cap, char *port, size_t port_cap, const char *what) {
-  if (addr == NULL || *addr == 0) return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: empty address (expected host:port)", what);
-  const char *h = addr, *colon;
-  size_t hl;
-  if (addr[0] == '[') { /* [v6]:port */
-    const char *close_br = strchr(addr, ']');
-    if (close_br == NULL || close_br[1] != ':')
-      return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: \"%s\": expected [IPv6]:port", what, addr);
-    h = addr + 1;
-    hl = (size_t)(close_br - h);
-    colon = close_br + 1;
-  } else {
-    colon = strrchr(addr, ':');
-    if (colon == NULL)
-      return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: \"%s\" has no port (expected host:port)", what, addr);
-    if (strchr(addr, ':') != colon)
-      return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: \"%s\": write an IPv6 address in brackets, e.g. [::1]:8080", what, addr);
-    hl = (size_t)(colon - addr);
+#ifdef __linux__
+#define SEND_FLAGS MSG_NOSIGNAL
+#define SOCK_FLAGS SOCK_CLOEXEC
+#else
+#define SEND_FLAGS 0 /* SO_NOSIGPIPE instead, see no_sigpipe() */
+#define SOCK_FLAGS 0 /* FD_CLOEXEC instead, see set_cloexec() */
+#endif
+
+/* Writing to a closed connection must return EPIPE, not kill the process. */
+static void no_sigpipe(int fd) {
+#if !defined(__linux__) && defined(SO_NOSIGPIPE)
+  int one = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
+#else
+  (void)fd; /* Linux: MSG_NOSIGNAL on every send */
+#endif
+}
+
+static void set_cloexec(int fd) {
+#ifndef __linux__
+  int fl = fcntl(fd, F_GETFD, 0);
+  if (fl >= 0) (void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+#else
+  (void)fd; /* atomic flags at creation */
+#endif
+}
+
+static int new_socket(int family, int type, int protocol) {
+  int fd = socket(family, type | SOCK_FLAGS, protocol);
+  if (fd >= 0) {
+    set_cloexec(fd);
+    no_sigpipe(fd);
   }
-  const char *p = colon + 1;
-  char *end = NULL;
-  long pv = strtol(p, &end, 10);
-  if (*p == 0 || *end != 0 || pv < 0 || pv > 65535)
-    return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: \"%s\": port must be 0..65535", what, addr);
-  if (hl == 0 || hl >= host_cap) return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: \"%s\": empty or too long host", what, addr);
-  memcpy(host, h, hl);
-  host[hl] = 0;
-  snprintf(port, port_cap, "%ld", pv);
-  return AUTD3_OK;
+  return fd;
 }
 
 static void tune(int fd) {
@@ -168,7 +176,7 @@ autd3_err_t autd3__net_connect_resolved(const autd3_net_addrs_t *addrs, uint32_t
   int last = 0;
   bool timed_out = false;
   for (size_t i = 0; i < addrs->n; i++) {
-    int fd = socket(addrs->a[i].family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = new_socket(addrs->a[i].family, SOCK_STREAM, 0);
     if (fd < 0) {
       last = errno;
       continue;
@@ -234,7 +242,7 @@ autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out) {
   if (gr != 0) return autd3_set_error(AUTD3_E_INVALID_OPTION, "listen address: cannot resolve \"%s\": %s", host, gai_strerror(gr));
   int last = 0;
   for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    int fd = new_socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
     if (fd < 0) {
       last = errno;
       continue;
@@ -263,10 +271,18 @@ autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out) {
 
 int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
   int fd;
+#ifdef __linux__
   do fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
   while (fd < 0 && errno == EINTR);
   if (fd < 0) return -1;
-  tune(fd);
+#else
+  do fd = accept(listen_fd, NULL, NULL);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) return -1;
+  set_cloexec(fd);
+  no_sigpipe(fd);
+#endif
+  tune(fd); /* non-blocking (again, on Linux) and TCP_NODELAY */
   if (peer) autd3__net_peer_name(fd, peer, peer_cap);
   return fd;
 }
@@ -283,7 +299,7 @@ long autd3__net_recv(int fd, void *buf, size_t len) {
 
 long autd3__net_send(int fd, const void *buf, size_t len) {
   for (;;) {
-    ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+    ssize_t w = send(fd, buf, len, SEND_FLAGS);
     if (w >= 0) return (long)w;
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : AUTD3_NET_FAILED;
@@ -302,7 +318,7 @@ autd3_err_t autd3__net_write2(int fd, const void *a, size_t alen, const void *b,
     memset(&mh, 0, sizeof mh);
     mh.msg_iov = iov + idx;
     mh.msg_iovlen = (size_t)(2 - idx);
-    ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+    ssize_t n = sendmsg(fd, &mh, SEND_FLAGS);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -330,7 +346,7 @@ autd3_err_t autd3__net_write_all(int fd, const void *buf, size_t len, uint64_t d
   size_t off = 0;
   autd3_err_t err = AUTD3_OK;
   while (off < len) {
-    ssize_t n = send(fd, (const uint8_t *)buf + off, len - off, MSG_NOSIGNAL);
+    ssize_t n = send(fd, (const uint8_t *)buf + off, len - off, SEND_FLAGS);
     if (n > 0) {
       off += (size_t)n;
       continue;
@@ -398,7 +414,16 @@ int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
 autd3_err_t autd3__net_wake_open(autd3_net_wake_t *wk) {
   int fds[2];
   wk->r = wk->w = -1;
+#ifdef __linux__
   if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) return autd3_set_error(AUTD3_E_IO, "pipe: %s", strerror(errno));
+#else
+  if (pipe(fds) != 0) return autd3_set_error(AUTD3_E_IO, "pipe: %s", strerror(errno));
+  for (int i = 0; i < 2; i++) {
+    set_cloexec(fds[i]);
+    int fl = fcntl(fds[i], F_GETFL, 0);
+    if (fl >= 0) (void)fcntl(fds[i], F_SETFL, fl | O_NONBLOCK);
+  }
+#endif
   wk->r = fds[0];
   wk->w = fds[1];
   return AUTD3_OK;

@@ -1,13 +1,15 @@
 /*
  * The operating-system seam: monotonic time, absolute sleeps, threads, RT
- * priority and affinity. Everything OS-specific outside the NIC lives behind
- * this header; src/platform/posix/ implements it for Linux (and other POSIX
- * systems where noted), a win/ folder would implement it for Windows.
+ * priority and affinity, semaphores and mutexes. Everything OS-specific
+ * outside the NIC lives behind this header; src/platform/posix/ implements it
+ * for Linux (and other POSIX systems where noted), a win/ folder would
+ * implement it for Windows.
  */
 #ifndef AUTD3_PLATFORM_PLATFORM_H
 #define AUTD3_PLATFORM_PLATFORM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "autd3/error.h"
@@ -60,5 +62,60 @@ typedef struct autd3__filelock {
 autd3_err_t autd3__filelock_try(const char *name, autd3__filelock_t *lk, bool *busy, long *holder_pid);
 /* Release (and remove the file while still holding it). Not held: no-op. */
 void autd3__filelock_release(autd3__filelock_t *lk);
+
+/* ---- synchronisation ----------------------------------------------------------
+ * Storage is opaque and embedded (no allocation, so init fails only if the OS
+ * refuses); each back end checks with a static assertion that its native
+ * object fits. Aligned for any native type (8 bytes covers sem_t,
+ * pthread_mutex_t, HANDLE and SRWLOCK on every target we build for). */
+typedef struct autd3__sem {
+  union {
+    uint64_t align_;
+    unsigned char bytes[64];
+  } u;
+} autd3__sem_t;
+
+typedef struct autd3__mutex {
+  union {
+    uint64_t align_;
+    unsigned char bytes[64];
+  } u;
+} autd3__mutex_t;
+
+/* Counting semaphore starting at `initial`. AUTD3_E_INTERNAL (message set) if the OS refuses. */
+autd3_err_t autd3__sem_init(autd3__sem_t *s, uint32_t initial);
+void autd3__sem_destroy(autd3__sem_t *s);
+/* Never blocks and takes no lock a waiter can hold: the bus thread posts
+ * completions with it. */
+void autd3__sem_post(autd3__sem_t *s);
+/* Wait (retrying on signals). AUTD3_E_INTERNAL (message set) only if the OS fails. */
+autd3_err_t autd3__sem_wait(autd3__sem_t *s);
+/* Take it if available now. */
+bool autd3__sem_trywait(autd3__sem_t *s);
+/* Wait at most timeout_ns, measured on the monotonic clock (a wall-clock
+ * step cannot stretch it). AUTD3_OK, AUTD3_E_PENDING on timeout (no message
+ * set: the caller words it), or AUTD3_E_INTERNAL (message set). */
+autd3_err_t autd3__sem_timedwait_ns(autd3__sem_t *s, uint64_t timeout_ns);
+
+/* Plain non-recursive mutex, for user-side threads only (never the bus thread's cycle path). */
+autd3_err_t autd3__mutex_init(autd3__mutex_t *m);
+void autd3__mutex_destroy(autd3__mutex_t *m);
+void autd3__mutex_lock(autd3__mutex_t *m);
+void autd3__mutex_unlock(autd3__mutex_t *m);
+bool autd3__mutex_trylock(autd3__mutex_t *m);
+
+/* ---- shared libraries loaded at run time (Npcap's wpcap.dll) ------------------ */
+typedef struct autd3__dl autd3__dl_t;
+typedef void (*autd3__dl_fn_t)(void);
+/* Load the library `path` (a bare file name is searched the OS's way). NULL
+ * if it cannot be loaded; then `why` (may be NULL) holds the OS's reason. */
+autd3__dl_t *autd3__dl_open(const char *path, char *why, size_t why_cap);
+/* A function it exports (cast to its real type by the caller), or NULL. */
+autd3__dl_fn_t autd3__dl_fn(autd3__dl_t *dl, const char *symbol);
+void autd3__dl_close(autd3__dl_t *dl);
+
+/* Ask the OS for exact timer wake-ups for the calling thread (Linux: 1 ns
+ * timer slack instead of the default 50 µs). Best effort, no error. */
+void autd3__thread_precise_timers(void);
 
 #endif

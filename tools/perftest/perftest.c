@@ -236,14 +236,25 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
 }
 
 /* SOEM (GPL-3.0-only) and EtherCrab (Rust) live in their own shared
- * libraries that register their kind from a constructor when loaded
- * (link_driver.h). This tool links only libautd3.so, so it loads the one
- * asked for at run time; the binary itself contains no GPL code. */
+ * libraries exporting autd3_link_<kind>_register() (link_driver.h). This
+ * tool links only libautd3.so, so it loads the one asked for at run time and
+ * calls that function explicitly (not relying on a load-time constructor);
+ * the binary itself contains no GPL code. */
 static void load_link_library(autd3_link_kind_t kind) {
   if (autd3_link_kind_available(kind)) return;
   const char *lib = kind == AUTD3_LINK_SOEM ? "libautd3-link-soem.so" : kind == AUTD3_LINK_ETHERCRAB ? "libautd3-link-ethercrab.so" : NULL;
+  const char *sym = kind == AUTD3_LINK_SOEM ? "autd3_link_soem_register" : "autd3_link_ethercrab_register";
   if (lib == NULL) return;
-  if (dlopen(lib, RTLD_NOW | RTLD_GLOBAL) == NULL) fprintf(stderr, "note: cannot load %s: %s\n", lib, dlerror());
+  void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+  if (h == NULL) {
+    fprintf(stderr, "note: cannot load %s: %s\n", lib, dlerror());
+    return;
+  }
+  void (*reg)(void);
+  void *p = dlsym(h, sym);
+  memcpy(&reg, &p, sizeof reg); /* object to function pointer without a cast ISO C forbids */
+  if (reg) reg();
+  else fprintf(stderr, "note: %s has no %s\n", lib, sym);
 }
 
 /* Build the link option from the command line (tools/common/link_flags.c,

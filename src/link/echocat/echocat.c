@@ -88,7 +88,7 @@ static void report_reset(echocat_t *ec, uint16_t k) {
 
 static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *out) {
   echocat_t *ec = (echocat_t *)link;
-  pthread_mutex_lock(&ec->check_lock);
+  autd3__mutex_lock(&ec->check_lock);
   uint16_t all[AUTD3_MAX_DEVICES];
   echocat__list_range(all, 0, ec->n);
   uint8_t al[AUTD3_MAX_DEVICES];
@@ -100,7 +100,7 @@ static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *
     e = AUTD3_OK;
   }
   if (e != AUTD3_OK) {
-    pthread_mutex_unlock(&ec->check_lock);
+    autd3__mutex_unlock(&ec->check_lock);
     return e;
   }
   bool all_op = true;
@@ -157,7 +157,7 @@ static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *
     ec->recoveries++;
   }
   out->recoveries = ec->recoveries;
-  pthread_mutex_unlock(&ec->check_lock);
+  autd3__mutex_unlock(&ec->check_lock);
   return AUTD3_OK;
 }
 
@@ -213,7 +213,7 @@ static void release(echocat_t *ec) {
     autd3__nic_close(ec->nic);
   autd3__capture_tap_stop(ec->cap); /* after the last frame: the tap writes what it has queued */
   autd3__master_guard_release(ec->guard); /* after the last frame (close's INIT request) */
-  pthread_mutex_destroy(&ec->check_lock);
+  autd3__mutex_destroy(&ec->check_lock);
   free(ec->zero_tx);
   free(ec);
 }
@@ -248,7 +248,8 @@ static const autd3_link_vtable_t ec_vt = {.cycle = echocat__cycle,
 
 /* Open `ifname`, count, address and identify its slaves. */
 static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
-  snprintf(ec->ifname, sizeof ec->ifname, "%s", ifname);
+  /* Bounded precision: GCC for aarch64 cannot see the caller's length. */
+  snprintf(ec->ifname, sizeof ec->ifname, "%.*s", (int)sizeof ec->ifname - 1, ifname);
   /* One master per chain: the interface's lock and a short listen for a
    * master already cycling, before our first frame (nic/master_guard.h). */
   autd3_err_t e = autd3__master_guard_take(ifname, ec->opt.backend, "echocat", &ec->guard);
@@ -322,7 +323,10 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   ec->opt = *opt;
   ec->opt.ethercat.interface = NULL; /* not kept: the caller owns the string */
   ec->opt.ethercat.capture_path = o->capture_path;
-  pthread_mutex_init(&ec->check_lock, NULL);
+  if (autd3__mutex_init(&ec->check_lock) != AUTD3_OK) {
+    free(ec);
+    return AUTD3_E_INTERNAL; /* the seam set the message */
+  }
   ec->period = send_cycle;
   uint16_t count = 0;
 
@@ -344,7 +348,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
         first_perm = e;
       busy = busy || e == AUTD3_E_SECOND_MASTER;
       size_t l = strlen(tried);
-      snprintf(tried + l, sizeof tried - l, "%s%s (%s)", l ? ", " : "", names[i], autd3_err_name(e));
+      snprintf(tried + l, sizeof tried - l, "%s%.*s (%s)", l ? ", " : "", (int)sizeof names[i], names[i], autd3_err_name(e));
       if (ec->nic)
         autd3__nic_close(ec->nic);
       ec->nic = NULL;

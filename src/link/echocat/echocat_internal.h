@@ -11,7 +11,6 @@
 #define AUTD3_LINK_ECHOCAT_INTERNAL_H
 
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +117,7 @@ typedef struct echocat {
   atomic_int owner;
   atomic_int mbx;
   atomic_uint_fast64_t bus_cycles; /* cycle() calls, for the checker's "is anyone cycling" */
-  pthread_mutex_t check_lock;      /* serialises check_state callers (user threads only) */
+  autd3__mutex_t check_lock;       /* serialises check_state callers (user threads only) */
   uint64_t recoveries;
   bool problem;
 

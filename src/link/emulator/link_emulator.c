@@ -19,7 +19,6 @@
  * the next cycle); autd3_emulator_counters() reads per-device atomic copies
  * that the bus thread refreshes after each exchange. No allocation in cycle().
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +66,7 @@ typedef struct emu_out {
 
 struct autd3_emulator_outputs {
   _Atomic uint32_t refs;
-  pthread_mutex_t mu;
+  autd3__mutex_t mu;
   uint32_t cycle_ns;
   uint16_t n;
   emu_out_t dev[];
@@ -79,7 +78,7 @@ typedef struct emu_link {
   autd3_timing_model_t timing;
   uint64_t grid_start_ns;
   autd3_link_pacer_t pace; /* the shared pacer on the grid from grid_start_ns; its counters are the diagnostics */
-  pthread_mutex_t mu;              /* pending faults only */
+  autd3__mutex_t mu;               /* pending faults only */
   _Atomic bool any_pending;        /* fast path: skip the trylock when nothing was injected */
   autd3_emulator_outputs_t *outputs; /* one reference held by the link */
   bool armed;       /* emu_wait() already slept to armed_t */
@@ -95,7 +94,7 @@ static void publish_counters(emu_slot_t *s) {
 
 static void apply_pending_faults(emu_link_t *l, uint64_t t) {
   if (!atomic_load_explicit(&l->any_pending, memory_order_acquire)) return;
-  if (pthread_mutex_trylock(&l->mu) != 0) return; /* an injector holds it for a copy: next cycle */
+  if (!autd3__mutex_trylock(&l->mu)) return; /* an injector holds it for a copy: next cycle */
   atomic_store_explicit(&l->any_pending, false, memory_order_relaxed);
   for (uint16_t i = 0; i < l->hdr.num_devices; i++) {
     emu_slot_t *s = &l->slots[i];
@@ -119,7 +118,7 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
     }
     s->has_pending = false;
   }
-  pthread_mutex_unlock(&l->mu);
+  autd3__mutex_unlock(&l->mu);
 }
 
 /* After an exchange: publish device outputs whose generation moved. A busy
@@ -135,8 +134,8 @@ static void publish_outputs(emu_link_t *l, bool wait) {
     if (!wait && gen == s->published_gen) continue;
     if (!locked) {
       if (wait) {
-        pthread_mutex_lock(&o->mu);
-      } else if (pthread_mutex_trylock(&o->mu) != 0) {
+        autd3__mutex_lock(&o->mu);
+      } else if (!autd3__mutex_trylock(&o->mu)) {
         /* The copy stays old (retried next cycle); live_gen still moves, so
          * readers wait for that copy instead of taking the old one. */
         atomic_store_explicit(&e->live_gen, gen, memory_order_release);
@@ -149,13 +148,13 @@ static void publish_outputs(emu_link_t *l, bool wait) {
     s->published_gen = gen;
     atomic_store_explicit(&e->live_gen, gen, memory_order_release);
   }
-  if (locked) pthread_mutex_unlock(&o->mu);
+  if (locked) autd3__mutex_unlock(&o->mu);
 }
 
 static void outputs_release(autd3_emulator_outputs_t *o) {
   if (o == NULL) return;
   if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1) return;
-  pthread_mutex_destroy(&o->mu);
+  autd3__mutex_destroy(&o->mu);
   free(o);
 }
 
@@ -217,7 +216,7 @@ static void emu_close(struct autd3_link *link) {
   emu_link_t *l = (emu_link_t *)link;
   publish_outputs(l, true); /* the last state, for readers that outlive the link */
   outputs_release(l->outputs);
-  pthread_mutex_destroy(&l->mu);
+  autd3__mutex_destroy(&l->mu);
   free(l);
 }
 
@@ -262,16 +261,16 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
     free(outs);
     return autd3_set_error(AUTD3_E_NOMEM, "emulator: out of memory for %zu devices", n);
   }
-  if (pthread_mutex_init(&l->mu, NULL) != 0) {
+  if (autd3__mutex_init(&l->mu) != AUTD3_OK) {
     free(l);
     free(outs);
-    return autd3_set_error(AUTD3_E_INTERNAL, "emulator: pthread_mutex_init failed");
+    return AUTD3_E_INTERNAL; /* the seam set the message */
   }
-  if (pthread_mutex_init(&outs->mu, NULL) != 0) {
-    pthread_mutex_destroy(&l->mu);
+  if (autd3__mutex_init(&outs->mu) != AUTD3_OK) {
+    autd3__mutex_destroy(&l->mu);
     free(l);
     free(outs);
-    return autd3_set_error(AUTD3_E_INTERNAL, "emulator: pthread_mutex_init failed");
+    return AUTD3_E_INTERNAL; /* the seam set the message */
   }
   atomic_init(&outs->refs, 1);
   outs->cycle_ns = eo->cycle_ns;
@@ -316,11 +315,11 @@ autd3_err_t autd3_emulator_inject(struct autd3_link *link, uint16_t dev, const a
   if (err != AUTD3_OK) return err;
   if (fault == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_inject: fault is NULL");
   emu_link_t *l = (emu_link_t *)link;
-  pthread_mutex_lock(&l->mu);
+  autd3__mutex_lock(&l->mu);
   s->pending = *fault;
   s->has_pending = true;
   atomic_store_explicit(&l->any_pending, true, memory_order_release);
-  pthread_mutex_unlock(&l->mu);
+  autd3__mutex_unlock(&l->mu);
   return AUTD3_OK;
 }
 
@@ -350,14 +349,14 @@ autd3_err_t(autd3_emulator_counters)(struct autd3_link *link, uint16_t dev, autd
 /* Power-cycle (autd3_emulator_power_cycle): a separate request from the
  * faults of autd3_emulator_inject, applied first at the next cycle. */
 autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uint16_t dev) {
-  emu_slot_t *s;
+  emu_slot_t *s = NULL; /* set on AUTD3_OK; GCC -O3 cannot see that */
   autd3_err_t err = emu_slot(link, dev, "autd3_emulator_power_cycle", &s);
   if (err != AUTD3_OK) return err;
   emu_link_t *l = (emu_link_t *)link;
-  pthread_mutex_lock(&l->mu);
+  autd3__mutex_lock(&l->mu);
   s->power_cycle_pending = true;
   atomic_store_explicit(&l->any_pending, true, memory_order_release);
-  pthread_mutex_unlock(&l->mu);
+  autd3__mutex_unlock(&l->mu);
   return AUTD3_OK;
 }
 
@@ -400,10 +399,10 @@ autd3_err_t autd3_emulator_outputs_read(autd3_emulator_outputs_t *o, uint16_t de
   const uint64_t deadline = autd3__now_ns() + 1000000000ull;
   for (;;) {
     uint64_t live = atomic_load_explicit(&e->live_gen, memory_order_acquire);
-    pthread_mutex_lock(&o->mu);
+    autd3__mutex_lock(&o->mu);
     bool fresh = e->gen == live;
     if (fresh) *out = e->state;
-    pthread_mutex_unlock(&o->mu);
+    autd3__mutex_unlock(&o->mu);
     if (fresh) return AUTD3_OK;
     uint64_t now = autd3__now_ns();
     if (now >= deadline)

@@ -461,5 +461,9 @@ void autd3_link_ethercrab_register(void) {
   if (S != NULL) (void)autd3_link_register(AUTD3_LINK_ETHERCRAB, crab_open); /* else opening it reports NOT_BUILT */
 }
 
-/* Linking this object is enough to make the link available. */
+/* With GCC/Clang (MinGW included) linking this object is enough to make the
+ * link available; elsewhere (MSVC) the application calls
+ * autd3_link_ethercrab_register(), the explicit contract. */
+#if defined(__GNUC__)
 __attribute__((constructor)) static void crab_register_at_load(void) { autd3_link_ethercrab_register(); }
+#endif

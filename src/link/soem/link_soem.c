@@ -721,6 +721,11 @@ void autd3_link_soem_register(void) {
   if (S != NULL) autd3_link_register(AUTD3_LINK_SOEM, soem_open); /* else opening it reports NOT_BUILT */
 }
 
-/* Linking this library (or the autd3_link_soem object library) is enough to
- * make "soem" available: the loader runs this before main. */
+/* With GCC/Clang (MinGW included) linking the shared library is enough to
+ * make "soem" available: the loader runs this before main. Elsewhere (MSVC),
+ * or when a static link dropped this object, the application calls
+ * autd3_link_soem_register() itself: that explicit call is the contract,
+ * this is a convenience. */
+#if defined(__GNUC__)
 __attribute__((constructor)) static void soem_register_at_load(void) { autd3_link_soem_register(); }
+#endif

@@ -5,6 +5,9 @@
 #include <sched.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "autd3/link_driver.h"
 #include "platform/platform.h"
@@ -55,4 +58,11 @@ uint64_t autd3__thread_cpu_ns_of(const autd3__thread_t *t) {
   struct timespec ts;
   if (pthread_getcpuclockid((pthread_t)t->handle, &cid) != 0 || clock_gettime(cid, &ts) != 0) return 0;
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void autd3__thread_precise_timers(void) {
+#ifdef __linux__
+  /* The default 50 us slack would blur every cycle's wake-up. */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+#endif
 }

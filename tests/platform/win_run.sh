@@ -1,0 +1,52 @@
+#!/bin/sh
+# Run one case of a MinGW-built test under wine (tests/platform/CMakeLists.txt):
+#   win_run.sh PREFIX HAVE EXE CASE [PEER...]
+#                                      one case (exit code: the case's; 77 = skipped);
+#                                      PEER, a Linux command, runs beside it in the
+#                                      namespace (AUTD3_TEST_PEER=1 tells the case)
+#   win_run.sh PREFIX HAVE --boot      create the wine prefix (ctest fixture set-up)
+#   win_run.sh PREFIX HAVE --stop      stop its wineserver (fixture clean-up)
+# HAVE is TRUE when MinGW-w64 and wine were found at configure time.
+#
+# Every wine process runs inside a private user + network namespace
+# (unshare -rn, loopback up): the wineserver is started by the first case,
+# inside that case's namespace, and serves the later ones (same prefix) until
+# it idles out or --stop; none is ever started on the host's network. Wine
+# creates sockets in the wineserver, so they live in that first namespace:
+# harmless for cases that talk to themselves, but a case with a peer gets a
+# prefix and a wineserver of its own (see below and CMakeLists.txt).
+set -eu
+prefix=$1 have=$2 what=$3
+if [ "$have" != TRUE ]; then
+  echo "SKIPPED: no Windows build: MinGW-w64 (x86_64-w64-mingw32-gcc) or wine is not installed (scripts/setup-deps.sh installs both)"
+  exit 77
+fi
+wine=$(command -v wine64 || command -v wine || echo /usr/lib/wine/wine64)
+wineserver=$(command -v wineserver || echo /usr/lib/wine/wineserver)
+export WINEPREFIX="$prefix" WINEDEBUG=-all WINE="$wine" WINESERVER="$wineserver" WHAT="$what" CASE="${4:-}"
+if [ $# -gt 4 ]; then shift 4; else shift $#; fi
+exec unshare -rn sh -c '
+  ip link set lo up
+  case "$WHAT" in
+    --boot) "$WINE" wineboot -i >/dev/null 2>&1; rc=$?; "$WINESERVER" -k 2>/dev/null; exit $rc ;;
+    --stop) "$WINESERVER" -k 2>/dev/null; exit 0 ;;
+    *)
+      peer=""
+      if [ $# -gt 0 ]; then
+        # Wine creates sockets in its wineserver, so the case needs one of its
+        # own, started here (beside the peer), not one lingering in another
+        # case namespace: stop any first, and this one at the end.
+        "$WINESERVER" -k 2>/dev/null || true
+        "$@" >/dev/null 2>&1 &
+        peer=$!
+        export AUTD3_TEST_PEER=1
+      fi
+      rc=0
+      "$WINE" "$WHAT" "$CASE" || rc=$?
+      if [ -n "$peer" ]; then
+        "$WINESERVER" -k 2>/dev/null || true
+        kill "$peer" 2>/dev/null || true
+        wait "$peer" 2>/dev/null || true
+      fi
+      exit $rc ;;
+  esac' win_run "$@"
