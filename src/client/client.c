@@ -3,7 +3,7 @@
  * send and the waits, the exclusive reads. The bus thread lives in bus.c.
  *
  * Algorithm and defaults follow shinolab/autd3-sdk crates/autd3-rs/src/client/
- * {mod,config,pool}.rs (reference notes: autd3-link-layer.md §1.2). Where this
+ * {mod,config,pool}.rs (crate autd3-rs 0.9.0 src/client/). Where this
  * C version differs it says why next to the code.
  */
 #define _GNU_SOURCE

@@ -3,9 +3,9 @@
  *
  * Protocol behaviour follows the new-generation firmware, shinolab/autd3-sdk
  * firmware/cpu/src/app.c (recv_ethercat, app_process_pending) and proto.c
- * (proto_handle_frame, dispatch); reference autd3-link-layer.md §6.1.
+ * (proto_handle_frame, dispatch); published as crate autd3-cpu-fw 0.9.0.
  *
- * Timing is an explicit model (device-timing-notes.md): four kinds of event
+ * Timing is an explicit model (docs/device-model.md): four kinds of event
  * run lazily, in time order, whenever the owner calls with a later now_ns:
  *   publish  at a SYNC0 edge: latch (ack, data) into the inputs (publish_on_sync0)
  *   isr_done inline processing (Reset, low-latency mode) finished

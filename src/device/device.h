@@ -71,7 +71,7 @@ typedef struct autd3_dev {
   uint8_t fpga_state;     /* ReadFpgaState (0xE7) answer: boot and Clear → PATTERN_MODE (0x08) */
   uint8_t fpga_functions; /* ReadFpgaFunctions (0xE9) answer: default AUTD3_DEV_FPGA_FUNC_EMULATOR */
 
-  /* firmware state (§6.1 of autd3-link-layer.md) */
+  /* firmware state (shinolab/autd3-sdk firmware/cpu/src/app.c) */
   uint8_t expected_seq; /* boot 0 */
   uint8_t ack;          /* boot 0xFF */
   uint8_t data;         /* boot 0 */

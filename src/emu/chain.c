@@ -1,6 +1,6 @@
 /*
  * The ring of emulated devices: walks each EtherCAT frame through devices
- * 0..present-1 in order (shared/reference/ethercat-for-autd3.md §1, §13.1),
+ * 0..present-1 in order (ETG.1000.4 frame processing; Beckhoff ESC datasheet section I, "Frame processing"),
  * applies run-time faults and keeps the chain counters.
  */
 #include <stdio.h>
@@ -145,7 +145,7 @@ void autd3_emu_tick(autd3_emu_t *emu, uint64_t now_ns) {
 }
 
 static void set_last(autd3_emu_t *emu) {
-  /* DL status: the last present device has port 1 closed (§3.1) */
+  /* DL status: the last present device has port 1 closed */
   for (uint16_t i = 0; i < emu->cfg.devices; i++) {
     uint16_t v = autd3_esc_dl_status(&emu->esc[i], i + 1u == emu->faults.present);
     emu->esc[i].mem[0x0110] = (uint8_t)v;

@@ -4,8 +4,8 @@
  * tools/emu (autd3-emu, on a raw socket), by tests/emu and by the fuzz target.
  *
  * Model and choices: docs/emulator.md. References (facts, not code):
- * shared/reference/ethercat-for-autd3.md (§n below), Beckhoff ESC
- * Technology section I, SOEM ecx_config_init / ecx_configdc.
+ * ETG.1000.3/.4/.6, the Beckhoff ESC datasheet (sections I: ESC
+ * technology, II: registers), SOEM v2.0.0 ecx_config_init / ecx_configdc.
  *
  * Time: every call takes `now_ns`, the host's CLOCK_MONOTONIC (or any
  * non-decreasing time base in tests). Each device derives its own DC local
@@ -34,18 +34,18 @@
  * more than 2 KiB), the ESI's 16 Kbit (2 KiB) with it (docs/emulator.md "SII image"). */
 #define AUTD3_EMU_SII_BYTES 4096
 
-/* AUTD3 identity (SII, §5.1) */
+/* AUTD3 identity (SII) */
 #define AUTD3_EMU_VENDOR AUTD3_ECAT_VENDOR /* the identity every EtherCAT link checks (src/ecat/identity.h) */
 #define AUTD3_EMU_PRODUCT AUTD3_ECAT_PRODUCT
 #define AUTD3_EMU_REVISION 0x00000001u
 
-/* Process RAM layout (§3.8) */
+/* Process RAM layout */
 #define AUTD3_EMU_SM2_START 0x1800
 #define AUTD3_EMU_SM2_LEN 626
 #define AUTD3_EMU_SM3_START 0x1F80
 #define AUTD3_EMU_SM3_LEN 2
 
-/* AL states and status codes (§6) */
+/* AL states and status codes */
 enum { ESC_AL_INIT = 1, ESC_AL_PREOP = 2, ESC_AL_BOOT = 3, ESC_AL_SAFEOP = 4, ESC_AL_OP = 8 };
 enum {
   ESC_ALSC_OK = 0x0000,
@@ -154,7 +154,7 @@ void autd3_emu_destroy(autd3_emu_t *emu);
  * 256 descriptors of full-size frames are ~31 ms). */
 #define AUTD3_EMU_WIRE_BACKLOG_NS 32000000ull
 
-/* Process one received Ethernet frame in place (the ring walk of §13.1).
+/* Process one received Ethernet frame in place (the ring walk).
  * now_ns is when the master put the frame on the wire (the emulator read it).
  * With cfg.wire, an EtherCAT frame first waits for the frames before it
  * (wire_busy_ns), then reaches device k complete after its own serialisation
@@ -214,7 +214,7 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
 /* --- the mailbox (mailbox.c) --- */
 /* The master wrote SM0's last byte: serve the request, answer into SM1. */
 void autd3_esc_mailbox(autd3_esc_t *e);
-/* CRC-8 (poly 0x07, init 0xFF) over words 0..6, the SII header checksum (§4.1). */
+/* CRC-8 (poly 0x07, init 0xFF) over words 0..6, the SII header checksum. */
 uint8_t autd3_sii_crc(const uint8_t *bytes14);
 
 #endif

@@ -1,9 +1,9 @@
 /*
  * One emulated EtherCAT slave controller (ESC) with the AUTD3 firmware on its
  * PDI side. Register numbers, command semantics and WKC rules from
- * shared/reference/ethercat-for-autd3.md (§2 commands/WKC, §3 registers,
- * §6 AL state machine, §8.3 DC model), which summarise the Beckhoff ESC
- * Technology section I and what SOEM/EtherCrab put on the wire.
+ * ETG.1000.4 (commands and WKC), the Beckhoff ESC datasheet sections I/II
+ * (registers, AL state machine, the DC model) and what SOEM v2.0.0 and
+ * EtherCrab 0.7 put on the wire (docs/emulator.md).
  *
  * Memory: a flat 64 KiB image per device; registers get special handling on
  * read (refresh of dynamic values: system time, next SYNC0, inputs) and on
@@ -117,7 +117,7 @@ static void load_config(autd3_esc_t *e) {
 uint16_t autd3_esc_dl_status(const autd3_esc_t *e, bool last) {
   /* bit 0 PDI operational (EEPROM loaded), bit 1 PDI watchdog reloaded, bits 4/5
    * physical link on ports 0/1; per port p bit 8+2p loop closed, 9+2p
-   * communication: the last device has port 1 closed, no link there (§3.1) */
+   * communication: the last device has port 1 closed, no link there */
   uint16_t v = last ? 0x5613 : 0x5A33;
   /* bit 2: enhanced link detection active on at least one port, as the ESC
    * configuration 0x0141 loaded from the SII says (bit 1 all ports, bits 4-7 per port) */
@@ -128,7 +128,7 @@ uint16_t autd3_esc_dl_status(const autd3_esc_t *e, bool last) {
 static void registers_reset(autd3_esc_t *e, bool last) {
   uint8_t *m = e->mem;
   memset(m, 0, 0x10000);
-  m[0x0000] = 0x04;          /* ESC type: IP core (the AUTD3's ESC type is unpublished, §14.3) */
+  m[0x0000] = 0x04;          /* ESC type: IP core (the AUTD3's ESC type is unpublished) */
   m[0x0001] = 0x01;
   wr16(m + 0x0002, 0x0001);
   m[0x0004] = NUM_FMMU;
@@ -192,7 +192,7 @@ void autd3_esc_power_on(autd3_esc_t *e, const autd3_emu_config_t *cfg, uint16_t 
   if (e->is_v12) autd3_v12_dev_init(&e->v12, AUTD3_V12_UPDATE_PERIOD_NS);
 }
 
-/* ---- AL state machine (§6.1) ---- */
+/* ---- AL state machine ---- */
 static void al_set(autd3_esc_t *e, uint8_t state, uint16_t code) {
   uint8_t old = autd3_esc_al_state(e);
   e->mem[REG_ALSTAT] = (uint8_t)(state | (code ? 0x10 : 0));
@@ -289,7 +289,7 @@ static void al_control(autd3_esc_t *e, uint16_t v) {
   }
 }
 
-/* ---- SII EEPROM interface (§3.4) ---- */
+/* ---- SII EEPROM interface ---- */
 static void eeprom_command(autd3_esc_t *e) {
   uint8_t *m = e->mem;
   uint16_t ctrl = rd16(m + REG_EEPCTL);
@@ -318,7 +318,7 @@ static void eeprom_command(autd3_esc_t *e) {
   wr16(m + REG_EEPCTL, (uint16_t)(eep_idle(e) | err));
 }
 
-/* ---- DC (§3.7, §8.3) ---- */
+/* ---- DC ---- */
 static void dc_latch(autd3_esc_t *e, uint64_t t, uint64_t ret_t, bool last) {
   uint64_t l = autd3_esc_local(e, t);
   wr32(e->mem + REG_DCRT0, (uint32_t)l);
@@ -327,7 +327,7 @@ static void dc_latch(autd3_esc_t *e, uint64_t t, uint64_t ret_t, bool last) {
 }
 
 static void dc_compare(autd3_esc_t *e, const uint8_t *data, uint32_t ado, uint16_t n, uint64_t t) {
-  /* Only 8-byte writes, or 4-byte writes of the low half, are a compare (§8.3). */
+  /* Only 8-byte writes, or 4-byte writes of the low half, are a compare. */
   if (!(ado == REG_DCSYS && (n == 4 || n >= 8))) return;
   uint64_t local = autd3_esc_systime(e, t) - rd32(e->mem + REG_DCDELAY);
   uint64_t recv = n >= 8 ? rd64(data) : ((local & 0xFFFFFFFF00000000ull) | rd32(data));
@@ -356,7 +356,7 @@ static void dc_compare(autd3_esc_t *e, const uint8_t *data, uint32_t ado, uint16
   e->filt_ns = depth == 0 ? dt : e->filt_ns + ((dt - e->filt_ns) / (1 << depth));
   uint64_t mag = (uint64_t)(e->filt_ns < 0 ? -e->filt_ns : e->filt_ns);
   if (mag > 0x7FFFFFFF) mag = 0x7FFFFFFF;
-  /* bit 31 set: local copy smaller than the received time (Beckhoff's convention; §14.5) */
+  /* bit 31 set: local copy smaller than the received time (Beckhoff's convention) */
   wr32(e->mem + REG_DCDIFF, (uint32_t)mag | (e->filt_ns < 0 ? 0x80000000u : 0));
   /* keep the firmware's SYNC0 grid (local time) on the corrected system time */
   int64_t moved = (int64_t)(rd64(e->mem + REG_DCOFS) + (uint64_t)e->corr_ns) - e->sync0_local_shift;
@@ -391,7 +391,7 @@ static bool ram_access_ok(const autd3_esc_t *e, uint32_t a, uint32_t n, bool wri
     if (sm[7] & 1) return false;                          /* PDI deactivated */
     bool ecat_writes = ((sm[4] >> 2) & 0x03) == 1;
     if (write && !ecat_writes) return false;              /* inputs are read-only for ECAT */
-    /* mailbox SM (§3.6): the read mailbox can be read only while full (the
+    /* mailbox SM: the read mailbox can be read only while full (the
      * write mailbox is served at once, so it is never full) */
     if ((sm[4] & 0x03) == 0x02 && !ecat_writes && !e->mbx_in_full) return false;
     if (start <= AUTD3_EMU_SM2_START && start + len >= AUTD3_EMU_SM2_START + AUTD3_EMU_SM2_LEN) covered2 = true;
@@ -422,7 +422,7 @@ static void refresh(autd3_esc_t *e, uint32_t a, uint32_t n, uint64_t t) {
   }
 }
 
-/* Is register byte r writable from ECAT (§3)? Everything else reads back, ignores writes. */
+/* Is register byte r writable from ECAT? Everything else reads back, ignores writes. */
 static bool reg_writable(uint32_t r) {
   if (r >= 0x0010 && r <= 0x0011) return true;  /* station address */
   if (r >= 0x0100 && r <= 0x0103) return true;  /* DL control */
@@ -498,13 +498,13 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
       pdi_sm_enable(e, st == ESC_AL_SAFEOP || st == ESC_AL_OP);
     }
   }
-  /* mailbox SM0: writing its last byte hands the request to the slave (§9) */
+  /* mailbox SM0: writing its last byte hands the request to the slave */
   const uint8_t *sm0 = m + REG_SM0;
   uint32_t last0 = (uint32_t)rd16(sm0) + rd16(sm0 + 2) - 1u;
   if (e->cfg && e->cfg->mailbox && rd16(sm0 + 2) && (sm0[4] & 0x0F) == 0x06 && (sm0[6] & 1) && a <= last0 &&
       a + n > last0 && a >= rd16(sm0))
     autd3_esc_mailbox(e);
-  /* 3-buffer SM2: the buffer is complete when its last byte is written (§3.6). */
+  /* 3-buffer SM2: the buffer is complete when its last byte is written. */
   const uint8_t *sm2 = m + REG_SM0 + 2 * 8;
   uint32_t last_byte = (uint32_t)rd16(sm2) + rd16(sm2 + 2) - 1u;
   if (rd16(sm2 + 2) > 0 && a <= last_byte && a + n > last_byte && (sm2[6] & 1)) {
@@ -513,7 +513,7 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
     m[REG_WDSMST] = 1;
     if (st == ESC_AL_SAFEOP || st == ESC_AL_OP) e->sm2_seen = true;
     /* The firmware runs only in OP. SM2 holds the 626 bytes the master wrote
-     * contiguously (RxPdo0 498 B + RxPdo1 128 B, §5.2); the firmware's RAM
+     * contiguously (RxPdo0 498 B + RxPdo1 128 B); the firmware's RAM
      * copy has a 2-byte hole after RxPdo0 (words 249 | gap | 64), which the
      * port layer removes again, so the logical frame is SM2 byte for byte. */
     if (st == ESC_AL_OP && rd16(sm2) == AUTD3_EMU_SM2_START && rd16(sm2 + 2) == AUTD3_EMU_SM2_LEN) {
@@ -527,7 +527,7 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
   return true;
 }
 
-/* ---- logical addressing through FMMUs (§2.2, §3.5) ---- */
+/* ---- logical addressing through FMMUs ---- */
 /* Map the datagram [la, la+len) through FMMU f. write=true: frame → memory.
  * Returns true if at least one bit was mapped and the access was allowed. */
 static bool fmmu_xfer(autd3_esc_t *e, const uint8_t *f, uint32_t la, uint8_t *data, uint16_t len, bool write,
@@ -642,7 +642,7 @@ void autd3_esc_tick(autd3_esc_t *e, uint64_t now_ns) {
     autd3_v12_dev_advance(&e->v12, fw_now(e, now_ns));
   else
     autd3_dev_advance(&e->dev, fw_now(e, now_ns));
-  /* SM watchdog (§3.3): only with SM2's watchdog-trigger bit and a non-zero time. */
+  /* SM watchdog: only with SM2's watchdog-trigger bit and a non-zero time. */
   const uint8_t *sm2 = e->mem + REG_SM0 + 2 * 8;
   uint64_t wd_ns = (uint64_t)rd16(e->mem + REG_WDSM) * ((uint64_t)rd16(e->mem + REG_WDDIV) + 2) * 40;
   if (wd_ns == 0 || !(sm2[4] & 0x40) || !(sm2[6] & 1)) return;

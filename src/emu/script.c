@@ -1,7 +1,7 @@
 /*
  * Canned master traffic for the emulator's own fuzz target, benchmark and
  * tests: the frames SOEM (as used by the AUTD3 link) sends to take a chain to
- * OP and in every cycle (shared/reference/ethercat-for-autd3.md §7.2-§7.4),
+ * OP and in every cycle (SOEM v2.0.0 ethercatconfig.c / ethercatdc.c as the AUTD3 SOEM link drives them),
  * reduced to what the emulator needs: station addresses, SM2/SM3, FMMU0/1,
  * SAFE-OP, one output image, OP; cyclic LRD(inputs)+FRMW then LWR segments
  * of at most two devices (1252 bytes).

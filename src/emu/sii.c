@@ -79,7 +79,7 @@ static size_t pdo(uint8_t *p, uint16_t index, uint8_t sm, uint8_t name, uint16_t
 void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char *name, bool mailbox) {
   memset(sii, 0xFF, AUTD3_EMU_SII_BYTES);
   memset(sii, 0, 128);
-  /* Header words 0..6 from the ESI ConfigData 80 3E 00 AA 00 00 01 00 (§4.3). */
+  /* Header words 0..6 from the ESI ConfigData 80 3E 00 AA 00 00 01 00. */
   put16(sii + 0, 0x3E80);
   put16(sii + 2, 0xAA00);
   put16(sii + 6, 0x0001);
@@ -129,7 +129,7 @@ void autd3_sii_build(uint8_t *sii, uint32_t vendor, uint32_t serial, const char 
   d[2] = mailbox ? 3 : 0xFF; /* mailbox state */
   d[3] = 0xFF;
   cat_end(sii, &off, 4);
-  /* SyncManager (41): the ESI's four SMs (§3.6) */
+  /* SyncManager (41): the ESI's four SMs */
   static const struct { uint16_t start, len; uint8_t ctrl, type; } sms[4] = {
       {0x1000, 128, 0x26, 1}, {0x1400, 128, 0x22, 2},
       {AUTD3_EMU_SM2_START, AUTD3_EMU_SM2_LEN, 0x64, 3}, {AUTD3_EMU_SM3_START, AUTD3_EMU_SM3_LEN, 0x20, 4}};

@@ -1,7 +1,7 @@
 /*
  * The new-generation wire protocol: opcode/error tables and payload encoders.
- * Layouts: autd3-link-layer.md §2.2 (shinolab/autd3-sdk
- * crates/autd3-rs-core/src/protocol, firmware/cpu/inc/proto.h).
+ * Layouts: shinolab/autd3-sdk crates/autd3-rs-core/src/protocol and
+ * firmware/cpu/inc/proto.h (crates autd3-rs-core / autd3-cpu-wire 0.9.0).
  */
 #include <string.h>
 

@@ -136,7 +136,7 @@ TEST(dc_line_delays) {
 }
 
 TEST(dc_sync0_start_and_edges) {
-  /* floor((t + 100 ms)/cycle)*cycle + cycle + shift (autd3-link-layer.md §7.3) */
+  /* floor((t + 100 ms)/cycle)*cycle + cycle + shift (SOEM v2.0.0 ethercatdc.c ecx_dcsync0) */
   ASSERT_EQ(ecat_dc_sync0_start(0, 1000000, 0), 101000000ull);
   ASSERT_EQ(ecat_dc_sync0_start(123456789, 1000000, 0), 224000000ull);
   ASSERT_EQ(ecat_dc_sync0_start(123456789, 500000, 250000), 223750000ull);

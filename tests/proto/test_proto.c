@@ -1,5 +1,5 @@
 /* Wire protocol: opcode and error tables, payload encoders, byte for byte
- * (layouts: autd3-link-layer.md §2.2). */
+ * (layouts: shinolab/autd3-sdk crates/autd3-rs-core/src/protocol). */
 #include "autd3/proto.h"
 #include "harness/test.h"
 

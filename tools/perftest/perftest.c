@@ -1,7 +1,7 @@
 /*
  * autd3-perftest: sends one broadcast XorHash frame over and over through the
  * client and reports throughput and latency, like shinolab/autd3-sdk
- * tools/perftest (notes: autd3-link-layer.md §5):
+ * tools/perftest:
  *
  *   stop-and-wait  per sample: t0; send_checked; rtt = now − t0   (max_inflight 1)
  *   streaming      send while fewer than --inflight are pending; when the

@@ -1,6 +1,6 @@
 /*
  * autd3-perftest: the link benchmark of shinolab/autd3-sdk tools/perftest
- * (notes: autd3-link-layer.md §5), in C over any libautd3 link.
+ * (its README and src/), in C over any libautd3 link.
  *
  * perftest.c  command line, the run (stop-and-wait / streaming), the state-check thread
  * report.c    statistics (nearest-rank percentiles), the stdout summary, CSV, JSON

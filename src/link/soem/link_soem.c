@@ -9,7 +9,7 @@
  *
  * The open sequence follows the new-generation AUTD3 SOEM link
  * (shinolab/autd3-sdk crates/autd3-rs-link-soem/src/{link,context,sync}.rs;
- * summarised in shared/reference/autd3-link-layer.md §4.2):
+ * crate autd3-rs-link-soem 0.6.1):
  *   adapter (given or auto-detected) -> ecx_init -> ecx_config_init -> every
  *   slave an AUTD3 (src/ecat/identity.h) -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
  *   -> DC alignment wait -> ecx_config_map_group (does PRE-OP->SAFE-OP) ->

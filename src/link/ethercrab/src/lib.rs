@@ -5,7 +5,7 @@
 //!
 //! The bring-up follows the new-generation EtherCrab link of shinolab/autd3-sdk
 //! (`crates/autd3-rs-link-ethercrab/src/link/{open,group}.rs`, `sync.rs`,
-//! `state_check.rs`; summarised in autd3-link-layer.md §3.1, §4.2-§4.4):
+//! `state_check.rs`; crate autd3-rs-link-ethercrab 0.7.0):
 //! discover, check every name is "AUTD", SYNC0 mode, PRE-OP with PDI, DC
 //! alignment (EMA of 0x092C), configure SYNC0, SAFE-OP, 200 warm-up cycles,
 //! OP with a working counter that is stable for 5 cycles.
