@@ -1,6 +1,8 @@
 /* Exactly-once harness (see exactly_once.h). Test code: allocates freely. */
 #include "reliability/exactly_once.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,29 @@ static void finish_one(autd3_request_t *req, rec_t *r, uint32_t wait_ms, eo_resu
   memcpy(r->outcome, resp.outcome, sizeof r->outcome);
 }
 
+/* The state checker a user runs beside the client (the reference SDK's
+ * spawn_state_check, autd3-perftest's checker): every 100 ms, so an EtherCAT
+ * link brings an unplugged or power-cycled device back to OP during the run. */
+typedef struct checker {
+  pthread_t th;
+  autd3_link_t *link;
+  atomic_bool stop;
+  uint64_t checks, errors;
+} checker_t;
+
+static void *checker_main(void *arg) {
+  checker_t *k = arg;
+  while (!atomic_load(&k->stop)) {
+    autd3_link_status_t st;
+    if (autd3_link_check_state(k->link, &st) == AUTD3_OK)
+      k->checks++;
+    else
+      k->errors++;
+    for (int i = 0; i < 10 && !atomic_load(&k->stop); i++) autd3__sleep_ns(10000000u);
+  }
+  return NULL;
+}
+
 void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
   memset(res, 0, sizeof *res);
   setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines survive a ctest timeout */
@@ -105,6 +130,9 @@ void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
   autd3_request_t **win = calloc(window, sizeof *win);
   size_t *win_idx = calloc(window, sizeof *win_idx);
   size_t head = 0, len = 0;
+  checker_t chk = {.link = autd3_client_link(c)};
+  atomic_init(&chk.stop, false);
+  bool chk_on = !cfg->no_state_check && pthread_create(&chk.th, NULL, checker_main, &chk) == 0;
   uint64_t t0 = autd3__now_ns();
   size_t i = 0, consecutive_send_errors = 0;
   for (;; i++) {
@@ -152,6 +180,10 @@ void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
     finish_one(win[head], &g_rec[win_idx[head]], wait_ms, res);
     head = (head + 1) % window;
     len--;
+  }
+  if (chk_on) {
+    atomic_store(&chk.stop, true);
+    pthread_join(chk.th, NULL);
   }
   free(win);
   free(win_idx);

@@ -51,6 +51,8 @@ typedef struct eo_config {
   eo_fault_fn fault;     /* may be NULL */
   void *fault_ctx;
   const char *name;      /* for the summary lines */
+  bool no_state_check;   /* true: no state-checker thread (by default one calls autd3_link_check_state every 100 ms,
+                            as an application does, so EtherCAT links recover unplugged/power-cycled devices) */
 } eo_config_t;
 
 typedef struct eo_dev_summary {
