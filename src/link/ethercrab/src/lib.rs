@@ -215,12 +215,15 @@ pub struct CycleOut {
 struct Fail {
     code: i32,
     msg: String,
+    /// A PDU went unanswered within its timeout: worth one more try of the bring-up.
+    pdu_timeout: bool,
 }
 
 fn fail(code: i32, msg: impl Into<String>) -> Fail {
     Fail {
         code,
         msg: msg.into(),
+        pdu_timeout: false,
     }
 }
 
@@ -229,8 +232,13 @@ fn crab_fail(what: &str, e: CrabError) -> Fail {
         CrabError::Timeout(TimeoutError::StateTransition) => CODE_STATE_TIMEOUT,
         _ => CODE_LINK,
     };
-    fail(code, format!("ethercrab: {what}: {e}"))
+    let mut f = fail(code, format!("ethercrab: {what}: {e}"));
+    f.pdu_timeout = matches!(e, CrabError::Timeout(TimeoutError::Pdu));
+    f
 }
+
+/// Bring-up attempts on a named adapter when a PDU times out while scanning.
+const SCAN_ATTEMPTS: u32 = 3;
 
 fn io_fail(ifname: &str, e: &std::io::Error) -> Fail {
     let code = match e.raw_os_error() {
@@ -984,9 +992,22 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
     };
     let (transport, groups) = match iface {
         Some(name) => {
-            let t = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)?;
-            let g = discover(&t).await?;
-            (t, g)
+            // A frame lost (or answered after its timeout) while scanning is
+            // retried with a fresh transport, as SOEM retries its configuration
+            // reads (EC_DEFAULTRETRIES): one stall of a loaded host or a single
+            // lost frame must not fail the open. Bounded; other errors at once.
+            let mut attempt = 1;
+            loop {
+                let t = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)?;
+                match discover(&t).await {
+                    Ok(g) => break (t, g),
+                    Err(f) if f.pdu_timeout && attempt < SCAN_ATTEMPTS => {
+                        attempt += 1;
+                        drop(t);
+                    }
+                    Err(f) => return Err(f),
+                }
+            }
         }
         None => {
             // "auto": the first adapter whose devices are all AUTD3 (autd3-sdk utils.rs).
