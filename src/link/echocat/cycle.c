@@ -15,6 +15,15 @@ static void jitter_record(echocat_t *ec, int64_t late_ns) {
     atomic_store_explicit(&ec->jit_max, (uint64_t)late_ns, memory_order_relaxed);
 }
 
+/* Every sleep of the bus thread is one wake-up (counted for the diagnostics:
+ * "wake-ups per cycle"); a deadline already past costs none. */
+static void sleep_until(echocat_t *ec, uint64_t t, uint32_t spin_ns) {
+  if ((int64_t)(t - autd3__now_ns()) <= 0)
+    return;
+  atomic_fetch_add_explicit(&ec->wakeups, 1, memory_order_relaxed);
+  autd3__sleep_until_ns(t, spin_ns);
+}
+
 /* Time the outputs need before an edge: their measured round trip plus a guard. */
 static uint64_t out_need(const echocat_t *ec) { return (uint64_t)ec->out_rtt_ns + GUARD_NS; }
 
@@ -114,7 +123,7 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     if (short_by > 0) {
       if ((uint64_t)short_by > 2 * ec->period)
         short_by = (int64_t)(2 * ec->period);
-      autd3__sleep_until_ns(now + (uint64_t)short_by, 0);
+      sleep_until(ec, now + (uint64_t)short_by, 0);
       now = autd3__now_ns();
       atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
     }
@@ -148,7 +157,7 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   /* 2. The read frame, `read_ahead` before the following edge. The output
    * replies waited in the socket meanwhile: take them first without polling
    * (one system call per frame instead of poll + receive). */
-  autd3__sleep_until_ns(deadline, ec->opt.spin_ns);
+  sleep_until(ec, deadline, ec->opt.spin_ns);
   echocat__collect(ec, set, ns, 0);
   slot_t *r = &ec->rd;
   echocat__slot_start(ec, r, true);
@@ -320,7 +329,7 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     if (short_by > 0) {
       if ((uint64_t)short_by > 2 * ec->period)
         short_by = (int64_t)(2 * ec->period);
-      autd3__sleep_until_ns(now + (uint64_t)short_by, ec->opt.spin_ns);
+      sleep_until(ec, now + (uint64_t)short_by, ec->opt.spin_ns);
       now = autd3__now_ns();
       atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
     }
@@ -460,7 +469,7 @@ autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
     if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
       wake = now + 2 * ec->period;
     if ((int64_t)(wake - now) > 0)
-      autd3__sleep_until_ns(wake, ec->opt.spin_ns);
+      sleep_until(ec, wake, ec->opt.spin_ns);
     return AUTD3_OK;
   }
   uint64_t margin = ec->period / 5 < WAKE_MARGIN_NS ? ec->period / 5 : WAKE_MARGIN_NS;
@@ -469,6 +478,6 @@ autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
   if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
     wake = now + 2 * ec->period; /* bounded, whatever the estimate says; cycle() decides anyway */
   if ((int64_t)(wake - now) > 0)
-    autd3__sleep_until_ns(wake, ec->opt.spin_ns);
+    sleep_until(ec, wake, ec->opt.spin_ns);
   return AUTD3_OK;
 }

@@ -52,7 +52,8 @@
  * wake-up latency and the caller's turnaround. A chain whose outputs leave
  * less runs the long-chain plan (docs/echocat.md "Long chains"). */
 #define SPLIT_HOST_NS 200000u
-#define RESOLVE_CAP_NS 20000000u /* wait at most this long for outputs of unknown fate */
+#define RESOLVE_CAP_NS 20000000u
+#define WAIT_SEEN_NS 5000u /* a receive that took longer slept (the diagnostics' wake-up count) */ /* wait at most this long for outputs of unknown fate */
 #define STATION(k) ((uint16_t)(0x1000 + (k) + 1))
 #define POSITION(k) ((uint16_t)(0u - (unsigned)(k)))
 
@@ -141,6 +142,7 @@ typedef struct echocat {
   /* diagnostics (written by the bus thread, read anywhere) */
   atomic_uint jit[JIT_BUCKETS + 1];
   atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc, guard_waits, unproven;
+  atomic_uint_fast64_t wakeups; /* blocking waits of the cycling thread (sleeps, receives that waited) */
   /* EtherCAT frames received that echocat did not send (another master on
    * the chain): counted by whoever drives the NIC; the first one's source
    * MAC is written before the count leaves 0 (release/acquire). */
