@@ -149,33 +149,27 @@ TEST(silent_bus_recovers) {
   autd3_geometry_free(g);
 }
 
-/* wait_next_cycle + cycle as the client's bus thread calls them, mixed with
- * cycles without a wait, a repeated wait, and callers that stall between the
- * wait and the cycle (up to 1.5 cycles: late wake-ups). Every cycle carries a
- * new frame (seq k, NOP); a device executes a frame only if its seq is the
- * next one, so one lost or overwritten image (two in one SYNC0 interval)
- * stops its acks for good. All must be executed, in order. */
-TEST(wait_next_cycle_keeps_every_image) {
-  in_netns("wait_next_cycle_keeps_every_image", 2, NULL, false);
-  autd3_geometry_t *g = NULL;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_option_t o = option();
-  autd3_link_t *l = NULL;
-  ASSERT_OK(autd3_link_open(&o, g, &l));
-  uint8_t tx[2 * AUTD3_TX_FRAME_BYTES], rx[4] = {0};
+/* Reset every device, then send K frames (seq k, NOP), one per cycle, with
+ * wait_next_cycle before most and the caller's stalls given by `stall`; then
+ * the last frame again until its ack is read. A device executes a frame only
+ * if its seq is the next one, so one lost or overwritten image (two in one
+ * SYNC0 interval) stops its acks for good: every device must ack K - 1. */
+static void every_image_executed(autd3_link_t *l, size_t n, int K, bool stall) {
+  uint8_t *tx = calloc(n, AUTD3_TX_FRAME_BYTES), rx[2 * AUTD3_MAX_DEVICES] = {0};
   bool v = false, reset = false;
   for (int i = 0; i < 300 && !reset; i++) { /* Reset: ack 0xFF, the next seq expected is 0 */
-    for (int d = 0; d < 2; d++)
+    for (size_t d = 0; d < n; d++)
       autd3_tx_encode(tx + d * AUTD3_TX_FRAME_BYTES, 0, AUTD3_CMD_RESET, NULL, 0);
     ASSERT_OK(autd3_link_wait_next_cycle(l));
     ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
-    reset = v && rx[0] == 0xFF && rx[2] == 0xFF;
+    reset = v;
+    for (size_t d = 0; d < n; d++)
+      reset = reset && rx[2 * d] == 0xFF;
   }
   ASSERT_TRUE(reset);
-  enum { K = 600 };
   uint32_t lcg = 12345;
   for (int k = 0; k < K; k++) {
-    for (int d = 0; d < 2; d++)
+    for (size_t d = 0; d < n; d++)
       autd3_tx_encode(tx + d * AUTD3_TX_FRAME_BYTES, (uint8_t)k, AUTD3_CMD_NOP, NULL, 0);
     lcg = lcg * 1103515245u + 12345u;
     switch (k % 5) {
@@ -188,7 +182,8 @@ TEST(wait_next_cycle_keeps_every_image) {
       break;
     default:
       ASSERT_OK(autd3_link_wait_next_cycle(l));
-      autd3__sleep_ns((lcg >> 8) % 1500000u);
+      if (stall)
+        autd3__sleep_ns((lcg >> 8) % 1500000u);
     }
     ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
   }
@@ -196,14 +191,66 @@ TEST(wait_next_cycle_keeps_every_image) {
   for (int i = 0; i < 200 && !acked; i++) { /* the last frame again until its ack is read */
     ASSERT_OK(autd3_link_wait_next_cycle(l));
     ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
-    acked = v && rx[0] == (uint8_t)(K - 1) && rx[2] == (uint8_t)(K - 1);
+    acked = v;
+    for (size_t d = 0; d < n; d++)
+      acked = acked && rx[2 * d] == (uint8_t)(K - 1);
   }
   char diag[1024];
   autd3_link_diagnostics(l, diag, sizeof diag);
   printf("%s", diag);
-  ASSERT_EQ(rx[0], (uint8_t)(K - 1));
-  ASSERT_EQ(rx[2], (uint8_t)(K - 1));
+  for (size_t d = 0; d < n; d++)
+    ASSERT_EQ(rx[2 * d], (uint8_t)(K - 1));
   ASSERT_TRUE(acked);
+  free(tx);
+}
+
+/* wait_next_cycle + cycle as the client's bus thread calls them, mixed with
+ * cycles without a wait, a repeated wait, and callers that stall between the
+ * wait and the cycle (up to 1.5 cycles: late wake-ups). All frames must be
+ * executed, in order. */
+TEST(wait_next_cycle_keeps_every_image) {
+  in_netns("wait_next_cycle_keeps_every_image", 2, NULL, false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  every_image_executed(l, 2, 600, true);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}
+
+/* The computed wire limit (docs/echocat.md "The wire limit"): 18 devices fill
+ * a 1 ms cycle of the emulator's 100 Mbit/s line and run the long-chain plan;
+ * every frame is executed once, in order (late edges are allowed, lost or
+ * overwritten images are not), with callers that stall. */
+TEST(long_chain_at_wire_limit) {
+  in_netns("long_chain_at_wire_limit", 18, "--wire", false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(18, NULL, &g));
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  every_image_executed(l, 18, 400, true);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}
+
+/* One device beyond it: 19 devices are refused at 1 ms with the cycle that
+ * carries them (1.5 ms), and run there with every frame executed. */
+TEST(chain_beyond_wire_limit) {
+  in_netns("chain_beyond_wire_limit", 19, "--wire", false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(19, NULL, &g));
+  autd3_link_option_t o = option();
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "19 devices need");
+  ASSERT_CONTAINS(autd3_last_error(), "at least 1500 us");
+  ASSERT_TRUE(l == NULL);
+  o.u.echocat.ethercat.sync0_period_ns = 1500000;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  every_image_executed(l, 19, 200, false);
   autd3_link_close(l);
   autd3_geometry_free(g);
 }

@@ -15,6 +15,15 @@ static void jitter_record(echocat_t *ec, int64_t late_ns) {
     atomic_store_explicit(&ec->jit_max, (uint64_t)late_ns, memory_order_relaxed);
 }
 
+/* Every sleep of the bus thread is one wake-up (counted for the diagnostics:
+ * "wake-ups per cycle"); a deadline already past costs none. */
+static void sleep_until(echocat_t *ec, uint64_t t, uint32_t spin_ns) {
+  if ((int64_t)(t - autd3__now_ns()) <= 0)
+    return;
+  atomic_fetch_add_explicit(&ec->wakeups, 1, memory_order_relaxed);
+  autd3__sleep_until_ns(t, spin_ns);
+}
+
 /* Time the outputs need before an edge: their measured round trip plus a guard. */
 static uint64_t out_need(const echocat_t *ec) { return (uint64_t)ec->out_rtt_ns + GUARD_NS; }
 
@@ -101,7 +110,8 @@ static uint64_t aim_edge(const echocat_t *ec, uint64_t now) {
   return slot;
 }
 
-autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
+/* The split plan (docs/echocat.md "Timing"): outputs at once, inputs read late. */
+static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
   const uint16_t n = ec->n;
   resolve_previous(ec);
   uint64_t now = autd3__now_ns();
@@ -113,7 +123,7 @@ autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, c
     if (short_by > 0) {
       if ((uint64_t)short_by > 2 * ec->period)
         short_by = (int64_t)(2 * ec->period);
-      autd3__sleep_until_ns(now + (uint64_t)short_by, 0);
+      sleep_until(ec, now + (uint64_t)short_by, 0);
       now = autd3__now_ns();
       atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
     }
@@ -147,7 +157,7 @@ autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, c
   /* 2. The read frame, `read_ahead` before the following edge. The output
    * replies waited in the socket meanwhile: take them first without polling
    * (one system call per frame instead of poll + receive). */
-  autd3__sleep_until_ns(deadline, ec->opt.spin_ns);
+  sleep_until(ec, deadline, ec->opt.spin_ns);
   echocat__collect(ec, set, ns, 0);
   slot_t *r = &ec->rd;
   echocat__slot_start(ec, r, true);
@@ -238,6 +248,168 @@ autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, c
   return AUTD3_OK;
 }
 
+/* ---------------------------------------------------------------- long chains */
+
+/* The edge a burst sent at host time `now` aims at: its frames need lead_ns of
+ * line to reach the last device, and never an edge that may hold an image of ours. */
+static uint64_t burst_aim(const echocat_t *ec, uint64_t now) {
+  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_at(ec, now) + ec->lead_ns);
+  if (ec->last_slot && slot <= ec->last_slot)
+    slot = ec->last_slot + ec->period;
+  return slot;
+}
+
+/* How early (DC time) before the edge `slot - period` a burst may leave: its
+ * first output frame queues behind the read frame, and no device holds an
+ * image before the read frame and the first device's 626 bytes crossed the
+ * line (credit_ns, set at open), so the image reaches it after that edge even
+ * when sent this much before. Only on a line measured to serialise (the
+ * reference read the first outputs' clock >= 3/4 w0_ns after they left, 8
+ * bursts in a row): a veth without the wire model delivers at once. */
+static uint64_t burst_credit(const echocat_t *ec) { return ec->serial_n >= 8 ? ec->credit_ns : 0; }
+
+/* The long-chain plan (docs/echocat.md "Long chains"): when the outputs need
+ * most of the cycle, one burst per cycle carries the read frame first (it
+ * reads the inputs the devices published since the last edge and comes back
+ * at once), then every output frame back to back, aimed at the edge after
+ * next-but-the-line: they leave up to w0_ns before the edge they must follow,
+ * so the whole cycle is line time. The output replies come back while the
+ * caller works and are accounted at the next call (their reference reads say
+ * at which edge each pair of devices took its image; one missing counts as
+ * taken one edge later). The one-image rule is the split plan's. */
+static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
+  const uint16_t n = ec->n;
+  resolve_previous(ec); /* a stalled peer: outputs and the read after them missing */
+  slot_t *set[MAX_GROUPS + 2];
+  int ns = 0;
+  for (int g = 0; g < ec->ngroups; g++)
+    if (ec->out[g].state == SLOT_SENT)
+      set[ns++] = &ec->out[g];
+  if (ns > 0) {
+    /* Still in flight (a late peer, or a caller without wait_next_cycle):
+     * their fate decides which edge the next burst may aim at, and the read
+     * frame went out before them, so its reply proves nothing about them.
+     * Wait for them (bounded; only a look while none came back last time). */
+    echocat__collect(ec, set, ns, ec->out_silent ? 0 : autd3__now_ns() + RESOLVE_CAP_NS);
+    bool got = false;
+    for (int i = 0; i < ns; i++)
+      got = got || set[i]->state == SLOT_DONE;
+    ec->out_silent = !got;
+  }
+  bool prev_lost = false, prev_wkc = true, any = false;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t m = (uint16_t)(n - 2 * g < 2 ? n - 2 * g : 2);
+    if (s->state == SLOT_SENT || s->state == SLOT_FAILED)
+      prev_lost = true;
+    else if (s->state == SLOT_DONE && (s->dg[0].wkc != m || s->dg[1].wkc != 1))
+      prev_wkc = false;
+    any = any || s->state != SLOT_IDLE;
+  }
+  if (any) {
+    account_outputs(ec);
+    slot_t *s0 = &ec->out[0];
+    if (s0->state == SLOT_DONE && s0->dg[1].wkc == 1) {
+      double v = (double)(int64_t)(ecat_get64(s0->f.buf + ec->out_dc[0]) - (uint64_t)((int64_t)s0->sent_ns + ec->off));
+      ec->serial_n = v >= 0.75 * (double)ec->w0_ns ? ec->serial_n + 1 : 0;
+    }
+    if (prev_lost && ec->last_slot < ec->burst_slot + ec->period)
+      ec->last_slot = ec->burst_slot + ec->period; /* fate unknown: as if taken one edge later */
+    if (prev_lost || ec->last_slot != ec->burst_slot)
+      atomic_fetch_add_explicit(&ec->unproven, 1, memory_order_relaxed);
+  }
+
+  /* The edge to aim at; the burst leaves once the devices' clock is provably
+   * past the edge before it, less the first frame's line time (credit). */
+  uint64_t now = autd3__now_ns();
+  uint64_t slot = burst_aim(ec, now);
+  uint64_t floor = slot - ec->period, credit = burst_credit(ec);
+  if (ec->lb_t) {
+    int64_t short_by = (int64_t)(floor + 1000u - credit - ec->lb_dc) - (int64_t)(now - ec->lb_t);
+    if (short_by > 0) {
+      if ((uint64_t)short_by > 2 * ec->period)
+        short_by = (int64_t)(2 * ec->period);
+      sleep_until(ec, now + (uint64_t)short_by, ec->opt.spin_ns);
+      now = autd3__now_ns();
+      atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
+    }
+  }
+  uint64_t prev = ec->last_slot;
+  if (prev && slot > prev + ec->period && !ec->first_call)
+    atomic_fetch_add_explicit(&ec->late, (slot - prev) / ec->period - 1, memory_order_relaxed);
+  ec->first_call = false;
+
+  /* The read frame first (and a posted transaction: both come back at once). */
+  ns = 0;
+  slot_t *r = &ec->rd;
+  echocat__slot_start(ec, r, true);
+  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+  uint32_t inlog = (uint32_t)n * OUT_BYTES;
+  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
+  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+  echocat__slot_send(ec, r);
+  jitter_record(ec, (int64_t)(r->sent_ns - (uint64_t)((int64_t)(floor - credit) - ec->off)));
+  set[ns++] = r;
+  int mb = MBX_POSTED;
+  bool mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
+  if (mbx) {
+    ec->xs.state = SLOT_IDLE;
+    ec->xs.sent_ns = autd3__now_ns();
+    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
+      ec->xs.state = SLOT_SENT;
+    set[ns++] = &ec->xs;
+  }
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
+    uint32_t log = (uint32_t)first * OUT_BYTES;
+    echocat__slot_start(ec, s, true);
+    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
+    echocat__slot_send(ec, s);
+    set[ns++] = s;
+  }
+  ec->last_slot = ec->burst_slot = slot;
+  atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
+
+  /* The read's reply (output replies arriving first are kept for the next call). */
+  echocat__collect_until(ec, set, ns, r->sent_ns + ec->period / 2, mbx ? NULL : r);
+  if (mbx && ec->xs.state != SLOT_DONE)
+    echocat__collect_until(ec, set, ns, r->sent_ns + ec->period / 2, &ec->xs);
+  if (mbx)
+    atomic_store(&ec->mbx, ec->xs.state == SLOT_DONE ? MBX_DONE : MBX_FAILED);
+
+  res->lost = prev_lost;
+  res->wkc_ok = !prev_lost && prev_wkc;
+  res->all_op = false;
+  if (r->state != SLOT_DONE) {
+    res->lost = true;
+    res->wkc_ok = false;
+  } else {
+    ec->silent = false;
+    if (r->dg[0].wkc != n || r->dg[1].wkc != n)
+      res->wkc_ok = false;
+    else
+      memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
+    res->all_op = r->dg[2].wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+    if (r->dg[0].wkc) {
+      echocat__dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
+    }
+    double v = (double)(r->rx_ns - r->sent_ns);
+    ec->rd_rtt_ns += (v - ec->rd_rtt_ns) / 16;
+  }
+  atomic_store_explicit(&ec->diag_ra, 0, memory_order_relaxed);
+  atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
+  return AUTD3_OK;
+}
+
+autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
+  if (ec->burst)
+    return cycle_burst(ec, tx, rx, res);
+  return cycle_split(ec, tx, rx, res);
+}
+
 /* Another master's frames reached us: the devices execute its frames as
  * well as ours, so nothing we send can be trusted to run exactly once. Fatal
  * for the link (every later cycle fails the same way). */
@@ -287,13 +459,25 @@ autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
   echocat_t *ec = (echocat_t *)link;
   if (!ec->off_valid)
     return AUTD3_OK;
-  uint64_t margin = ec->period / 5 < WAKE_MARGIN_NS ? ec->period / 5 : WAKE_MARGIN_NS;
   uint64_t now = autd3__now_ns();
+  if (ec->burst) {
+    /* Wake when the burst may leave (cycle_burst's guard), plus how far the
+     * proven lower bound lags the estimate, so that the guard rarely sleeps again. */
+    uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now);
+    uint64_t lag = ec->lb_t && est > ec->lb_dc + (now - ec->lb_t) ? est - (ec->lb_dc + (now - ec->lb_t)) : 0;
+    uint64_t wake = (uint64_t)((int64_t)(floor + 2000u + lag - burst_credit(ec)) - ec->off);
+    if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
+      wake = now + 2 * ec->period;
+    if ((int64_t)(wake - now) > 0)
+      sleep_until(ec, wake, ec->opt.spin_ns);
+    return AUTD3_OK;
+  }
+  uint64_t margin = ec->period / 5 < WAKE_MARGIN_NS ? ec->period / 5 : WAKE_MARGIN_NS;
   uint64_t edge_host = (uint64_t)((int64_t)aim_edge(ec, now) - ec->off);
   uint64_t wake = edge_host - out_need(ec) - margin;
   if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
     wake = now + 2 * ec->period; /* bounded, whatever the estimate says; cycle() decides anyway */
   if ((int64_t)(wake - now) > 0)
-    autd3__sleep_until_ns(wake, ec->opt.spin_ns);
+    sleep_until(ec, wake, ec->opt.spin_ns);
   return AUTD3_OK;
 }

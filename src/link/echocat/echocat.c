@@ -190,6 +190,7 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
                    "outputs after edge   : %" PRIu64 " (not proven before their SYNC0 edge)\n"
                    "phase guard waits    : %" PRIu64 "\n"
                    "frames per cycle     : %.2f\n"
+                   "wake-ups per cycle   : %.2f (sleeps and receives that waited, wait_next_cycle included)\n"
                    "read ahead of SYNC0  : %.0f us\n"
                    "outputs to reference : %.0f us\n"
                    "ignored frames       : %" PRIu64 "\n"
@@ -198,6 +199,7 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
                    n ? jit_pct(ec, n, 50) : 0, n ? jit_pct(ec, n, 99) : 0, (double)atomic_load(&ec->jit_max) / 1000.0,
                    (uint64_t)atomic_load(&ec->late), (uint64_t)atomic_load(&ec->unproven),
                    (uint64_t)atomic_load(&ec->guard_waits), cyc ? (double)atomic_load(&ec->frames) / (double)cyc : 0.0,
+                   cyc ? (double)atomic_load(&ec->wakeups) / (double)cyc : 0.0,
                    (double)atomic_load(&ec->diag_ra) / 1000.0, (double)atomic_load(&ec->diag_out) / 1000.0,
                    autd3__nic_ignored(ec->nic), foreign, foreign ? " from " : "", foreign ? fmac : "",
                    autd3__capture_tap_frames(ec->cap));
@@ -382,21 +384,18 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
     goto fail;
   }
   {
-    /* An EtherCAT line runs at 100 Mbit/s: each output frame (two devices'
-     * 626 B + headers, ~1.3 kB with preamble and gap) takes ~106 µs on the
-     * wire, and the outputs of one cycle must pass the chain before its SYNC0
-     * edge. A chain whose outputs cannot fit in one send cycle would lose
-     * frames every cycle (measured with the emulator's wire model: 14 devices
-     * is the limit at 1 ms, docs/emulator.md), so refuse it here, clearly. */
-    uint64_t frame_ns = (uint64_t)(14 + 2 + 2 * (10 + OUT_BYTES + 2) + 4 + 8 + 12) * 80u;
-    uint64_t wire_ns = (uint64_t)((count + 1) / 2) * frame_ns;
-    if (wire_ns >= ec->period) {
-      uint64_t need = (wire_ns / 500000u + 1) * 500000u;
+    /* An EtherCAT line runs at 100 Mbit/s: every output frame (two devices'
+     * 626 B + the reference read, 106 µs on the wire), the read frame and
+     * the way through the chain must fit in one send cycle, or frames would
+     * queue up and be lost every cycle. Refuse such a chain here, naming the
+     * cycle that carries it (the computation: docs/echocat.md "The wire limit"). */
+    uint64_t need = echocat__cycle_wire_ns(count);
+    if (need > ec->period) {
       e = autd3_set_error(AUTD3_E_INVALID_OPTION,
-                          "echocat %s: %u devices need %llu us of 100 Mbit/s wire per cycle for their outputs, more than "
-                          "the send cycle of %u us: raise sync0_period_ns (and send_cycle_ns) to at least %llu us",
-                          ec->ifname, count, (unsigned long long)(wire_ns / 1000), (unsigned)(ec->period / 1000),
-                          (unsigned long long)(need / 1000));
+                          "echocat %s: %u devices need %llu us of 100 Mbit/s wire per cycle (outputs, inputs, %u hops), "
+                          "more than the send cycle of %u us: raise sync0_period_ns (and send_cycle_ns) to at least %llu us",
+                          ec->ifname, count, (unsigned long long)(need / 1000), count, (unsigned)(ec->period / 1000),
+                          (unsigned long long)(echocat__min_cycle_ns(count) / 1000));
       goto fail;
     }
   }
@@ -420,6 +419,11 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   /* Initial timing estimates from the wire model of a 100 Mbit/s chain (refined by measurement). */
   ec->out_rtt_ns = (double)(ec->n * OUT_BYTES + ec->ngroups * 70) * 80.0 + 20000.0;
   ec->rd_rtt_ns = 100000.0;
+  ec->w0_ns = echocat__out_wire_ns(ec->n < 2 ? ec->n : 2);
+  ec->lead_ns = echocat__cycle_wire_ns(ec->n) + 2000u;
+  /* preamble 8 + Ethernet 14 + EtherCAT 2 + datagram header 10 + the first device's outputs */
+  ec->credit_ns = echocat__read_wire_ns(ec->n) + (uint64_t)(8 + 14 + 2 + 10 + OUT_BYTES) * 80u - 5000u;
+  ec->burst = echocat__out_wire_ns(ec->n) + (uint64_t)ec->n * HOP_MAX_NS + GUARD_NS + SPLIT_HOST_NS > ec->period;
   echocat__update_read_ahead(ec);
   uint8_t *rx = ec->zero_tx + (size_t)ec->n * OUT_BYTES;
   uint64_t op_req = 0, last_fix = 0;

@@ -43,7 +43,16 @@
 /* Time the devices get after SYNC0 to take, process and publish before the
  * inputs are read (the default device model needs 100 µs in FIFO mode). */
 #define PROCESS_NS 300000u
-#define RESOLVE_CAP_NS 20000000u /* wait at most this long for outputs of unknown fate */
+/* Forwarding budget per device on the line (an ESC forwards in 0.2-0.6 µs,
+ * Beckhoff ET1100 datasheet "forwarding delay"; 1 µs leaves a margin). */
+#define HOP_MAX_NS 1000u
+/* The split plan (outputs after one edge, the read before the next) needs this
+ * much host time besides the outputs' wire time: the read's round trip, the
+ * wake-up latency and the caller's turnaround. A chain whose outputs leave
+ * less runs the long-chain plan (docs/echocat.md "Long chains"). */
+#define SPLIT_HOST_NS 200000u
+#define RESOLVE_CAP_NS 20000000u
+#define WAIT_SEEN_NS 5000u /* a receive that took longer slept (the diagnostics' wake-up count) */ /* wait at most this long for outputs of unknown fate */
 #define STATION(k) ((uint16_t)(0x1000 + (k) + 1))
 #define POSITION(k) ((uint16_t)(0u - (unsigned)(k)))
 
@@ -102,6 +111,14 @@ typedef struct echocat {
   double out_rtt_ns;      /* EMA: outputs sent -> the reference reads its clock behind them */
   double rd_rtt_ns;       /* EMA: read frame round trip */
   uint64_t read_ahead;    /* read frame leaves this long before an edge */
+  /* Long-chain plan (docs/echocat.md "Long chains"): one burst per cycle. */
+  bool burst;             /* chosen at open from the wire budget (wire.c) */
+  uint64_t w0_ns;         /* line time of the first output frame */
+  uint64_t credit_ns;     /* a burst's line time before its first device holds an image, less 5 µs */
+  uint64_t lead_ns;       /* a burst's line time to the last device (echocat__cycle_wire_ns) */
+  uint64_t burst_slot;    /* the edge the last burst aimed at */
+  bool out_silent;        /* the last wait for a burst's output replies got none */
+  uint32_t serial_n;      /* consecutive bursts whose first outputs took >= 3/4 w0_ns to the reference */
   uint8_t bus_idx;        /* 0x00..0x7F rolling: cyclic frames */
   uint8_t x_idx;          /* 0x80..0xFF rolling: transactions */
   int ngroups;
@@ -124,6 +141,7 @@ typedef struct echocat {
   /* diagnostics (written by the bus thread, read anywhere) */
   atomic_uint jit[JIT_BUCKETS + 1];
   atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc, guard_waits, unproven;
+  atomic_uint_fast64_t wakeups; /* blocking waits of the cycling thread (sleeps, receives that waited) */
   /* EtherCAT frames received that echocat did not send (another master on
    * the chain): counted by whoever drives the NIC; the first one's source
    * MAC is written before the count leaves 0 (release/acquire). */
@@ -171,6 +189,13 @@ void echocat__dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_
 autd3_err_t echocat__rebase_reference(echocat_t *ec);
 autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt);
 autd3_err_t echocat__wait_sync(echocat_t *ec);
+
+/* wire.c: what a 100 Mbit/s line carries per cycle */
+uint64_t echocat__frame_wire_ns(size_t len);
+uint64_t echocat__out_wire_ns(uint16_t n);
+uint64_t echocat__read_wire_ns(uint16_t n);
+uint64_t echocat__cycle_wire_ns(uint16_t n);
+uint64_t echocat__min_cycle_ns(uint16_t n);
 
 /* cycle.c: the cycle engine */
 autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res);

@@ -30,12 +30,16 @@ autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t 
     pending += set[i]->state == SLOT_SENT;
   while (pending > 0 && !(stop && stop->state == SLOT_DONE)) {
     size_t len = 0;
+    uint64_t t0 = deadline ? autd3__now_ns() : 0;
     autd3_err_t e = autd3__nic_recv(ec->nic, ec->rxbuf, sizeof ec->rxbuf, &len, deadline);
+    uint64_t t = autd3__now_ns();
+    /* a receive that had to wait (more than a few µs): one wake-up of the bus thread */
+    if (deadline && t - t0 > WAIT_SEEN_NS)
+      atomic_fetch_add_explicit(&ec->wakeups, 1, memory_order_relaxed);
     if (e == AUTD3_E_TIMEOUT)
       break;
     if (e != AUTD3_OK)
       return e;
-    uint64_t t = autd3__now_ns();
     if (!autd3__frame_from(ec->rxbuf, ec->mac)) { /* another master's frame (the source MAC is this open's own) */
       if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) == 0)
         memcpy(ec->foreign_mac, ec->rxbuf + 6, 6);
