@@ -123,7 +123,7 @@ autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, boo
 }
 
 /* Wait until every non-reference clock agrees (AUTD link's wait_for_sync,
- * autd3-link-layer.md §4.2 step 5): FRMW every 1 ms, read 0x092C every 10 ms,
+ * crate autd3-rs-link-soem 0.6.1 src/sync.rs): FRMW every 1 ms, read 0x092C every 10 ms,
  * EMA (alpha 0.2) of the signed difference, done when max |ema| < tolerance. */
 autd3_err_t echocat__wait_sync(echocat_t *ec) {
   const autd3_ethercat_option_t *o = &ec->opt.ethercat;

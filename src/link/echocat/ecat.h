@@ -4,8 +4,8 @@
  * the shared one, src/nic/capture.h). Pure code, unit-tested in tests/echocat
  * and fuzzed in fuzz/fuzz_ecat_parse.c.
  *
- * Wire format: shared/reference/ethercat-for-autd3.md §1 (frame, datagram),
- * §2 (commands, working counter), §3 (registers), §8 (DC).
+ * Wire format: ETG.1000.4 (frame, datagram, commands, working counter) and
+ * the Beckhoff ESC datasheet section II (registers, distributed clocks).
  * Calling context: any thread; no allocation.
  */
 #ifndef AUTD3_ECHOCAT_ECAT_H

@@ -2,8 +2,8 @@
  * echocat: the EtherCAT master dedicated to AUTD3 (link kind ECHOCAT).
  *
  * Bring-up follows the order real AUTD3 devices are known to accept (the
- * SOEM/EtherCrab AUTD links, shared/reference/autd3-link-layer.md §4.2 and
- * ethercat-for-autd3.md §7): count, station addresses, SII identity, PRE-OP,
+ * SOEM/EtherCrab AUTD links of shinolab/autd3-sdk, crates autd3-rs-link-soem
+ * 0.6.1 and autd3-rs-link-ethercrab 0.7.0): count, station addresses, SII identity, PRE-OP,
  * DC (delays, offsets, static drift, wait until 0x092C agrees), SYNC0, SM/FMMU
  * mapping, SAFE-OP, warm-up cycles, OP once the working counter is stable.
  *

@@ -38,7 +38,7 @@
  * VM), the caller's staging and the send. */
 #define WAKE_MARGIN_NS 200000u
 /* From the reference reading its clock to the last device holding the image:
- * ~1 µs per ESC hop plus a margin (ethercat-for-autd3.md §8.3: 200-600 ns hops). */
+ * ~1 µs per ESC hop plus a margin (Beckhoff ESC datasheet section I: 200-600 ns per hop). */
 #define CHAIN_PASS_NS(n) (5000u + 1000u * (uint64_t)(n))
 /* Time the devices get after SYNC0 to take, process and publish before the
  * inputs are read (the default device model needs 100 µs in FIFO mode). */
