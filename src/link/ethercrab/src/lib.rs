@@ -215,7 +215,8 @@ pub struct CycleOut {
 struct Fail {
     code: i32,
     msg: String,
-    /// A PDU went unanswered within its timeout: worth one more try of the bring-up.
+    /// A PDU or an EEPROM read went unanswered within its timeout: worth one
+    /// more try of the bring-up (a lost frame, or a stalled host).
     pdu_timeout: bool,
 }
 
@@ -233,12 +234,15 @@ fn crab_fail(what: &str, e: CrabError) -> Fail {
         _ => CODE_LINK,
     };
     let mut f = fail(code, format!("ethercrab: {what}: {e}"));
-    f.pdu_timeout = matches!(e, CrabError::Timeout(TimeoutError::Pdu));
+    f.pdu_timeout = matches!(
+        e,
+        CrabError::Timeout(TimeoutError::Pdu) | CrabError::Timeout(TimeoutError::Eeprom)
+    );
     f
 }
 
-/// Bring-up attempts on a named adapter when a PDU times out while scanning.
-const SCAN_ATTEMPTS: u32 = 3;
+/// Bring-up attempts on a named adapter when a frame times out (see autd3crab_open).
+const BRINGUP_ATTEMPTS: u32 = 3;
 
 fn io_fail(ifname: &str, e: &std::io::Error) -> Fail {
     let code = match e.raw_os_error() {
@@ -992,22 +996,9 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
     };
     let (transport, groups) = match iface {
         Some(name) => {
-            // A frame lost (or answered after its timeout) while scanning is
-            // retried with a fresh transport, as SOEM retries its configuration
-            // reads (EC_DEFAULTRETRIES): one stall of a loaded host or a single
-            // lost frame must not fail the open. Bounded; other errors at once.
-            let mut attempt = 1;
-            loop {
-                let t = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)?;
-                match discover(&t).await {
-                    Ok(g) => break (t, g),
-                    Err(f) if f.pdu_timeout && attempt < SCAN_ATTEMPTS => {
-                        attempt += 1;
-                        drop(t);
-                    }
-                    Err(f) => return Err(f),
-                }
-            }
+            let t = Transport::open(&name, timeouts, args.rt_priority, args.rt_cpu, args)?;
+            let g = discover(&t).await?;
+            (t, g)
         }
         None => {
             // "auto": the first adapter whose devices are all AUTD3 (autd3-sdk utils.rs).
@@ -1594,7 +1585,19 @@ pub unsafe extern "C" fn autd3crab_open(
             .stack_size(BRINGUP_STACK)
             .spawn(move || {
                 catch_unwind(AssertUnwindSafe(|| {
-                    futures_lite::future::block_on(bring_up(&args_copy, iface))
+                    // A frame lost (or answered after its timeout) during the
+                    // bring-up of a named adapter starts it over with a fresh
+                    // transport, as SOEM retries its configuration reads
+                    // (EC_DEFAULTRETRIES): a single lost frame or a stall of a
+                    // loaded host must not fail the open. Bounded; any other
+                    // error, and "auto" (which tries the next adapter), at once.
+                    let mut attempt = 1;
+                    loop {
+                        match futures_lite::future::block_on(bring_up(&args_copy, iface.clone())) {
+                            Err(f) if f.pdu_timeout && iface.is_some() && attempt < BRINGUP_ATTEMPTS => attempt += 1,
+                            r => break r,
+                        }
+                    }
                 }))
                 .unwrap_or_else(|p| Err(fail(CODE_INTERNAL, panic_msg(&*p))))
             })
