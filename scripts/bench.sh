@@ -41,3 +41,15 @@ echo "=== remote->emulator streaming 20000"; $P --link remote --address 127.0.0.
 echo "=== remote->emulator stop-and-wait 5000"; $P --link remote --address 127.0.0.1:48912 --devices 2 --count 5000 --mode stop-and-wait 2>/dev/null | sum
 echo "=== emulator direct stop-and-wait 5000"; $P --link emulator --devices 2 --count 5000 --mode stop-and-wait 2>/dev/null | sum
 kill $RS
+# Firmware v12 (the legacy msg_id client, stop-and-wait per frame; docs/legacy.md), same machine state.
+echo "=== v12 emulator link streaming 5000"; $P --protocol v12 --devices 2 --count 5000 --mode streaming 2>/dev/null | sum
+echo "=== v12 emulator link stop-and-wait 2000"; $P --protocol v12 --devices 2 --count 2000 --mode stop-and-wait 2>/dev/null | sum
+$N --devices 2 --build $B --emu-args "--firmware v12" -- sh -c "
+echo '=== v12 echocat stop-and-wait 2000'; $P --link echocat --interface \$AUTD3_TEST_IFNAME --devices 2 --count 2000 --mode stop-and-wait --protocol v12 2>/dev/null | grep -E 'cmd / sec|^  mean|^  p50|^  p99|cpu  '
+echo '=== v12 ethercrab stop-and-wait 2000'; $P --link ethercrab --interface \$AUTD3_TEST_IFNAME --devices 2 --count 2000 --mode stop-and-wait --protocol v12 2>/dev/null | grep -E 'cmd / sec|^  mean|^  p50|^  p99|cpu  '
+echo '=== v12 soem stop-and-wait 2000'; $P --link soem --interface \$AUTD3_TEST_IFNAME --devices 2 --count 2000 --mode stop-and-wait --protocol v12 2>&1 | grep -E 'cmd / sec|^  mean|^  p50|^  p99|cpu  |rror'
+"
+$B/tools/twincat-emu/autd3-twincat-emu --devices 2 --listen 127.0.0.1:48913 --firmware v12 > /dev/null 2>&1 & TC12=$!
+sleep 1
+echo "=== v12 twincat stop-and-wait 2000"; $P --link twincat --twincat-server 127.0.0.1 --twincat-port 48913 --ams-net-id 127.0.0.1.1.1 --devices 2 --count 2000 --mode stop-and-wait --protocol v12 2>/dev/null | sum
+kill $TC12
