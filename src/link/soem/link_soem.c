@@ -59,6 +59,7 @@ static const autd3_link_services_t *S;
 #define ALIGN_LOOP_NS 1000000ull    /* distribute the reference time every 1 ms (sync.rs) */
 #define ALIGN_EMA_ALPHA 0.2         /* smoothing of the DC differences (sync.rs) */
 #define RECOVER_TIMEOUT_US 500000   /* per-slave recover/reconfig timeout, as SOEM's classic ecatcheck */
+#define CONFIRM_TIMEOUT_US 20000    /* the second, single AL-status read before a device counts as lost */
 
 typedef struct soem_link {
   struct autd3_link hdr; /* must be first */
@@ -527,6 +528,28 @@ static void rebase_reference(ecx_contextt *ctx) {
  * OP -> OP; no answer -> LOST (try to find it again at its position);
  * SAFE-OP+ERROR -> acknowledge; SAFE-OP -> request OP; anything else ->
  * re-address and reconfigure it up to SAFE-OP (OP follows at the next check). */
+/* Every action the check takes on a device that is not in OP (re-address,
+ * reconfigure, report a reset, or call it LOST) rests on a fresh, single
+ * AL-status read of that device, for two reasons seen under load:
+ * - ecx_readstate() (SOEM v2.0.0 src/ec_main.c) leaves a slave's state 0
+ *   (EC_STATE_NONE) when its datagram got no reply within SOEM's 2-6 ms
+ *   timeouts, which a loaded host misses now and then while the slave is
+ *   fine; the LOST branch would then re-address a healthy slave.
+ * - SOEM matches a reply to its request by the frame index alone (16 of
+ *   them, nicdrv.c ecx_inframe). After a host stall the replies to the bus
+ *   thread's timed-out frames arrive late, and one whose index was reused
+ *   meanwhile is taken as the reply to the new request: its bytes (process
+ *   data) read as an AL state.
+ * The second read decides (a stale reply seldom hits both); it has a longer
+ * timeout, and no reply at all means LOST. */
+static uint16_t confirm_state(ecx_contextt *ctx, uint16_t slave) {
+  uint16_t al = 0;
+  if (ecx_FPRD(&ctx->port, ctx->slavelist[slave].configadr, ECT_REG_ALSTAT, sizeof al, &al, CONFIRM_TIMEOUT_US) != 1)
+    return EC_STATE_NONE;
+  ctx->slavelist[slave].state = etohs(al);
+  return ctx->slavelist[slave].state;
+}
+
 static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t *out) {
   soem_link_t *l = (soem_link_t *)base;
   ecx_contextt *ctx = l->ctx;
@@ -538,6 +561,7 @@ static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t
   for (uint16_t d = 0; d < base->num_devices; d++) {
     uint16_t slave = (uint16_t)(d + 1);
     uint16_t s = ctx->slavelist[slave].state;
+    if ((s & 0x0f) != EC_STATE_OPERATIONAL) s = confirm_state(ctx, slave);
     uint8_t st;
     out->al_state[d] = 0;
     if ((s & 0x0f) == EC_STATE_OPERATIONAL) { /* the error flag alone does not stop OP (state_check.rs) */
