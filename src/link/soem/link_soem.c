@@ -528,23 +528,53 @@ static void rebase_reference(ecx_contextt *ctx) {
  * OP -> OP; no answer -> LOST (try to find it again at its position);
  * SAFE-OP+ERROR -> acknowledge; SAFE-OP -> request OP; anything else ->
  * re-address and reconfigure it up to SAFE-OP (OP follows at the next check). */
+/* One FPRD whose reply is checked against the request. SOEM matches a reply
+ * to its request by the frame index alone (16 of them, SOEM v2.0.0
+ * oshw/linux/nicdrv.c ecx_inframe), and its reads resend the same frame every
+ * EC_TIMEOUTRET until the timeout (ecx_srconfirm). After a host stall,
+ * replies to timed-out or resent frames arrive late; one whose index has
+ * been reused meanwhile is taken as the reply to the new request, whose own
+ * reply is then the stale one for the next user of that index, and so on: a
+ * lasting shift, in which every FPRD of the state checker read process data
+ * (both devices LOST for good while they ran in OP). This read sends once,
+ * skips replies that are not to its own datagram (command, address, length)
+ * and so consumes the stale one, ending the shift on its index. */
+static int fprd_checked(ecx_contextt *ctx, uint16_t adr, uint16_t reg, uint16_t len, void *data, int timeout_us) {
+  ecx_portt *port = &ctx->port;
+  uint8 idx = ecx_getindex(port);
+  ecx_setupdatagram(port, &port->txbuf[idx], EC_CMD_FPRD, idx, adr, reg, len, data);
+  ecx_outframe_red(port, idx);
+  osal_timert t;
+  osal_timer_start(&t, timeout_us);
+  int wkc = EC_NOFRAME;
+  while (!osal_timer_is_expired(&t)) {
+    int w = ecx_waitinframe(port, idx, EC_TIMEOUTRET);
+    if (w <= EC_NOFRAME) continue;
+    ec_comt h;
+    memcpy(&h, port->rxbuf[idx], sizeof h);
+    if (h.command == EC_CMD_FPRD && etohs(h.ADP) == adr && etohs(h.ADO) == reg && (etohs(h.dlength) & 0x07ffu) == len) {
+      memcpy(data, &port->rxbuf[idx][EC_HEADERSIZE], len);
+      wkc = w;
+      break;
+    }
+    ecx_setbufstat(port, idx, EC_BUF_TX); /* someone else's late reply: keep waiting for ours */
+  }
+  ecx_setbufstat(port, idx, EC_BUF_EMPTY);
+  return wkc;
+}
+
 /* Every action the check takes on a device that is not in OP (re-address,
- * reconfigure, report a reset, or call it LOST) rests on a fresh, single
- * AL-status read of that device, for two reasons seen under load:
- * - ecx_readstate() (SOEM v2.0.0 src/ec_main.c) leaves a slave's state 0
- *   (EC_STATE_NONE) when its datagram got no reply within SOEM's 2-6 ms
- *   timeouts, which a loaded host misses now and then while the slave is
- *   fine; the LOST branch would then re-address a healthy slave.
- * - SOEM matches a reply to its request by the frame index alone (16 of
- *   them, nicdrv.c ecx_inframe). After a host stall the replies to the bus
- *   thread's timed-out frames arrive late, and one whose index was reused
- *   meanwhile is taken as the reply to the new request: its bytes (process
- *   data) read as an AL state.
- * The second read decides (a stale reply seldom hits both); it has a longer
- * timeout, and no reply at all means LOST. */
+ * reconfigure, report a reset, or call it LOST) rests on a fresh AL-status
+ * read of that device that is known to be the reply to its own request
+ * (fprd_checked): ecx_readstate() (SOEM v2.0.0 src/ec_main.c) leaves a slave's
+ * state 0 (EC_STATE_NONE) when its datagram got no reply within SOEM's 2-6 ms
+ * timeouts, which a loaded host misses now and then while the slave is fine
+ * (the LOST branch would then re-address a healthy slave), and may read a
+ * stale reply as an AL state. The second read has a longer timeout; no reply
+ * at all means LOST. */
 static uint16_t confirm_state(ecx_contextt *ctx, uint16_t slave) {
   uint16_t al = 0;
-  if (ecx_FPRD(&ctx->port, ctx->slavelist[slave].configadr, ECT_REG_ALSTAT, sizeof al, &al, CONFIRM_TIMEOUT_US) != 1)
+  if (fprd_checked(ctx, ctx->slavelist[slave].configadr, ECT_REG_ALSTAT, sizeof al, &al, CONFIRM_TIMEOUT_US) != 1)
     return EC_STATE_NONE;
   ctx->slavelist[slave].state = etohs(al);
   return ctx->slavelist[slave].state;
