@@ -741,7 +741,23 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   return AUTD3_OK;
 }
 
+static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out);
+
+/* SOEM's configuration reads (slave detection, SII, mapping) are not checked
+ * against their requests: a read that timed out is resent, and a late reply
+ * can be taken as the reply to a later read that reused its frame index (see
+ * fprd_checked). When the chain answered late during open (a starved
+ * emulator; seen under load) the chain may thus look empty or its mapping
+ * wrong. Those two outcomes get one more attempt on a fresh socket before they
+ * are reported; a chain that really is empty or not AUTD3 fails it the same
+ * way. Every other error is reported at once. */
 static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
+  autd3_err_t err = soem_open_once(option, geometry, out);
+  if (err == AUTD3_E_NO_DEVICE || err == AUTD3_E_NOT_AUTD) err = soem_open_once(option, geometry, out);
+  return err;
+}
+
+static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
   const autd3_ethercat_option_t *o = &option->u.soem.ethercat;
   autd3_err_t err = autd3_ethercat_option_validate(o);
   if (err != AUTD3_OK) return err;
