@@ -59,6 +59,7 @@ static const autd3_link_services_t *S;
 #define ALIGN_LOOP_NS 1000000ull    /* distribute the reference time every 1 ms (sync.rs) */
 #define ALIGN_EMA_ALPHA 0.2         /* smoothing of the DC differences (sync.rs) */
 #define RECOVER_TIMEOUT_US 500000   /* per-slave recover/reconfig timeout, as SOEM's classic ecatcheck */
+#define CONFIRM_TIMEOUT_US 20000    /* the second, single AL-status read before a device counts as lost */
 
 typedef struct soem_link {
   struct autd3_link hdr; /* must be first */
@@ -527,6 +528,58 @@ static void rebase_reference(ecx_contextt *ctx) {
  * OP -> OP; no answer -> LOST (try to find it again at its position);
  * SAFE-OP+ERROR -> acknowledge; SAFE-OP -> request OP; anything else ->
  * re-address and reconfigure it up to SAFE-OP (OP follows at the next check). */
+/* One FPRD whose reply is checked against the request. SOEM matches a reply
+ * to its request by the frame index alone (16 of them, SOEM v2.0.0
+ * oshw/linux/nicdrv.c ecx_inframe), and its reads resend the same frame every
+ * EC_TIMEOUTRET until the timeout (ecx_srconfirm). After a host stall,
+ * replies to timed-out or resent frames arrive late; one whose index has
+ * been reused meanwhile is taken as the reply to the new request, whose own
+ * reply is then the stale one for the next user of that index, and so on: a
+ * lasting shift, in which every FPRD of the state checker read process data
+ * (both devices LOST for good while they ran in OP). This read sends once,
+ * skips replies that are not to its own datagram (command, address, length)
+ * and so consumes the stale one, ending the shift on its index. */
+static int fprd_checked(ecx_contextt *ctx, uint16_t adr, uint16_t reg, uint16_t len, void *data, int timeout_us) {
+  ecx_portt *port = &ctx->port;
+  uint8 idx = ecx_getindex(port);
+  ecx_setupdatagram(port, &port->txbuf[idx], EC_CMD_FPRD, idx, adr, reg, len, data);
+  ecx_outframe_red(port, idx);
+  osal_timert t;
+  osal_timer_start(&t, timeout_us);
+  int wkc = EC_NOFRAME;
+  while (!osal_timer_is_expired(&t)) {
+    int w = ecx_waitinframe(port, idx, EC_TIMEOUTRET);
+    if (w <= EC_NOFRAME) continue;
+    ec_comt h;
+    memcpy(&h, port->rxbuf[idx], sizeof h);
+    if (h.command == EC_CMD_FPRD && etohs(h.ADP) == adr && etohs(h.ADO) == reg && (etohs(h.dlength) & 0x07ffu) == len) {
+      memcpy(data, &port->rxbuf[idx][EC_HEADERSIZE], len);
+      wkc = w;
+      break;
+    }
+    ecx_setbufstat(port, idx, EC_BUF_TX); /* someone else's late reply: keep waiting for ours */
+  }
+  ecx_setbufstat(port, idx, EC_BUF_EMPTY);
+  return wkc;
+}
+
+/* Every action the check takes on a device that is not in OP (re-address,
+ * reconfigure, report a reset, or call it LOST) rests on a fresh AL-status
+ * read of that device that is known to be the reply to its own request
+ * (fprd_checked): ecx_readstate() (SOEM v2.0.0 src/ec_main.c) leaves a slave's
+ * state 0 (EC_STATE_NONE) when its datagram got no reply within SOEM's 2-6 ms
+ * timeouts, which a loaded host misses now and then while the slave is fine
+ * (the LOST branch would then re-address a healthy slave), and may read a
+ * stale reply as an AL state. The second read has a longer timeout; no reply
+ * at all means LOST. */
+static uint16_t confirm_state(ecx_contextt *ctx, uint16_t slave) {
+  uint16_t al = 0;
+  if (fprd_checked(ctx, ctx->slavelist[slave].configadr, ECT_REG_ALSTAT, sizeof al, &al, CONFIRM_TIMEOUT_US) != 1)
+    return EC_STATE_NONE;
+  ctx->slavelist[slave].state = etohs(al);
+  return ctx->slavelist[slave].state;
+}
+
 static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t *out) {
   soem_link_t *l = (soem_link_t *)base;
   ecx_contextt *ctx = l->ctx;
@@ -538,6 +591,7 @@ static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t
   for (uint16_t d = 0; d < base->num_devices; d++) {
     uint16_t slave = (uint16_t)(d + 1);
     uint16_t s = ctx->slavelist[slave].state;
+    if ((s & 0x0f) != EC_STATE_OPERATIONAL) s = confirm_state(ctx, slave);
     uint8_t st;
     out->al_state[d] = 0;
     if ((s & 0x0f) == EC_STATE_OPERATIONAL) { /* the error flag alone does not stop OP (state_check.rs) */
@@ -687,7 +741,23 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   return AUTD3_OK;
 }
 
+static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out);
+
+/* SOEM's configuration reads (slave detection, SII, mapping) are not checked
+ * against their requests: a read that timed out is resent, and a late reply
+ * can be taken as the reply to a later read that reused its frame index (see
+ * fprd_checked). When the chain answered late during open (a starved
+ * emulator; seen under load) the chain may thus look empty or its mapping
+ * wrong. Those two outcomes get one more attempt on a fresh socket before they
+ * are reported; a chain that really is empty or not AUTD3 fails it the same
+ * way. Every other error is reported at once. */
 static autd3_err_t soem_open(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
+  autd3_err_t err = soem_open_once(option, geometry, out);
+  if (err == AUTD3_E_NO_DEVICE || err == AUTD3_E_NOT_AUTD) err = soem_open_once(option, geometry, out);
+  return err;
+}
+
+static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out) {
   const autd3_ethercat_option_t *o = &option->u.soem.ethercat;
   autd3_err_t err = autd3_ethercat_option_validate(o);
   if (err != AUTD3_OK) return err;
