@@ -1,5 +1,6 @@
-/* "host:port" / "[v6]:port" parsing (net.h): portable, shared by the
- * POSIX and the Windows socket layers. */
+/* "host:port" / "[v6]:port" parsing, and connecting by name or by address
+ * on the back end's resolve + connect_resolved (net.h): portable, shared by
+ * the POSIX and the Windows socket layers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,4 +37,21 @@ autd3_err_t autd3__net_split(const char *addr, char *host, size_t host_cap, char
   host[hl] = 0;
   snprintf(port, port_cap, "%ld", pv);
   return AUTD3_OK;
+}
+
+autd3_err_t autd3__net_connect(const char *host, uint16_t port, uint32_t timeout_ms, const char *who, const char *refused_hint,
+                               int *out) {
+  autd3_net_addrs_t addrs;
+  autd3_err_t err = autd3__net_resolve(host, port, who, &addrs);
+  if (err != AUTD3_OK) return err;
+  return autd3__net_connect_resolved(&addrs, timeout_ms, who, refused_hint, out);
+}
+
+autd3_err_t autd3__net_connect_addr(const char *addr, uint32_t timeout_ms, const char *who, const char *refused_hint, int *out) {
+  char host[AUTD3_NET_HOST_MAX], port[8];
+  char what[64];
+  snprintf(what, sizeof what, "%s address", who);
+  autd3_err_t err = autd3__net_split(addr, host, sizeof host, port, sizeof port, what);
+  if (err) return err;
+  return autd3__net_connect(host, (uint16_t)atoi(port), timeout_ms, who, refused_hint, out);
 }

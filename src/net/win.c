@@ -235,23 +235,6 @@ autd3_err_t autd3__net_connect_resolved(const autd3_net_addrs_t *addrs, uint32_t
                          wsa_text(last, t, sizeof t), last == WSAECONNREFUSED && refused_hint ? refused_hint : "");
 }
 
-autd3_err_t autd3__net_connect(const char *host, uint16_t port, uint32_t timeout_ms, const char *who, const char *refused_hint,
-                               int *out) {
-  autd3_net_addrs_t addrs;
-  autd3_err_t err = autd3__net_resolve(host, port, who, &addrs);
-  if (err != AUTD3_OK) return err;
-  return autd3__net_connect_resolved(&addrs, timeout_ms, who, refused_hint, out);
-}
-
-autd3_err_t autd3__net_connect_addr(const char *addr, uint32_t timeout_ms, const char *who, const char *refused_hint, int *out) {
-  char host[AUTD3_NET_HOST_MAX], port[8];
-  char what[64];
-  snprintf(what, sizeof what, "%s address", who);
-  autd3_err_t err = autd3__net_split(addr, host, sizeof host, port, sizeof port, what);
-  if (err) return err;
-  return autd3__net_connect(host, (uint16_t)atoi(port), timeout_ms, who, refused_hint, out);
-}
-
 autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out) {
   char host[AUTD3_NET_HOST_MAX], port[8];
   autd3_err_t err = autd3__net_split(addr, host, sizeof host, port, sizeof port, "listen address");
