@@ -364,7 +364,7 @@ autd3_err_t autd3_emulator_power_cycle(struct autd3_link *link, uint16_t dev) {
 
 autd3_err_t autd3_emulator_log_drain(struct autd3_link *link, uint16_t dev, autd3_exec_entry_t *out, size_t cap,
                                      size_t *n, uint64_t *dropped) {
-  emu_slot_t *s;
+  emu_slot_t *s = NULL;
   autd3_err_t err = emu_slot(link, dev, "autd3_emulator_log_drain", &s);
   if (err != AUTD3_OK) return err;
   if (n == NULL || (out == NULL && cap > 0))
