@@ -44,7 +44,7 @@ test-sanitize: deps
 	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DAUTD3_SANITIZE=ON -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python -DAUTD3_WINE_TESTS=OFF $(WERROR) $(CMAKE_ARGS)
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS) -L peer
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS) -LE slow
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan-suppressions.txt UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS) -LE slow
 
 # Everything built with clang and clang++ (-Werror clean there too; the C++
 # header test needs the same toolchain), then a libFuzzer run
