@@ -308,17 +308,24 @@ static void stage(struct autd3_client *c) {
 /* The link's own evidence of device resets (autd3_link_report_device_reset):
  * one atomic load per cycle when nothing happened. It is checked before this
  * cycle's acks are routed, so a rebooted device's 0xFF is never read as an ack. */
-static void check_link_evidence(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
+bool autd3__bus_link_evidence_moved(struct autd3_client *c) {
   uint32_t any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
-  if (any == b->link_resets_any) return;
-  b->link_resets_any = any;
-  for (size_t d = 0; d < c->num_devices; d++) {
-    uint32_t k = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
-    if (k == b->dev[d].link_resets) continue;
-    b->dev[d].link_resets = k;
-    device_reset(c, d, AUTD3__WHY_RESET_EVIDENCE, 0xFF);
-  }
+  if (any == c->bus.link_resets_any) return false;
+  c->bus.link_resets_any = any;
+  return true;
+}
+
+bool autd3__bus_link_reset_seen(struct autd3_client *c, size_t d) {
+  uint32_t k = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
+  if (k == c->bus.dev[d].link_resets) return false;
+  c->bus.dev[d].link_resets = k;
+  return true;
+}
+
+static void check_link_evidence(struct autd3_client *c) {
+  if (!autd3__bus_link_evidence_moved(c)) return;
+  for (size_t d = 0; d < c->num_devices; d++)
+    if (autd3__bus_link_reset_seen(c, d)) device_reset(c, d, AUTD3__WHY_RESET_EVIDENCE, 0xFF);
 }
 
 /* One valid cycle of device d's re-establishment. Every phase is bounded

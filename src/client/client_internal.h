@@ -225,6 +225,12 @@ autd3_err_t autd3__legacy_read_fpga_state(struct autd3_client *c, uint8_t *out);
 autd3_err_t autd3__legacy_probe(autd3_link_t *link, size_t n, uint32_t *out);
 #define AUTD3__V12_ACK_TIMEOUT_NS 200000000ull /* the reference's datagram timeout (crate autd3 38.1.0 SenderOption) */
 
+/* bus.c, bus thread only: the link's evidence of device resets
+ * (autd3_link_report_device_reset), shared by both clients. `moved`: one
+ * atomic load, true once when any device's count changed since the last
+ * call; then `seen(d)`: true once per change of device d's count. */
+bool autd3__bus_link_evidence_moved(struct autd3_client *c);
+bool autd3__bus_link_reset_seen(struct autd3_client *c, size_t d);
 /* bus.c: the bus thread's entry point (arg = the client). */
 void *autd3__client_bus_main(void *arg);
 /* client.c: finish a slot on the bus thread (no lock, no allocation). */

@@ -62,14 +62,9 @@ static void keep_message(char *dst, size_t cap, const char *prefix) {
  * The legacy client does not re-establish the device (the reference does
  * not either): the application re-sends its state. */
 static void check_link_evidence(struct autd3_client *c, struct autd3__slot *cur, bool *acked, uint32_t *left) {
-  autd3__bus_t *b = &c->bus;
-  uint32_t any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
-  if (any == b->link_resets_any) return;
-  b->link_resets_any = any;
+  if (!autd3__bus_link_evidence_moved(c)) return;
   for (size_t d = 0; d < c->num_devices; d++) {
-    uint32_t k = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
-    if (k == b->dev[d].link_resets) continue;
-    b->dev[d].link_resets = k;
+    if (!autd3__bus_link_reset_seen(c, d)) continue;
     atomic_fetch_add(&c->ds_resets[d], 1);
     STAT_INC(c, st_device_resets);
     if (cur != NULL && !acked[d]) {
