@@ -178,6 +178,51 @@ typedef struct autd3_pattern_stm {
  */
 AUTD3_EXTERN autd3_err_t autd3_pattern_stm_commands(const autd3_pattern_stm_t *stm, autd3_command_t *out, size_t cap, size_t *n);
 
+/** One focal point of a foci STM step: a position (mm, world frame) and its phase offset. */
+typedef struct autd3_control_point {
+  float pos[3];
+  uint8_t phase_offset; /**< 256 = 2π; only the offset relative to the step's first point is sent */
+} autd3_control_point_t;
+
+/** The most foci a bank holds (size × num_foci), and the most commands a foci STM needs. */
+#define AUTD3_FOCI_MAX_TOTAL 65536u
+#define AUTD3_FOCI_NUM_MAX 8u
+#define AUTD3_FOCI_STM_MAX_COMMANDS 854
+
+/**
+ * A foci STM: `size` steps of `num_foci` focal points each; the device's FPGA
+ * computes every transducer's phase from the points and the sound speed
+ * (emission type "foci" of ConfigPattern), so one step costs 8 bytes per
+ * point instead of 498 bytes of drives.
+ */
+typedef struct autd3_foci_stm {
+  const autd3_control_point_t *points; /**< size × num_foci points, step after step */
+  const uint8_t *intensities;          /**< size intensities (one per step), or NULL for 255 */
+  size_t size;                         /**< ≥ 2, size × num_foci ≤ AUTD3_FOCI_MAX_TOTAL */
+  uint8_t num_foci;                    /**< 1..AUTD3_FOCI_NUM_MAX */
+  uint16_t divider;                    /**< one step every `divider` periods of 40 kHz (≥ 1) */
+  uint16_t rep;                        /**< AUTD3_LOOP_INFINITE or repetitions − 1 */
+  uint8_t bank;                        /**< 0 or 1 */
+  autd3_transition_t transition;       /**< IMMEDIATE/EXT for an infinite loop; SYNC_IDX/SYS_TIME/GPIO for a finite one */
+  bool later;                          /**< write and configure only; switch later with autd3_cmd_change_pattern_bank */
+} autd3_foci_stm_t;
+
+/**
+ * Device `dev`'s commands for foci STM `stm` on geometry `geo`, as the 0.9
+ * client splits them (crate autd3-rs 0.9.0 src/commands/stm/foci.rs): one
+ * WritePatternFused of emission type foci when all points fit one frame
+ * (≤ 74) and the switch is not `later`; else WritePatternBuffer frames of 77
+ * points, ConfigPattern (foci, with the geometry's sound speed in m/s · 64)
+ * and (unless `later`) ChangePatternBank. Points are sent in the device's
+ * frame in units of 0.025 mm (18-bit: a point off the representable range,
+ * about ±3.2 m, is an error naming it). Call it per device and send command
+ * k of every device together (autd3_frame_buffer_set). `cap` ≥ the count
+ * (AUTD3_FOCI_STM_MAX_COMMANDS always suffices).
+ * Context: any thread; RT-safe.
+ */
+AUTD3_EXTERN autd3_err_t autd3_foci_stm_commands(const autd3_foci_stm_t *stm, const autd3_geometry_t *geo, size_t dev,
+                                                 autd3_command_t *out, size_t cap, size_t *n);
+
 /**
  * WriteModulationBuffer (0x20): `n` samples (255 = full) at sample `offset`
  * (even) of modulation bank `bank`. n ≤ 616, offset + n ≤ 65536.
@@ -374,8 +419,9 @@ AUTD3_EXTERN autd3_gain_t autd3_gain_uniform(uint8_t phase, uint8_t intensity);
 
 /**
  * The drives of device `dev` of `geo` for gain `g`, with the geometry's
- * sound speed (autd3_geometry_sound_speed). Focus: phase = k·|pos − x_i|;
- * plane: k·(dir·x_i); Bessel: k·(sin θ·ρ_i − cos θ·z_i) in the beam frame;
+ * sound speed (autd3_geometry_sound_speed). Focus: phase = −k·|pos − x_i|;
+ * plane: −k·(dir·x_i); Bessel: −k·(sin θ·ρ_i − cos θ·z_i) in the beam frame
+ * (the sign the device's FPGA uses for foci, and the SDK's Focus);
  * k = 2π·40 kHz / c; the phase in units of 2π/256, rounded to the nearest
  * (halves away from zero), modulo 256.
  * Context: any thread; RT-safe.

@@ -2,7 +2,11 @@
  * Gains: a drive per transducer from the geometry (include/autd3/command.h).
  * The formulas are the usual ones of the AUTD3 SDKs' Focus, Plane and Bessel
  * gains (shinolab/autd3-sdk; pyautd3): the phase that makes every wave
- * arrive in step, with k = 2π f / c, f = 40 kHz. Phases are quantised as
+ * arrive in step, with k = 2π f / c, f = 40 kHz. The sign is the device's:
+ * a transducer farther along the path gets the smaller phase, −k · path, as
+ * the SDK's Focus computes it and as the FPGA itself computes foci (the
+ * foci-STM differential test checks the FPGA side, and
+ * test_command.gain_focus_agrees_with_the_fpga_foci that both agree). Phases are quantised as
  * crate autd3-rs-core 0.9.0 src/value/phase.rs quantises an angle: to the
  * nearest 1/256 turn, halves away from zero, modulo 256.
  */
@@ -110,15 +114,15 @@ autd3_err_t autd3_gain_calc(const autd3_gain_t *g, const autd3_geometry_t *geo, 
     double d[3] = {(double)p[0] - g->pos[0], (double)p[1] - g->pos[1], (double)p[2] - g->pos[2]};
     double rad = 0.0;
     switch (g->kind) {
-      case AUTD3_GAIN_FOCUS: rad = k * norm3(d); break;
-      case AUTD3_GAIN_PLANE: rad = k * (dir[0] * p[0] + dir[1] * p[1] + dir[2] * p[2]); break;
+      case AUTD3_GAIN_FOCUS: rad = -k * norm3(d); break;
+      case AUTD3_GAIN_PLANE: rad = -k * (dir[0] * p[0] + dir[1] * p[1] + dir[2] * p[2]); break;
       case AUTD3_GAIN_BESSEL: {
         /* In the beam frame (z along dir): distance along the cone's
          * generatrix, sin θ · ρ − cos θ · z. */
         double z = d[0] * dir[0] + d[1] * dir[1] + d[2] * dir[2];
         double rho2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] - z * z;
         double rho = rho2 > 0.0 ? sqrt(rho2) : 0.0;
-        rad = k * (sin((double)g->theta) * rho - cos((double)g->theta) * z);
+        rad = -k * (sin((double)g->theta) * rho - cos((double)g->theta) * z);
         break;
       }
       default: break;

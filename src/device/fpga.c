@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "device/device.h"
+#include "geometry/geometry_internal.h"
 
 /* Payload offsets (crate autd3-cpu-wire 0.9.0, src/payload; all little-endian). */
 enum {
@@ -454,13 +455,83 @@ uint8_t autd3_fpga_state_bits(const autd3_fpga_t *f) {
   return s;
 }
 
+/* ---- foci: the FPGA computes each transducer's drive from focal points ----
+ * (crate autd3-rs-firmware-emulator 0.9.0, src/emu_fpga/foci.rs, which
+ * models the FPGA's pipeline). A focus is four RAM words: x, y, z as 18-bit
+ * two's complement in units of 0.025 mm (device frame) at bits 0, 18 and 36,
+ * and at bit 54 the step's intensity (first focus) or the focus's phase
+ * offset (the others). Per transducer and focus the FPGA takes the integer
+ * square root of the squared distance, turns it into a phase
+ * q = (dist << 14) / sound_speed (sound speed in m/s · 64, so q is in
+ * 1/256 of a wavelength at 40 kHz) plus the offset, looks up sin and cos in a
+ * 256-entry table, averages them over the foci, and reads the phase back from
+ * a 128 × 128 arctangent table. Both tables are generated here from their
+ * definitions (sin: round(127.5 + 127.5 · sin(2πi/256)); atan: the angle of
+ * (cos − 64, sin − 64), negated, in 1/256 turns, rounded): the differential
+ * test (tests/command/test_command_diff.c) checks the result against the
+ * reference's own tables. Arithmetic here is 64-bit: the reference emulator
+ * squares in 32 bits, which wraps for a focus more than about 1.15 m from a
+ * transducer (no focus a user would set; the differential test stays within). */
+#define FOCUS_UNITS_PER_PITCH_X10 4064u /* 10.16 mm / 0.025 mm, times 10 */
+#define TWO_PI 6.283185307179586
+
+static int32_t sign_extend_18(uint64_t v) {
+  uint32_t u = (uint32_t)(v & 0x3FFFFu);
+  return (u & 0x20000u) ? (int32_t)(u | 0xFFFC0000u) : (int32_t)u;
+}
+
+static uint8_t sin_table(uint32_t i) { return (uint8_t)nearbyint(127.5 + 127.5 * sin(TWO_PI * (double)(i & 0xFFu) / 256.0)); }
+
+static uint8_t atan_table(uint32_t s, uint32_t c) {
+  double turns = -atan2((double)s - 64.0, (double)c - 64.0) / TWO_PI;
+  return (uint8_t)((int32_t)nearbyint(turns * 256.0) & 0xFF);
+}
+
+static void foci_emissions(const autd3_fpga_t *f, uint8_t b, autd3_output_state_t *out) {
+  const uint32_t num_foci = f->pattern_num_foci[b], c = f->pattern_sound_speed[b];
+  uint8_t sin_t[256];
+  for (uint32_t i = 0; i < 256; i++) sin_t[i] = sin_table(i);
+  for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) {
+    unsigned gx, gy;
+    autd3__transducer_grid((size_t)i, &gx, &gy);
+    /* the FPGA's transducer positions: the grid in 0.025 mm, rounded (never a tie) */
+    const int64_t tx = (int64_t)((gx * FOCUS_UNITS_PER_PITCH_X10 + 5u) / 10u), ty = (int64_t)((gy * FOCUS_UNITS_PER_PITCH_X10 + 5u) / 10u);
+    uint32_t ssum = 0, csum = 0;
+    uint8_t intensity = 0;
+    for (uint32_t k = 0; k < num_foci && c != 0; k++) {
+      const uint16_t *w = &f->em[b][FOCUS_WORDS * k]; /* index 0: no time passes */
+      const uint64_t v = (uint64_t)w[0] | (uint64_t)w[1] << 16 | (uint64_t)w[2] << 32 | (uint64_t)w[3] << 48;
+      const int64_t dx = sign_extend_18(v) - tx, dy = sign_extend_18(v >> 18) - ty, dz = sign_extend_18(v >> 36);
+      const uint8_t extra = (uint8_t)(v >> 54);
+      uint32_t offset = 0;
+      if (k == 0) intensity = extra;
+      else offset = extra;
+      const uint64_t d2 = (uint64_t)(dx * dx + dy * dy + dz * dz);
+      uint64_t dist = (uint64_t)sqrt((double)d2); /* integer square root: corrected below */
+      while (dist * dist > d2) dist--;
+      while ((dist + 1) * (dist + 1) <= d2) dist++;
+      const uint32_t q = (uint32_t)(((dist << 14) / c) + offset);
+      ssum += sin_t[q & 0xFFu];
+      csum += sin_t[(q + 64u) & 0xFFu];
+    }
+    uint8_t phase = 0;
+    if (num_foci != 0 && c != 0) phase = atan_table((ssum / num_foci) >> 1, (csum / num_foci) >> 1);
+    out->phase[i] = (uint8_t)(phase + f->phase_corr[i]);
+    out->intensity[i] = f->output_mask[i] ? intensity : 0;
+  }
+}
+
 void autd3_fpga_output(const autd3_fpga_t *f, autd3_output_state_t *out) {
   const uint8_t b = f->pattern.cur_bank;
-  for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) {
-    uint16_t w = f->em[b][i];
-    /* emissions_at: phase plus the correction (mod 256); intensity 0 where masked */
-    out->phase[i] = (uint8_t)((w & 0xFFu) + f->phase_corr[i]);
-    out->intensity[i] = f->output_mask[i] ? (uint8_t)(w >> 8) : 0;
+  if (f->pattern_mode[b] == EMISSION_TYPE_FOCI) {
+    foci_emissions(f, b, out);
+  } else {
+    for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) {
+      uint16_t w = f->em[b][i];
+      /* emissions_at: phase plus the correction (mod 256); intensity 0 where masked */
+      out->phase[i] = (uint8_t)((w & 0xFFu) + f->phase_corr[i]);
+      out->intensity[i] = f->output_mask[i] ? (uint8_t)(w >> 8) : 0;
+    }
   }
   out->pattern_bank = b;
   out->pattern_emission_type = f->pattern_mode[b];

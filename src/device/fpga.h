@@ -17,7 +17,8 @@
  * table, force fan, emulated GPIO inputs and the GPIO output settings.
  * Not modelled: time (STM and modulation index advance, silencer ramps,
  * sys-time and GPIO transitions: the cursors stay at index 0), STM slots
- * past 0 (validated, then discarded), foci emissions.
+ * past 0 (validated, then discarded). Foci banks are computed as the FPGA
+ * computes them, at index 0.
  *
  * No allocation, no I/O: safe on the bus thread. Not thread-safe.
  */

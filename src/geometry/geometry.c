@@ -13,6 +13,7 @@
 #include "autd3/geometry.h"
 #include "autd3/link_driver.h" /* autd3_set_error */
 #include "autd3/proto.h"
+#include "geometry/geometry_internal.h"
 
 #define GRID_X 18
 #define GRID_Y 14
@@ -25,7 +26,7 @@ struct autd3_geometry {
 
 /* Grid (x, y) of local transducer index tr (0..248). Row 0 is full (18),
  * row 1 lacks x = 1, 2, 16 (15 there), rows 2.. are full. */
-static void grid_of(size_t tr, unsigned *x, unsigned *y) {
+void autd3__transducer_grid(size_t tr, unsigned *x, unsigned *y) {
   size_t uid;
   if (tr < 19) uid = tr;          /* row 0 and (0,1) */
   else if (tr < 32) uid = tr + 2; /* (3..15, 1): skips (1,1), (2,1) */
@@ -93,6 +94,13 @@ static void rotate(const float q[4], const float v[3], float out[3]) {
   out[2] = v[2] + w * tz + (x * ty - y * tx);
 }
 
+void autd3__geometry_to_local(const autd3_geometry_t *g, size_t dev, const float p[3], float out[3]) {
+  const autd3_device_pose_t *d = &g->poses[dev];
+  const float inv[4] = {d->rot[0], -d->rot[1], -d->rot[2], -d->rot[3]}; /* the conjugate of a unit quaternion */
+  const float v[3] = {p[0] - d->pos[0], p[1] - d->pos[1], p[2] - d->pos[2]};
+  rotate(inv, v, out);
+}
+
 autd3_err_t autd3_geometry_transducer(const autd3_geometry_t *g, size_t dev, size_t tr, float pos[3], float dir[3]) {
   if (g == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_geometry_transducer: geometry is NULL");
   if (dev >= g->n)
@@ -103,7 +111,7 @@ autd3_err_t autd3_geometry_transducer(const autd3_geometry_t *g, size_t dev, siz
   const autd3_device_pose_t *p = &g->poses[dev];
   if (pos != NULL) {
     unsigned x, y;
-    grid_of(tr, &x, &y);
+    autd3__transducer_grid(tr, &x, &y);
     float local[3] = {AUTD3_TRANSDUCER_PITCH_MM * (float)x, AUTD3_TRANSDUCER_PITCH_MM * (float)y, 0.0f};
     float r[3];
     rotate(p->rot, local, r);

@@ -21,13 +21,13 @@ static autd3_geometry_t *geometry(size_t n) {
 }
 
 /* Expected focus phase of one transducer, computed here independently:
- * distance × 256 f / c, nearest, mod 256. */
+ * −distance × 256 f / c, nearest (halves away from zero), mod 256. */
 static uint8_t expected_focus_phase(const autd3_geometry_t *g, size_t dev, size_t tr, const float f[3]) {
   float p[3];
   ASSERT_OK(autd3_geometry_transducer(g, dev, tr, p, NULL));
   double dx = (double)p[0] - f[0], dy = (double)p[1] - f[1], dz = (double)p[2] - f[2];
   double lsb = sqrt(dx * dx + dy * dy + dz * dz) * 256.0 * 40000.0 / (double)autd3_geometry_sound_speed(g);
-  return (uint8_t)((long)floor(lsb + 0.5) & 0xFF);
+  return (uint8_t)(-(long)floor(lsb + 0.5) & 0xFF);
 }
 
 /* One frame's command for device `dev` straight into a device model. */
@@ -162,9 +162,9 @@ TEST(plane_and_bessel_are_in_step) {
   ASSERT_OK(autd3_gain_calc(&bessel, g, 0, out));
   ASSERT_OK(autd3_geometry_transducer(g, 0, 1, p, NULL));
   ASSERT_EQ(out[0].phase, 0);
-  /* transducer 1 at ρ = pitch: k·sin θ·ρ */
+  /* transducer 1 at ρ = pitch: −k·sin θ·ρ */
   double lsb = sin(0.3) * AUTD3_TRANSDUCER_PITCH_MM * 256.0 * 40000.0 / 340000.0;
-  ASSERT_EQ(out[1].phase, (uint8_t)((long)floor(lsb + 0.5) & 0xFF));
+  ASSERT_EQ(out[1].phase, (uint8_t)(-(long)floor(lsb + 0.5) & 0xFF));
   autd3_gain_t off = autd3_gain_null();
   ASSERT_OK(autd3_gain_calc(&off, g, 0, out));
   for (int t = 0; t < AUTD3_NUM_TRANSDUCERS; t++) ASSERT_EQ(out[t].intensity, 0);
@@ -219,6 +219,73 @@ TEST(device_model_executes_pattern_and_latches_errors) {
   ASSERT_EQ(st.intensity[17], 0);
   ASSERT_EQ(st.phase[17], 0);
   ASSERT_EQ(st.silencer_completion_steps_phase, 40);
+}
+
+/* A focus computed here (autd3_gain_calc, world frame, doubles) and the same focus as a foci STM
+ * that the device's FPGA computes (device frame, 0.025 mm integers, 8-bit tables) must agree to
+ * the tables' precision on every transducer, also on a moved and turned device: the sign of the
+ * phase, the world-to-device transform and the sound-speed word are all in this. */
+TEST(gain_focus_agrees_with_the_fpga_foci) {
+  autd3_device_pose_t poses[2] = {autd3_device_pose_at(100.0f, 20.0f, 0.0f), autd3_device_pose_at(0, 0, 0)};
+  poses[1].pos[0] = 400.0f;
+  poses[1].rot[0] = 0.70710678f; /* 90° about z */
+  poses[1].rot[3] = 0.70710678f;
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, poses, &g));
+  ASSERT_OK(autd3_geometry_set_sound_speed(g, 343000.0f));
+  const autd3_control_point_t pts[2] = {{{250.0f, 80.0f, 120.0f}, 0}, {{250.0f, 80.0f, 120.0f}, 0}};
+  autd3_foci_stm_t s;
+  memset(&s, 0, sizeof s);
+  s.points = pts;
+  s.size = 2;
+  s.num_foci = 1;
+  s.divider = 0xFFFF;
+  s.rep = AUTD3_LOOP_INFINITE;
+  s.transition.mode = AUTD3_TRANSITION_IMMEDIATE;
+  autd3_gain_t focus = autd3_gain_focus(250.0f, 80.0f, 120.0f);
+  autd3_timing_model_t ideal = autd3_timing_model_ideal();
+  for (size_t dev = 0; dev < 2; dev++) {
+    autd3_dev_t d;
+    autd3_dev_init(&d, NULL, &ideal);
+    autd3_command_t c[4];
+    size_t n = 0;
+    ASSERT_OK(autd3_foci_stm_commands(&s, g, dev, c, 4, &n));
+    ASSERT_EQ(n, 1u);
+    ASSERT_EQ(run_cmd(&d, 0, &c[0]), 0);
+    autd3_output_state_t st;
+    autd3_dev_output_state(&d, &st);
+    ASSERT_EQ(st.pattern_emission_type, 0);
+    autd3_drive_t dr[AUTD3_NUM_TRANSDUCERS];
+    ASSERT_OK(autd3_gain_calc(&focus, g, dev, dr));
+    int worst = 0;
+    for (int t = 0; t < AUTD3_NUM_TRANSDUCERS; t++) {
+      int diff = abs((int)(int8_t)(uint8_t)(st.phase[t] - dr[t].phase));
+      if (diff > worst) worst = diff;
+      ASSERT_EQ(st.intensity[t], 255);
+    }
+    fprintf(stderr, "device %zu: largest difference %d/256\n", dev, worst);
+    ASSERT_TRUE(worst <= 2);
+  }
+  /* bad input is refused with a message, never clamped */
+  autd3_command_t c[4];
+  size_t n = 0;
+  s.num_foci = 0;
+  ASSERT_EQ(autd3_foci_stm_commands(&s, g, 0, c, 4, &n), AUTD3_E_INVALID_ARGUMENT);
+  s.num_foci = 9;
+  ASSERT_EQ(autd3_foci_stm_commands(&s, g, 0, c, 4, &n), AUTD3_E_INVALID_ARGUMENT);
+  s.num_foci = 1;
+  s.size = 1;
+  ASSERT_EQ(autd3_foci_stm_commands(&s, g, 0, c, 4, &n), AUTD3_E_INVALID_ARGUMENT);
+  s.size = 2;
+  ASSERT_EQ(autd3_foci_stm_commands(&s, g, 2, c, 4, &n), AUTD3_E_INVALID_ARGUMENT); /* no device 2 */
+  ASSERT_EQ(autd3_foci_stm_commands(&s, g, 0, c, 0, &n), AUTD3_E_INVALID_ARGUMENT); /* no room */
+  s.divider = 0;
+  ASSERT_EQ(autd3_foci_stm_commands(&s, g, 0, c, 4, &n), AUTD3_E_INVALID_ARGUMENT);
+  s.divider = 1;
+  ASSERT_OK(autd3_geometry_set_sound_speed(g, 1100000.0f)); /* 1100 m/s: past the 16-bit word */
+  ASSERT_EQ(autd3_foci_stm_commands(&s, g, 0, c, 4, &n), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_TRUE(strstr(autd3_last_error(), "sound speed") != NULL);
+  autd3_geometry_free(g);
 }
 
 TEST(stm_config_and_bank_change) {

@@ -428,3 +428,84 @@ TEST(compressed_pwe_gpio_fan) {
   add_state(&sc, "after Clear (default table, fan off)");
   compare(&sc);
 }
+
+/* Foci STMs: the FPGA computes the drives from the points (sin/atan tables, integer square
+ * root, the sound speed as m/s · 64); the reference's emulated FPGA and our model must give the
+ * same 249 emissions, with 1, 3 and 8 foci per step, phase offsets, phase correction and mask. */
+TEST(foci_stm_emissions) {
+  static script_t sc;
+  opened(&sc);
+  autd3_geometry_t *g = geo1();
+  static autd3_control_point_t pts[64];
+  for (int i = 0; i < 64; i++)
+    pts[i] = (autd3_control_point_t){{86.36f + 25.0f * (float)(i % 5) - 40.0f, 66.04f - 7.5f * (float)(i % 7), 80.0f + 13.0f * (float)i},
+                                     (uint8_t)(i * 41)};
+  static uint8_t inten[16] = {200, 17, 255, 128, 1, 99, 250, 3, 77, 66, 55, 44, 33, 22, 11, 0};
+  autd3_foci_stm_t s;
+  memset(&s, 0, sizeof s);
+  s.points = pts;
+  s.intensities = inten;
+  s.divider = 40;
+  s.rep = AUTD3_LOOP_INFINITE;
+  s.transition.mode = AUTD3_TRANSITION_IMMEDIATE;
+  static const struct {
+    uint8_t num_foci, bank;
+    size_t size;
+    float c;
+    bool fused;
+  } cases[] = {{1, 0, 8, 340.0f, true}, {3, 1, 12, 346.0f, true}, {8, 0, 8, 331.3f, true}, {1, 1, 100, 340.0f, false}};
+  static autd3_command_t cmds[8];
+  static char labels[24][96]; /* the script keeps pointers to its labels */
+  size_t nl = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    s.num_foci = cases[k].num_foci;
+    s.bank = cases[k].bank;
+    s.size = cases[k].size;
+    static autd3_control_point_t many[100]; /* 100 steps: the points again, full intensity */
+    if (!cases[k].fused) {
+      s.intensities = NULL;
+      for (int i = 0; i < 100; i++) many[i] = pts[i % 64];
+      s.points = many;
+    }
+    ASSERT_OK(autd3_geometry_set_sound_speed(g, cases[k].c * 1000.0f));
+    size_t n = 0;
+    ASSERT_OK(autd3_foci_stm_commands(&s, g, 0, cmds, sizeof cmds / sizeof cmds[0], &n));
+    ASSERT_EQ(n, cases[k].fused ? 1u : 4u);
+    for (size_t i = 0; i < n; i++) {
+      snprintf(labels[nl], sizeof labels[nl], "foci STM %u x %zu, bank %u: command %zu/%zu", cases[k].num_foci, cases[k].size,
+               cases[k].bank, i + 1, n);
+      add_cmd(&sc, labels[nl++], &cmds[i]);
+    }
+    snprintf(labels[nl], sizeof labels[nl], "emissions of %u foci per step", cases[k].num_foci);
+    add_state(&sc, labels[nl++]);
+  }
+  autd3_command_t c;
+  uint8_t corr[AUTD3_NUM_TRANSDUCERS];
+  for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) corr[i] = (uint8_t)(i * 13);
+  ASSERT_OK(autd3_cmd_phase_correction(&c, corr));
+  add_cmd(&sc, "SetPhaseCorrection", &c);
+  bool mask[AUTD3_NUM_TRANSDUCERS];
+  for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) mask[i] = i % 3 != 0;
+  ASSERT_OK(autd3_cmd_output_mask(&c, mask));
+  add_cmd(&sc, "SetOutputMask", &c);
+  add_state(&sc, "foci with correction and mask");
+  /* invalid foci configurations the firmware refuses: num_foci 0 and 9, sound speed 0 */
+  s.num_foci = 1;
+  s.size = 2;
+  s.points = pts;
+  ASSERT_OK(autd3_geometry_set_sound_speed(g, 340000.0f));
+  size_t n = 0;
+  ASSERT_OK(autd3_foci_stm_commands(&s, g, 0, cmds, 8, &n));
+  ASSERT_EQ(n, 1u);
+  c = cmds[0];
+  c.payload[8] = 0;
+  add_cmd(&sc, "fused foci, num_foci 0", &c);
+  c.payload[8] = 9;
+  add_cmd(&sc, "fused foci, num_foci 9", &c);
+  c.payload[8] = 1;
+  c.payload[10] = c.payload[11] = 0;
+  add_cmd(&sc, "fused foci, sound speed 0", &c);
+  add_state(&sc, "after the refused foci");
+  compare(&sc);
+  autd3_geometry_free(g);
+}

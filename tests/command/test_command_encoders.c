@@ -6,6 +6,7 @@
  * same frames: count, opcode and all 624 payload bytes; where the reference
  * refuses an input, ours must refuse it too.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,4 +321,100 @@ TEST(pattern_stm) {
   s.compression = 0;
   s.size = 2;
   stm_case("2 patterns, 2 loops, sync-idx", &s, "intensity");
+}
+
+/* Foci STM: the reference's FociStm over its one-device geometry (at the origin, sound speed
+ * `c` m/s) against autd3_foci_stm_commands on ours. */
+static void foci_case(const char *what, const autd3_foci_stm_t *s, float c) {
+  static char req[200000];
+  int n = snprintf(req, sizeof req, "foci_stm %u %u ", s->bank, s->divider);
+  if (s->rep == AUTD3_LOOP_INFINITE) n += snprintf(req + n, sizeof req - (size_t)n, "inf ");
+  else n += snprintf(req + n, sizeof req - (size_t)n, "%u ", s->rep);
+  n += snprintf(req + n, sizeof req - (size_t)n, "%d %u %.9g", s->later ? 1 : 0, s->num_foci, (double)c);
+  for (size_t i = 0; i < s->size; i++) {
+    n += snprintf(req + n, sizeof req - (size_t)n, " %u", s->intensities ? s->intensities[i] : 255);
+    for (size_t j = 0; j < s->num_foci; j++) {
+      const autd3_control_point_t *p = &s->points[i * s->num_foci + j];
+      n += snprintf(req + n, sizeof req - (size_t)n, "/%.9g,%.9g,%.9g,%u", (double)p->pos[0], (double)p->pos[1], (double)p->pos[2],
+                    p->phase_offset);
+    }
+    ASSERT_TRUE((size_t)n < sizeof req);
+  }
+  result_t ref, ours;
+  reference(req, &ref);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
+  ASSERT_OK(autd3_geometry_set_sound_speed(g, c * 1000.0f));
+  static autd3_command_t cmds[AUTD3_FOCI_STM_MAX_COMMANDS];
+  size_t k = 0;
+  autd3_err_t err = autd3_foci_stm_commands(s, g, 0, cmds, AUTD3_FOCI_STM_MAX_COMMANDS, &k);
+  autd3_geometry_free(g);
+  memset(&ours, 0, sizeof ours);
+  if (err != AUTD3_OK) {
+    fprintf(stderr, "  ours refuses: %s\n", autd3_last_error());
+    ours.n = -1;
+  } else {
+    ASSERT_TRUE(k <= MAX_FRAMES);
+    ours.n = (int)k;
+    for (size_t i = 0; i < k; i++) {
+      ours.cmd[i] = cmds[i].cmd;
+      memcpy(ours.payload[i], cmds[i].payload, AUTD3_PAYLOAD_BYTES);
+    }
+  }
+  same(what, &ref, &ours);
+}
+
+TEST(foci_stm) {
+  static autd3_control_point_t pts[240];
+  static uint8_t inten[240];
+  for (int i = 0; i < 240; i++) {
+    const double a = 6.283185307179586 * i / 240.0;
+    pts[i] = (autd3_control_point_t){{86.36f + 30.0f * (float)cos(a), 66.04f + 30.0f * (float)sin(a), 150.0f + 0.37f * (float)i},
+                                     (uint8_t)(i * 29)};
+    inten[i] = (uint8_t)(255 - i);
+  }
+  autd3_foci_stm_t s;
+  memset(&s, 0, sizeof s);
+  s.points = pts;
+  s.size = 20;
+  s.num_foci = 1;
+  s.divider = 10;
+  s.rep = AUTD3_LOOP_INFINITE;
+  s.transition.mode = AUTD3_TRANSITION_IMMEDIATE;
+  foci_case("circle, 20 steps, fused", &s, 340.0f);
+  s.size = 100;
+  s.intensities = inten;
+  foci_case("100 steps: two writes, config, change", &s, 346.5f);
+  s.num_foci = 4;
+  s.size = 30;
+  s.bank = 1;
+  foci_case("30 steps x 4 foci, bank 1", &s, 340.0f);
+  s.num_foci = 8;
+  s.size = 9;
+  s.bank = 0;
+  foci_case("9 steps x 8 foci: 72, fused", &s, 340.0f);
+  s.num_foci = 2;
+  s.size = 5;
+  s.rep = 1;
+  s.transition.mode = AUTD3_TRANSITION_SYNC_IDX;
+  foci_case("5 x 2, 2 loops, sync-idx", &s, 340.0f);
+  s.rep = AUTD3_LOOP_INFINITE;
+  s.transition.mode = AUTD3_TRANSITION_IMMEDIATE;
+  s.later = true;
+  s.size = 10;
+  foci_case("10 x 2, later", &s, 340.0f);
+  s.later = false;
+  s.num_foci = 1;
+  s.size = 2;
+  autd3_control_point_t far[2] = {{{-3300.0f, 0.0f, 100.0f}, 0}, {{0.0f, 0.0f, 100.0f}, 0}};
+  s.points = far;
+  s.intensities = NULL;
+  foci_case("x = -3300 mm: refused", &s, 340.0f);
+  far[0].pos[0] = 0.0f;
+  far[1].pos[2] = -3276.8f; /* the 18-bit minimum exactly */
+  foci_case("z = -3276.8 mm: accepted", &s, 340.0f);
+  far[1].pos[2] = -3276.82f;
+  foci_case("z = -3276.82 mm: rounds past the minimum, refused", &s, 340.0f);
+  far[1].pos[2] = -3276.84f;
+  foci_case("z = -3276.84 mm: refused", &s, 340.0f);
 }

@@ -15,6 +15,8 @@
 //!   `gpio_out <type:value> × 4` (type and value decimal)           SetGpioOut
 //!   `compressed <bank> <index> <full|half> <count × 249 phases>`   WritePatternCompressed
 //!   `stm <bank> <divider> <rep|inf> <later 0|1> <intensity|phase|half> <n × 249 drives>` PatternStm
+//!   `foci_stm <bank> <divider> <rep|inf> <later 0|1> <num_foci> <sound speed m/s> <step>...`  FociStm;
+//!        a step is `<intensity>/<x>,<y>,<z>,<phase offset>` with one `/x,y,z,o` per focus (mm, f32)
 //! For each request: one line `frame <cmd> <624-byte payload>` per frame (hex), then `end`;
 //! or `error <message>` then `end` when the reference refuses the request.
 use std::io::{self, BufRead, Write};
@@ -24,14 +26,15 @@ use std::time::Duration;
 
 use autd3_rs::commands::{
     EmulateGpioIn, FixedCompletionTime, FixedUpdateRate, ForceFan, GpioOut, Modulation, Pattern,
-    PatternCompression, PatternStm, PatternStmMode, PatternStmOption, SetGpioOut, SetOutputMask,
+    FociStm, FociStmOption, PatternCompression, PatternStm, PatternStmMode, PatternStmOption,
+    SetGpioOut, SetOutputMask,
     SetPhaseCorrection, SetPulseWidthTable, SetSilencer, WritePatternCompressed,
 };
 use autd3_rs::value::{
-    DcSysTime, Emission, Intensity, LoopBehavior, ModulationBank, PatternBank, Phase, PulseWidth,
+    ControlPoint, ControlPoints, DcSysTime, Emission, Intensity, LoopBehavior, ModulationBank, PatternBank, Phase, PulseWidth,
     SamplingConfig, TransitionMode,
 };
-use autd3_rs::{Autd3, DatagramBuilder, Geometry};
+use autd3_rs::{Autd3, DatagramBuilder, Geometry, Point3, Velocity};
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len() / 2)
@@ -55,6 +58,42 @@ fn emit(out: &mut impl Write, b: &DatagramBuilder<'_>) {
         Err(e) => writeln!(out, "error {e}").unwrap(),
     }
     writeln!(out, "end").unwrap();
+}
+
+/// One foci STM step: intensity and (point, phase offset) per focus.
+type Step = (u8, Vec<(Point3<f32>, u8)>);
+
+fn parse_steps(words: &[&str]) -> Vec<Step> {
+    words
+        .iter()
+        .map(|w| {
+            let mut parts = w.split('/');
+            let intensity: u8 = parts.next().unwrap().parse().unwrap();
+            let foci = parts
+                .map(|f| {
+                    let v: Vec<&str> = f.split(',').collect();
+                    let c = |i: usize| v[i].parse::<f32>().unwrap();
+                    (Point3::new(c(0), c(1), c(2)), v[3].parse::<u8>().unwrap())
+                })
+                .collect();
+            (intensity, foci)
+        })
+        .collect()
+}
+
+/// FociStm is generic over the foci per step: build the N-point steps and emit.
+fn foci_stm<const N: usize>(out: &mut impl Write, geometry: &Arc<Geometry>, steps: &[Step], option: FociStmOption, div: NonZeroU16) {
+    let points: Vec<ControlPoints<N>> = steps
+        .iter()
+        .map(|(intensity, foci)| {
+            let cps: [ControlPoint; N] =
+                core::array::from_fn(|j| ControlPoint::new(foci[j].0, Phase(foci[j].1)));
+            ControlPoints::new(cps, Intensity(*intensity))
+        })
+        .collect();
+    let mut b = DatagramBuilder::new(geometry.clone());
+    b.push(FociStm::new(SamplingConfig::new(div), &points, option));
+    emit(out, &b);
 }
 
 fn main() {
@@ -228,6 +267,33 @@ fn main() {
                 let mut b = builder();
                 b.push(PatternStm::new(SamplingConfig::new(div), &pats, option));
                 emit(&mut out, &b);
+            }
+            "foci_stm" => {
+                let bank = if w[1] == "1" { PatternBank::B1 } else { PatternBank::B0 };
+                let div = NonZeroU16::new(w[2].parse().unwrap()).unwrap();
+                let n: usize = w[5].parse().unwrap();
+                let mut option = FociStmOption {
+                    bank,
+                    sound_speed: Velocity::from_m_s(w[6].parse().unwrap()),
+                    ..Default::default()
+                };
+                if w[3] != "inf" {
+                    let rep: u16 = w[3].parse().unwrap();
+                    option.loop_behavior = LoopBehavior::Finite(NonZeroU16::new(rep + 1).unwrap());
+                    option.transition_mode = TransitionMode::SyncIdx;
+                }
+                if w[4] == "1" {
+                    option.transition_mode = TransitionMode::Later;
+                }
+                let steps = parse_steps(&w[7..]);
+                match n {
+                    1 => foci_stm::<1>(&mut out, &geometry, &steps, option, div),
+                    2 => foci_stm::<2>(&mut out, &geometry, &steps, option, div),
+                    3 => foci_stm::<3>(&mut out, &geometry, &steps, option, div),
+                    4 => foci_stm::<4>(&mut out, &geometry, &steps, option, div),
+                    8 => foci_stm::<8>(&mut out, &geometry, &steps, option, div),
+                    other => panic!("num_foci {other} not wired"),
+                }
             }
             other => {
                 eprintln!("unknown request {other}");
