@@ -1,7 +1,10 @@
 /*
  * The remote server core (include/autd3/remote_server.h): one event loop
  * (the thread in autd3_remote_server_run) owns the sockets and the session
- * state; a bus thread owns the wrapped link and cycles it.
+ * state; a bus thread owns the wrapped link and cycles it; a state-checker
+ * thread calls the link's check_state every 100 ms, as the reference server
+ * does, which is what recovers a wrapped EtherCAT link's rebooted or re-plugged
+ * devices (nothing else on the server would) and what v7 replies report.
  *
  * Hand-off between the two is lock-free, with up to two requests in flight
  * (the reference client is strictly request/response - link.rs writes a
@@ -56,6 +59,7 @@
 #define MAX_DRAIN 4
 #define DRAIN_NS 1000000000ull
 #define HS_BUF 4096      /* per handshake: read chunk; what follows the geometry moves to the session */
+#define STATE_CHECK_NS 100000000ull /* as the reference server samples its link's status (autd3-rs-link-remote 0.9.0 bus.rs) */
 #define MAX_ACCEPTS 64   /* per loop turn, so a connect storm cannot starve the session */
 
 /* A connection that has not completed hello + geometry yet. */
@@ -87,6 +91,14 @@ struct autd3_remote_server {
   uint8_t *slot[2], *bus_rx, *reply_rx[2];
   bool reply_valid[2];
   atomic_bool take_wake; /* the session waits for the bus to take the published request */
+  /* The state checker: the wrapped link's check_state every STATE_CHECK_NS, on its own thread (check_state may run
+   * beside cycle, and may take a while: echocat and SOEM recover a device inside it). It is what brings a wrapped
+   * EtherCAT link's rebooted or re-plugged devices back, and what v7 replies report per device. */
+  autd3__thread_t checker;
+  bool checker_running;
+  _Atomic uint8_t dev_state[AUTD3_MAX_DEVICES]; /* the v7 state byte of each device, from the last check */
+  _Atomic uint64_t link_recoveries;
+  atomic_bool recovering; /* some device the link can observe is not in OP */
   /* Bus cycles that repeated the last tx because no new request had arrived, this session: before its first
    * request (lead), between requests (mid), and the current run since the last one (trailing at session end). */
   atomic_bool idle_reset;
@@ -263,11 +275,41 @@ static void *bus_main(void *arg) {
   return NULL;
 }
 
+/* ---------------- state checker ---------------- */
+
+static void *checker_main(void *arg) {
+  autd3_remote_server_t *s = arg;
+  uint64_t next = autd3__now_ns() + STATE_CHECK_NS;
+  while (!atomic_load_explicit(&s->bus_stop, memory_order_relaxed)) {
+    uint64_t now = autd3__now_ns();
+    if (now < next) { /* in slices, so that a stop is seen within 10 ms */
+      autd3__sleep_until_ns(next - now > 10000000u ? now + 10000000u : next, 0);
+      continue;
+    }
+    next = now + STATE_CHECK_NS;
+    autd3_link_status_t st;
+    memset(&st, 0, sizeof st);
+    if (autd3_link_check_state(s->link, &st) != AUTD3_OK) continue; /* the bus thread reports a failed link */
+    bool bad = false;
+    for (uint16_t d = 0; d < s->n; d++) {
+      /* A link that cannot observe a device (UNKNOWN) is reported OP, as the reference does for links without a
+       * state checker: the v7 byte has no "unknown", and the client's own accounting still sees every frame. */
+      uint8_t v = st.state[d] == AUTD3_DEVICE_UNKNOWN ? ARMT7_DEV_OP : armt__encode_device_state7(st.state[d], st.al_state[d]);
+      if (v != ARMT7_DEV_OP) bad = true;
+      atomic_store_explicit(&s->dev_state[d], v, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->link_recoveries, st.recoveries, memory_order_relaxed);
+    atomic_store_explicit(&s->recovering, bad, memory_order_relaxed);
+  }
+  return NULL;
+}
+
 static void bus_stop_join(autd3_remote_server_t *s) {
-  if (!s->bus_running) return;
+  if (!s->bus_running && !s->checker_running) return;
   atomic_store(&s->bus_stop, true);
-  autd3__thread_join(&s->bus);
-  s->bus_running = false;
+  if (s->bus_running) autd3__thread_join(&s->bus);
+  if (s->checker_running) autd3__thread_join(&s->checker);
+  s->bus_running = s->checker_running = false;
 }
 
 static void link_close(autd3_remote_server_t *s) {
@@ -315,6 +357,16 @@ static autd3_err_t link_open(autd3_remote_server_t *s, uint16_t n) {
     return err;
   }
   s->bus_running = true;
+  for (uint16_t d = 0; d < n; d++) atomic_store(&s->dev_state[d], ARMT7_DEV_OP); /* open returns with every device in OP */
+  atomic_store(&s->link_recoveries, 0);
+  atomic_store(&s->recovering, false);
+  if ((err = autd3__thread_start(&s->checker, checker_main, s, "autd3-remote-chk")) != AUTD3_OK) {
+    bus_stop_join(s);
+    autd3_link_close(s->link);
+    s->link = NULL;
+    return err;
+  }
+  s->checker_running = true;
   logf_(s, "opened the %s link with %u device(s)", autd3_link_kind_name(s->o.link.kind), n);
   return AUTD3_OK;
 }
@@ -581,14 +633,18 @@ static void on_bus(autd3_remote_server_t *s) {
     uint64_t v = ++s->replied;
     if (is_v7(&s->parser)) {
       /* v7 header: the bus facts we have. The wrapped link's counters (lock-free reads); no DC time (0 = unknown,
-       * as the reference sends for links without one); every device OP: a state change shows in the client's own
-       * check (the reference's bus thread fills these from its state checker, which ours does not run per reply). */
+       * as the reference sends for links without one); each device's state, the recovery count and "recovering"
+       * from the state checker's last look (at most STATE_CHECK_NS old), as the reference's server reports them. */
       autd3_link_stats_t st = {0};
       if (s->link) autd3_link_stats(s->link, &st);
-      armt7_status_t h = {.rx_valid = s->reply_valid[v & 1], .stale_cycles = st.stale_cycles, .lost_cycles = st.lost_cycles};
+      armt7_status_t h = {.rx_valid = s->reply_valid[v & 1],
+                          .recovering = atomic_load_explicit(&s->recovering, memory_order_relaxed),
+                          .recoveries = atomic_load_explicit(&s->link_recoveries, memory_order_relaxed),
+                          .stale_cycles = st.stale_cycles,
+                          .lost_cycles = st.lost_cycles};
       uint8_t hb[ARMT7_REPLY_HEADER_BYTES], states[AUTD3_MAX_DEVICES];
       armt__encode_reply7_header(hb, &h);
-      memset(states, ARMT7_DEV_OP, s->n);
+      for (uint16_t d = 0; d < s->n; d++) states[d] = atomic_load_explicit(&s->dev_state[d], memory_order_relaxed);
       queue(s, hb, sizeof hb);
       queue(s, states, s->n);
     } else {
