@@ -187,9 +187,9 @@ typedef struct autd3_link_pacer {
  *    reset (INIT, once per episode, through autd3_link_report_device_reset())
  *    and brings it back: INIT -> restore -> PRE-OP -> DC re-alignment ->
  *    SAFE-OP, then requests OP;
- *  - no answer: LOST; if something answers at its ring position without its
- *    station address (power-cycled), it is re-addressed, its reset reported
- *    and it is brought back as above;
+ *  - no answer: LOST; if an ESC answers at its ring position with the
+ *    power-on station address 0 (power-cycled), it is re-addressed, its reset
+ *    reported and it is brought back as above;
  *  - a bring-up that failed is retried after a back-off that doubles from
  *    100 ms to 1.6 s (a device that keeps failing is not hammered every check).
  * It counts a recovery each time every device is back in OP after a problem.
@@ -214,10 +214,10 @@ typedef struct autd3_link_ecat_ops {
   /** Optional: every device's AL status (0x0130) at once; answered[d] false = no reply. NULL: one read per device. */
   autd3_err_t (*read_states)(void *ctx, uint16_t *al, bool *answered);
   /**
-   * Optional: device `dev` did not answer at its station address; if an ESC
-   * at its ring position lost that address (power cycle), give it back and
-   * set *readdressed. NULL: read 0x0010 by position, compare with the
-   * configured station address, write it.
+   * Optional: device `dev` did not answer at its station address; if the ESC
+   * at its ring position has the power-on address 0 (power-cycled), give it
+   * its station address back and set *readdressed. NULL: read 0x0010 by
+   * position; if 0, write the configured station address.
    */
   autd3_err_t (*readdress)(void *ctx, uint16_t dev, bool *readdressed);
   /** Optional: in INIT, what the device lost besides DC (identity, mailbox, SM, FMMU). NULL: SM and FMMU as read at creation. */

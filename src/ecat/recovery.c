@@ -136,8 +136,12 @@ static autd3_err_t generic_readdress(autd3_link_ecat_recovery_t *r, uint16_t dev
   uint16_t w = 0;
   *readdressed = false;
   autd3_err_t e = r->ops.read(r->ops.ctx, dev, true, REG_STADR, b, 2, &w);
-  if (e != AUTD3_OK || w != 1 || le16(b) == r->dev[dev].station)
-    return e; /* nothing there, or it kept its address (it answers again by itself) */
+  /* Only an ESC with the power-on address 0 is ours to re-address: one that
+   * kept its address answers again by itself, and one with another address is
+   * another configured device (positions shifted): giving it this address
+   * would make two devices answer to it. */
+  if (e != AUTD3_OK || w != 1 || le16(b) != 0)
+    return e;
   put16(b, r->dev[dev].station);
   if ((e = r->ops.write(r->ops.ctx, dev, true, REG_STADR, b, 2, &w)) != AUTD3_OK)
     return e;

@@ -292,6 +292,21 @@ TEST(unplugged_is_lost_and_untouched) {
   autd3__ecat_recovery_free(r);
 }
 
+TEST(another_devices_address_is_left_alone) {
+  chain_up();
+  autd3_link_ecat_recovery_t *r = create(&generic_ops);
+  autd3_link_status_t st;
+  /* device 1 removed and the chain closed: device 2 (its address kept) now sits at position 1 */
+  F.d[1].station = station_of(2);
+  F.d[2].present = false;
+  ASSERT_EQ(autd3__ecat_recovery_check_at(r, &st, 1000), AUTD3_OK);
+  ASSERT_EQ(st.state[1], AUTD3_DEVICE_LOST);
+  ASSERT_EQ(st.state[2], AUTD3_DEVICE_OP);
+  ASSERT_EQ(F.d[1].station, station_of(2)); /* not given device 1's address too */
+  ASSERT_EQ(resets(1), 0);
+  autd3__ecat_recovery_free(r);
+}
+
 TEST(failed_bring_up_backs_off_and_reports_once) {
   chain_up();
   autd3_link_ecat_recovery_t *r = create(&generic_ops);

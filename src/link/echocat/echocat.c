@@ -95,8 +95,9 @@ static autd3_err_t rec_readdress(void *c, uint16_t k, bool *readdressed) {
   uint16_t w = 0;
   autd3_err_t e;
   *readdressed = false;
-  if (echocat__dg1(ec, ECAT_APRD, POSITION(k), REG_STADR, NULL, 2, a, &w) != AUTD3_OK || w != 1 || ecat_get16(a) == STATION(k))
-    return AUTD3_OK; /* nothing at its position, or it kept its address: it answers again by itself */
+  /* only the power-on address 0 (see src/ecat/recovery.c generic_readdress) */
+  if (echocat__dg1(ec, ECAT_APRD, POSITION(k), REG_STADR, NULL, 2, a, &w) != AUTD3_OK || w != 1 || ecat_get16(a) != 0)
+    return AUTD3_OK; /* nothing at its position, it kept its address (back by itself), or another device */
   if (k == 0 && (e = echocat__rebase_reference(ec)) != AUTD3_OK)
     return e;
   if ((e = echocat__assign_addresses(ec, one, 1)) != AUTD3_OK)
