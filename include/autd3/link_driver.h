@@ -133,8 +133,10 @@ AUTD3_EXTERN autd3_err_t autd3_set_error(autd3_err_t err, const char *fmt, ...)
  * built against version N works with every libautd3 that offers N or later.
  * Version 1: errors, time, the pacer, threads, NIC, capture tap, one master
  * per chain, the AUTD3 identity check.
+ * Version 2: EtherCAT device recovery (autd3_link_ecat_recovery_t) and the
+ * distributed-clock re-alignment arithmetic.
  */
-#define AUTD3_LINK_SERVICES_VERSION 1u
+#define AUTD3_LINK_SERVICES_VERSION 2u
 
 /** A thread started through the services (opaque to the link). */
 typedef struct autd3_link_thread {
@@ -174,6 +176,73 @@ typedef struct autd3_link_pacer {
 
 /** Lateness the pacer counts (see autd3_link_pacer_t): 50 µs, the default timer slack of Linux. */
 #define AUTD3_LINK_PACER_LATE_NS 50000u
+
+/**
+ * EtherCAT device recovery (services version 2): the one state checker and
+ * recovery of the EtherCAT links (echocat, SOEM, EtherCrab). Per device, a
+ * check reads the AL status and
+ *  - OP: operational (the error flag alone does not stop OP); ends an episode;
+ *  - SAFE-OP+ERROR: acknowledges the error; SAFE-OP: requests OP;
+ *  - INIT (its firmware state is gone: power-cycled) or PRE-OP: reports the
+ *    reset (INIT, once per episode, through autd3_link_report_device_reset())
+ *    and brings it back: INIT -> restore -> PRE-OP -> DC re-alignment ->
+ *    SAFE-OP, then requests OP;
+ *  - no answer: LOST; if an ESC answers at its ring position with the
+ *    power-on station address 0 (power-cycled), it is re-addressed, its reset
+ *    reported and it is brought back as above;
+ *  - a bring-up that failed is retried after a back-off that doubles from
+ *    100 ms to 1.6 s (a device that keeps failing is not hammered every check).
+ * It counts a recovery each time every device is back in OP after a problem.
+ * The link supplies the bus primitives below; the steps it leaves NULL are
+ * done generically from them.
+ */
+typedef struct autd3_link_ecat_recovery autd3_link_ecat_recovery_t;
+
+/** The link's bus primitives for autd3_link_ecat_recovery_t (called on the checking thread). */
+typedef struct autd3_link_ecat_ops {
+  void *ctx; /**< passed to every primitive */
+  /**
+   * Read `len` bytes of ESC register `reg` of device `dev` (0-based), at its
+   * station address, or at its ring position if `by_position`. *wkc = the
+   * working counter (0: nobody answered, which is AUTD3_OK). Another error
+   * means the link itself failed (the check returns it). Required.
+   */
+  autd3_err_t (*read)(void *ctx, uint16_t dev, bool by_position, uint16_t reg, void *buf, uint16_t len, uint16_t *wkc);
+  /** Write, as read. Required. */
+  autd3_err_t (*write)(void *ctx, uint16_t dev, bool by_position, uint16_t reg, const void *buf, uint16_t len,
+                       uint16_t *wkc);
+  /** Optional: every device's AL status (0x0130) at once; answered[d] false = no reply. NULL: one read per device. */
+  autd3_err_t (*read_states)(void *ctx, uint16_t *al, bool *answered);
+  /**
+   * Optional: device `dev` did not answer at its station address; if the ESC
+   * at its ring position has the power-on address 0 (power-cycled), give it
+   * its station address back and set *readdressed. NULL: read 0x0010 by
+   * position; if 0, write the configured station address.
+   */
+  autd3_err_t (*readdress)(void *ctx, uint16_t dev, bool *readdressed);
+  /** Optional: in INIT, what the device lost besides DC (identity, mailbox, SM, FMMU). NULL: SM and FMMU as read at creation. */
+  autd3_err_t (*restore)(void *ctx, uint16_t dev);
+  /**
+   * Optional: in PRE-OP, the device's DC system-time offset, delay and SYNC0
+   * (and whatever else the link configures in PRE-OP). NULL: delay and SYNC0
+   * as read at creation, offset from a device in OP (services ecat_dc_offset),
+   * SYNC0 on the chain's grid (services ecat_dc_sync0_restart).
+   */
+  autd3_err_t (*realign_dc)(void *ctx, uint16_t dev);
+  /**
+   * Optional: replaces the whole INIT -> SAFE-OP walk (restore, DC) for a
+   * master whose own library re-configures a slave (SOEM's ecx_reconfig_slave).
+   * Must leave the device in SAFE-OP; OP is requested after it.
+   */
+  autd3_err_t (*reconfigure)(void *ctx, uint16_t dev);
+} autd3_link_ecat_ops_t;
+
+/** Configuration of autd3_link_ecat_recovery_t. */
+typedef struct autd3_link_ecat_recovery_config {
+  uint32_t size;             /**< sizeof(autd3_link_ecat_recovery_config_t) */
+  uint32_t state_timeout_ms; /**< per state transition of a bring-up */
+  const uint16_t *stations;  /**< configured station address per device (copied); NULL only with a readdress primitive */
+} autd3_link_ecat_recovery_config_t;
 
 /**
  * What libautd3 offers a link built outside it (the SOEM and EtherCrab
@@ -270,6 +339,29 @@ typedef struct autd3_link_services {
   /** AUTD3_OK, or NOT_AUTD with the one message every EtherCAT link gives. */
   autd3_err_t (*ecat_check_identity)(const char *who, const char *ifname, uint16_t position, uint32_t vendor,
                                      uint32_t product, const char *name);
+
+  /* ---- EtherCAT recovery and DC re-alignment (version 2) */
+  /**
+   * Create the recovery helper of `link` (its num_devices devices, all in OP
+   * now). Reads each device's SM, FMMU and DC setup through ops->read when
+   * the generic restore or DC step is used. Open time (allocates, blocks).
+   */
+  autd3_err_t (*ecat_recovery_create)(struct autd3_link *link, const autd3_link_ecat_ops_t *ops,
+                                      const autd3_link_ecat_recovery_config_t *config, autd3_link_ecat_recovery_t **out);
+  /**
+   * One state check with recovery (the rules at autd3_link_ecat_recovery_t)
+   * into `out` (state, al_state, recoveries). Serialised internally; blocks
+   * for the bus primitives; no allocation. The link's check_state.
+   */
+  autd3_err_t (*ecat_recovery_check)(autd3_link_ecat_recovery_t *rec, autd3_link_status_t *out);
+  /** Free (NULL is fine). Close time. */
+  void (*ecat_recovery_free)(autd3_link_ecat_recovery_t *rec);
+  /** DC offset (0x0920) making a clock whose local time read `local` agree with `ref_system` plus `delay` (src/ecat/dc.h). */
+  uint64_t (*ecat_dc_offset)(uint64_t ref_system, uint64_t local, uint32_t delay);
+  /** Offset that continues the old time base for a restarted reference clock (src/ecat/dc.h). */
+  uint64_t (*ecat_dc_rebase_offset)(uint64_t ref_offset, uint64_t ref_system, uint64_t other_system);
+  /** SYNC0 start for a re-joining slave: the chain grid's next edge >= 100 ms after `systime` (src/ecat/dc.h). */
+  uint64_t (*ecat_dc_sync0_restart)(uint64_t grid_start, uint32_t cycle_ns, int32_t shift_ns, uint64_t systime);
 } autd3_link_services_t;
 
 /**

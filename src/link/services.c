@@ -1,12 +1,14 @@
 /*
  * The services table for links built outside libautd3 (link_driver.h
  * autd3_link_services()): thin adapters from the public, opaque types to the
- * internal platform, NIC, capture, guard and identity code, so that the SOEM
+ * internal platform, NIC, capture, guard, identity and EtherCAT recovery code, so that the SOEM
  * and EtherCrab libraries use the very mechanisms echocat uses instead of
  * compiling private copies of them.
  */
 #include "autd3/link_driver.h"
+#include "ecat/dc.h"
 #include "ecat/identity.h"
+#include "ecat/recovery.h"
 #include "link/pacer.h"
 #include "nic/capture.h"
 #include "nic/master_guard.h"
@@ -105,6 +107,12 @@ static const autd3_link_services_t services = {
     .foreign_master_error = svc_foreign_error,
     .ecat_is_autd = autd3__ecat_is_autd,
     .ecat_check_identity = autd3__ecat_check_identity,
+    .ecat_recovery_create = autd3__ecat_recovery_create,
+    .ecat_recovery_check = autd3__ecat_recovery_check,
+    .ecat_recovery_free = autd3__ecat_recovery_free,
+    .ecat_dc_offset = ecat_dc_offset,
+    .ecat_dc_rebase_offset = ecat_dc_rebase_offset,
+    .ecat_dc_sync0_restart = ecat_dc_sync0_restart,
 };
 
 const autd3_link_services_t *autd3_link_services(uint32_t version) {

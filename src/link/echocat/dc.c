@@ -92,7 +92,7 @@ autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, boo
   for (int i = 0; i < cnt; i++) {
     uint16_t k = list[i];
     uint64_t local = ecat_get64(rt + k * 24 + 16);
-    ecat_put64(wr + (size_t)k * 12, master - local + ec->sl[k].delay);
+    ecat_put64(wr + (size_t)k * 12, ecat_dc_offset(master, local, ec->sl[k].delay));
     ecat_put32(wr + (size_t)k * 12 + 8, ec->sl[k].delay);
   }
   const dgspec_t wsp[2] = {{ECAT_FPWR, REG_DCOFS, 8}, {ECAT_FPWR, REG_DCDELAY, 4}};
@@ -190,11 +190,10 @@ autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt) {
     return e;
   uint64_t t1 = ecat_get64(t1b);
   const autd3_ethercat_option_t *o = &ec->opt.ethercat;
-  uint64_t start;
+  /* the first time the chain's grid; later (a re-joining device) its next edge */
+  uint64_t start = ecat_dc_sync0_restart(ec->sync0_start, o->sync0_period_ns, o->sync0_shift_ns, t1);
   if (ec->sync0_start == 0)
-    start = ec->sync0_start = ecat_dc_sync0_start(t1, o->sync0_period_ns, o->sync0_shift_ns);
-  else
-    start = ecat_dc_next_edge(ec->sync0_start, o->sync0_period_ns, t1 + 100000000u);
+    ec->sync0_start = start;
   uint8_t v[AUTD3_MAX_DEVICES * 15] = {0};
   for (int i = 0; i < cnt; i++) {
     uint8_t *p = v + (size_t)list[i] * 15;
@@ -231,7 +230,7 @@ autd3_err_t echocat__rebase_reference(echocat_t *ec) {
     return autd3_set_error(AUTD3_E_IO, "echocat %s: device 0 or 1 did not answer the reference clock re-base", ec->ifname);
   uint64_t sys0 = ecat_get64(s->f.buf + o0), ofs0 = ecat_get64(s->f.buf + oo), sys1 = ecat_get64(s->f.buf + o1);
   uint8_t v[8], sp[2], fl[2];
-  ecat_put64(v, ofs0 + (sys1 - ec->sl[1].delay) - sys0);
+  ecat_put64(v, ecat_dc_rebase_offset(ofs0, sys0, sys1 - ec->sl[1].delay));
   ecat_put16(sp, 0x1000); /* restart its drift filter, as reset_slaves does */
   ecat_put16(fl, 0x0C00);
   echocat__slot_start(ec, s, false);

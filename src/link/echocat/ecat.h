@@ -1,6 +1,6 @@
 /*
- * echocat's portable EtherCAT pieces: the frame/datagram codec and the
- * distributed-clock arithmetic (register numbers: src/ecat/regs.h) (the pcap capture writer is
+ * echocat's portable EtherCAT pieces: the frame/datagram codec (register numbers: src/ecat/regs.h;
+ * distributed-clock arithmetic: src/ecat/dc.h) (the pcap capture writer is
  * the shared one, src/nic/capture.h). Pure code, unit-tested in tests/echocat
  * and fuzzed in fuzz/fuzz_ecat_parse.c.
  *
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ecat/dc.h"
 #include "ecat/regs.h"
 #include "nic/capture.h"
 #include "nic/nic.h"
@@ -70,21 +71,6 @@ static inline void ecat_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v, p[1] 
 static inline void ecat_put32(uint8_t *p, uint32_t v) { ecat_put16(p, (uint16_t)v), ecat_put16(p + 2, (uint16_t)(v >> 16)); }
 static inline void ecat_put64(uint8_t *p, uint64_t v) { ecat_put32(p, (uint32_t)v), ecat_put32(p + 4, (uint32_t)(v >> 32)); }
 
-/* ---- distributed clocks (§8) ---- */
-
-/* EtherCAT system time counts from 2000-01-01T00:00:00Z. */
-#define ECAT_EPOCH_OFFSET_NS 946684800000000000ull
-
-/* 0x092C is sign-magnitude: bits 30..0 magnitude, bit 31 = negative (as autd3-link-soem reads it). */
-int64_t ecat_dc_diff_decode(uint32_t v);
-/* Propagation delays of a line of n slaves from their port-0/port-1 receive times latched by one frame
- * (§8.1, line case): delay[0] = 0, delay[k] = delay[k-1] + ((rt1[k-1]-rt0[k-1]) - (rt1[k]-rt0[k]))/2,
- * where the last slave has no child (its port-1 time is ignored). 32-bit wrap-safe. */
-void ecat_dc_line_delays(size_t n, const uint32_t *rt0, const uint32_t *rt1, uint32_t *delay);
-/* First SYNC0 pulse as the AUTD3 SOEM link programs it: floor((t + 100 ms)/cycle)·cycle + cycle + shift. */
-uint64_t ecat_dc_sync0_start(uint64_t systime, uint32_t cycle_ns, int32_t shift_ns);
-/* Smallest start + k·period (k >= 0) that is >= t. */
-uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t);
-
+/* Distributed clocks: the shared arithmetic (src/ecat/dc.h). */
 
 #endif

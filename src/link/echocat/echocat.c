@@ -30,18 +30,87 @@
  * ownership flag. No lock is ever taken in cycle().
  *
  * Files (echocat_internal.h): this one holds open, close, the state check
- * with recovery and the diagnostics; slots.c the frame slots and
+ * (the shared recovery state machine, src/ecat/recovery.h, on echocat's
+ * primitives) and the diagnostics; slots.c the frame slots and
  * transactions, scan.c the scan and identity, dc.c the distributed clocks,
  * cycle.c the cycle engine.
  */
 #define _GNU_SOURCE
 #include "link/echocat/echocat_internal.h"
 
-/* A device at position k answers but lost its configuration (power-cycled):
- * configure it again as at open, up to SAFE-OP, then ask for OP. */
-static autd3_err_t recover_slave(echocat_t *ec, uint16_t k) {
+/* ---------------------------------------------------------------- state check and recovery */
+/* The state machine, the back-off and the recovery count are the shared ones
+ * (src/ecat/recovery.h); echocat supplies its bus primitives and the steps it
+ * does better than the generic ones: the batched state read, the reference
+ * clock's re-base, the identity check, and DC from one latching frame
+ * (dc.c) instead of host-timed reads. */
+
+static autd3_err_t rec_read(void *c, uint16_t k, bool pos, uint16_t reg, void *buf, uint16_t len, uint16_t *wkc) {
+  echocat_t *ec = c;
+  autd3_err_t e = echocat__dg1(ec, pos ? ECAT_APRD : ECAT_FPRD, pos ? POSITION(k) : STATION(k), reg, NULL, len, buf, wkc);
+  if (e == AUTD3_E_TIMEOUT) { /* the frame did not come back: nobody answered */
+    *wkc = 0;
+    return AUTD3_OK;
+  }
+  return e;
+}
+
+static autd3_err_t rec_write(void *c, uint16_t k, bool pos, uint16_t reg, const void *buf, uint16_t len, uint16_t *wkc) {
+  echocat_t *ec = c;
+  autd3_err_t e = echocat__dg1(ec, pos ? ECAT_APWR : ECAT_FPWR, pos ? POSITION(k) : STATION(k), reg, buf, len, NULL, wkc);
+  if (e == AUTD3_E_TIMEOUT) {
+    *wkc = 0;
+    return AUTD3_OK;
+  }
+  return e;
+}
+
+/* Every device's AL status in one frame. */
+static autd3_err_t rec_read_states(void *c, uint16_t *al, bool *answered) {
+  echocat_t *ec = c;
+  uint16_t all[AUTD3_MAX_DEVICES];
+  echocat__list_range(all, 0, ec->n);
+  uint8_t st[AUTD3_MAX_DEVICES];
+  uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
+  autd3_err_t e = echocat__read_states(ec, all, ec->n, st, code, wkc);
+  if (e == AUTD3_E_TIMEOUT) { /* nothing came back at all: every device is lost */
+    memset(wkc, 0, sizeof wkc);
+    e = AUTD3_OK;
+  }
+  for (uint16_t k = 0; k < ec->n && e == AUTD3_OK; k++) {
+    answered[k] = wkc[k] == 1;
+    al[k] = answered[k] ? st[k] : 0;
+  }
+  return e;
+}
+
+/* A device that lost its station address (power-cycled) gets it back. The
+ * reference clock (device 0) first gets an offset that continues the old time
+ * base (dc.c echocat__rebase_reference): from the moment it has its address
+ * the cycle's FRMW distributes its time again. */
+static autd3_err_t rec_readdress(void *c, uint16_t k, bool *readdressed) {
+  echocat_t *ec = c;
   uint16_t one[1] = {k};
-  uint8_t v[2];
+  uint8_t a[2];
+  uint16_t w = 0;
+  autd3_err_t e;
+  *readdressed = false;
+  /* only the power-on address 0 (see src/ecat/recovery.c generic_readdress) */
+  if (echocat__dg1(ec, ECAT_APRD, POSITION(k), REG_STADR, NULL, 2, a, &w) != AUTD3_OK || w != 1 || ecat_get16(a) != 0)
+    return AUTD3_OK; /* nothing at its position, it kept its address (back by itself), or another device */
+  if (k == 0 && (e = echocat__rebase_reference(ec)) != AUTD3_OK)
+    return e;
+  if ((e = echocat__assign_addresses(ec, one, 1)) != AUTD3_OK)
+    return e;
+  *readdressed = true;
+  return AUTD3_OK;
+}
+
+/* In INIT: no stale FMMU/SM/SYNC0 setup, EEPROM access for the master, the
+ * identity (a different device may have been plugged in), the mailbox SMs. */
+static autd3_err_t rec_restore(void *c, uint16_t k) {
+  echocat_t *ec = c;
+  uint16_t one[1] = {k};
   autd3_err_t e;
   const dgspec_t rs[4] = {{ECAT_APWR, REG_FMMU0, 48}, {ECAT_APWR, REG_SM0, 32}, {ECAT_APWR, REG_DCACT, 1},
                           {ECAT_APWR, REG_EEPCFG, 1}};
@@ -49,116 +118,36 @@ static autd3_err_t recover_slave(echocat_t *ec, uint16_t k) {
   memset(in + (size_t)k * 82, 0, 82);
   if ((e = echocat__each(ec, one, 1, true, rs, 4, in, NULL, NULL)) != AUTD3_OK)
     return e;
-  if (k == 0 && (e = echocat__rebase_reference(ec)) != AUTD3_OK)
+  if ((e = echocat__sii_read(ec, one, 1)) != AUTD3_OK || (e = echocat__check_identity(ec, one, 1)) != AUTD3_OK)
     return e;
-  if ((e = echocat__assign_addresses(ec, one, 1)) != AUTD3_OK)
-    return e;
-  ecat_put16(v, AL_INIT | AL_ACK);
-  if ((e = echocat__dg1(ec, ECAT_FPWR, STATION(k), REG_ALCTL, v, 2, NULL, NULL)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__sii_read(ec, one, 1)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__check_identity(ec, one, 1)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__to_preop(ec, one, 1)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__dc_config(ec, one, 1, false)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__sync0_on(ec, one, 1)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__map_pdo(ec, one, 1)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__request_state(ec, one, 1, AL_SAFEOP)) != AUTD3_OK)
-    return e;
-  if ((e = echocat__wait_state(ec, one, 1, AL_SAFEOP, ec->opt.ethercat.state_timeout_ms)) != AUTD3_OK)
-    return e;
-  return echocat__request_state(ec, one, 1, AL_OP);
+  return echocat__mailbox_sm(ec, one, 1);
 }
 
-/* Evidence that device k lost its firmware state (power-cycled): tell the
- * link layer once per episode (until it is back in OP), before recover_slave
- * requests OP, i.e. before any valid cycle carries its post-reset inputs
- * (a valid cycle needs every device in OP). */
-static void report_reset(echocat_t *ec, uint16_t k) {
-  if (ec->sl[k].reset_reported)
-    return;
-  ec->sl[k].reset_reported = true;
-  autd3_link_report_device_reset(&ec->base, k);
+/* In PRE-OP: offset and delay from one latching frame, SYNC0 on the common
+ * grid, then the process-data SM/FMMU mapping (as at open). */
+static autd3_err_t rec_realign(void *c, uint16_t k) {
+  echocat_t *ec = c;
+  uint16_t one[1] = {k};
+  autd3_err_t e;
+  if ((e = echocat__dc_config(ec, one, 1, false)) != AUTD3_OK || (e = echocat__sync0_on(ec, one, 1)) != AUTD3_OK)
+    return e;
+  return echocat__map_pdo(ec, one, 1);
 }
 
 static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *out) {
-  echocat_t *ec = (echocat_t *)link;
-  autd3__mutex_lock(&ec->check_lock);
-  uint16_t all[AUTD3_MAX_DEVICES];
-  echocat__list_range(all, 0, ec->n);
-  uint8_t al[AUTD3_MAX_DEVICES];
-  uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
-  autd3_err_t e = echocat__read_states(ec, all, ec->n, al, code, wkc);
-  if (e == AUTD3_E_TIMEOUT) { /* nothing came back at all: every device is lost */
-    memset(wkc, 0, sizeof wkc);
-    memset(al, 0, sizeof al);
-    e = AUTD3_OK;
-  }
-  if (e != AUTD3_OK) {
-    autd3__mutex_unlock(&ec->check_lock);
-    return e;
-  }
-  bool all_op = true;
-  for (uint16_t k = 0; k < ec->n; k++) {
-    uint8_t st = al[k] & 0x0F;
-    bool err = (al[k] & AL_ERROR) != 0;
-    if (wkc[k] != 1) {
-      out->state[k] = AUTD3_DEVICE_LOST;
-      ec->sl[k].lost = true;
-    } else if (st == AL_OP && !err) {
-      out->state[k] = AUTD3_DEVICE_OP;
-      ec->sl[k].lost = false;
-      ec->sl[k].reset_reported = false;
-      continue;
-    } else if (st == AL_SAFEOP && err) {
-      out->state[k] = AUTD3_DEVICE_SAFE_OP_ERROR;
-      uint8_t v[2];
-      ecat_put16(v, AL_SAFEOP | AL_ACK); /* acknowledge; the next check asks for OP */
-      echocat__dg1(ec, ECAT_FPWR, STATION(k), REG_ALCTL, v, 2, NULL, NULL);
-    } else if (st == AL_SAFEOP) {
-      out->state[k] = AUTD3_DEVICE_SAFE_OP;
-      uint8_t v[2];
-      ecat_put16(v, AL_OP);
-      echocat__dg1(ec, ECAT_FPWR, STATION(k), REG_ALCTL, v, 2, NULL, NULL);
-    } else {
-      out->state[k] = AUTD3_DEVICE_OTHER;
-      out->al_state[k] = al[k];
-      /* answers at its address but fell back (INIT/PRE-OP): configure again;
-       * INIT means its firmware state is gone */
-      if (st == AL_INIT)
-        report_reset(ec, k);
-      recover_slave(ec, k);
-    }
-    all_op = false;
-  }
-  /* Lost devices: is something at their position again (re-plugged)? A device
-   * that kept its station address comes back by itself (the next check sees its
-   * state); one that was power-cycled (address 0) is configured again. */
-  for (uint16_t k = 0; k < ec->n; k++) {
-    if (out->state[k] != AUTD3_DEVICE_LOST)
-      continue;
-    uint8_t a[2];
-    uint16_t w = 0;
-    if (echocat__dg1(ec, ECAT_APRD, POSITION(k), REG_STADR, NULL, 2, a, &w) == AUTD3_OK && w == 1 &&
-        ecat_get16(a) != STATION(k)) {
-      report_reset(ec, k); /* it lost its station address: power-cycled */
-      recover_slave(ec, k);
-    }
-  }
-  if (!all_op)
-    ec->problem = true;
-  else if (ec->problem) {
-    ec->problem = false;
-    ec->recoveries++;
-  }
-  out->recoveries = ec->recoveries;
-  autd3__mutex_unlock(&ec->check_lock);
-  return AUTD3_OK;
+  return autd3__ecat_recovery_check(((echocat_t *)link)->rec, out);
+}
+
+static autd3_err_t recovery_create(echocat_t *ec) {
+  const autd3_link_ecat_ops_t ops = {.ctx = ec,
+                                     .read = rec_read,
+                                     .write = rec_write,
+                                     .read_states = rec_read_states,
+                                     .readdress = rec_readdress,
+                                     .restore = rec_restore,
+                                     .realign_dc = rec_realign};
+  const autd3_link_ecat_recovery_config_t cfg = {sizeof cfg, ec->opt.ethercat.state_timeout_ms, NULL};
+  return autd3__ecat_recovery_create(&ec->base, &ops, &cfg, &ec->rec);
 }
 
 /* ---------------------------------------------------------------- diagnostics */
@@ -215,7 +204,7 @@ static void release(echocat_t *ec) {
     autd3__nic_close(ec->nic);
   autd3__capture_tap_stop(ec->cap); /* after the last frame: the tap writes what it has queued */
   autd3__master_guard_release(ec->guard); /* after the last frame (close's INIT request) */
-  autd3__mutex_destroy(&ec->check_lock);
+  autd3__ecat_recovery_free(ec->rec);
   free(ec->zero_tx);
   free(ec);
 }
@@ -325,10 +314,6 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   ec->opt = *opt;
   ec->opt.ethercat.interface = NULL; /* not kept: the caller owns the string */
   ec->opt.ethercat.capture_path = o->capture_path;
-  if (autd3__mutex_init(&ec->check_lock) != AUTD3_OK) {
-    free(ec);
-    return AUTD3_E_INTERNAL; /* the seam set the message */
-  }
   ec->period = send_cycle;
   uint16_t count = 0;
 
@@ -481,6 +466,8 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
     e = echocat__foreign_master_error(ec, "during open");
     goto fail;
   }
+  if ((e = recovery_create(ec)) != AUTD3_OK)
+    goto fail;
   /* statistics count the caller's cycles only */
   for (int i = 0; i <= JIT_BUCKETS; i++)
     atomic_store(&ec->jit[i], 0);

@@ -18,6 +18,7 @@
 
 #include "autd3/link_driver.h"
 #include "ecat/identity.h"
+#include "ecat/recovery.h"
 #include "link/echocat/ecat.h"
 #include "link/link_internal.h"
 #include "nic/master_guard.h"
@@ -76,8 +77,6 @@ typedef struct slave {
   uint16_t mbx_out_off, mbx_out_len, mbx_in_off, mbx_in_len;
   bool no_lrw;
   uint32_t delay;
-  bool lost;
-  bool reset_reported; /* its reset was reported (autd3_link_report_device_reset) and it is not back in OP yet */
 } slave_t;
 
 typedef struct cycle_res {
@@ -134,9 +133,7 @@ typedef struct echocat {
   atomic_int owner;
   atomic_int mbx;
   atomic_uint_fast64_t bus_cycles; /* cycle() calls, for the checker's "is anyone cycling" */
-  autd3__mutex_t check_lock;       /* serialises check_state callers (user threads only) */
-  uint64_t recoveries;
-  bool problem;
+  autd3_link_ecat_recovery_t *rec; /* the state checker's recovery (src/ecat/recovery.h) */
 
   /* diagnostics (written by the bus thread, read anywhere) */
   atomic_uint jit[JIT_BUCKETS + 1];
@@ -179,6 +176,8 @@ autd3_err_t echocat__read_states(echocat_t *ec, const uint16_t *list, int cnt, u
 autd3_err_t echocat__request_state(echocat_t *ec, const uint16_t *list, int cnt, uint16_t state);
 autd3_err_t echocat__reset_slaves(echocat_t *ec);
 autd3_err_t echocat__sii_read(echocat_t *ec, const uint16_t *list, int cnt);
+/* The mailbox SyncManagers (SM0/SM1) from SII, for the slaves that have a mailbox. */
+autd3_err_t echocat__mailbox_sm(echocat_t *ec, const uint16_t *list, int cnt);
 autd3_err_t echocat__to_preop(echocat_t *ec, const uint16_t *list, int cnt);
 autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, uint8_t state, uint32_t timeout_ms);
 

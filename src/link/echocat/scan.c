@@ -283,7 +283,7 @@ autd3_err_t echocat__assign_addresses(echocat_t *ec, const uint16_t *list, int c
 }
 
 /* SM0/SM1 for the mailbox where the SII declares one, then PRE-OP. */
-autd3_err_t echocat__to_preop(echocat_t *ec, const uint16_t *list, int cnt) {
+autd3_err_t echocat__mailbox_sm(echocat_t *ec, const uint16_t *list, int cnt) {
   uint8_t sm[AUTD3_MAX_DEVICES * 16] = {0};
   uint16_t mlist[AUTD3_MAX_DEVICES];
   int m = 0;
@@ -298,7 +298,11 @@ autd3_err_t echocat__to_preop(echocat_t *ec, const uint16_t *list, int cnt) {
     mlist[m++] = list[i];
   }
   const dgspec_t sp = {ECAT_FPWR, REG_SM0, 16};
-  autd3_err_t e = m ? echocat__each(ec, mlist, m, false, &sp, 1, sm, NULL, NULL) : AUTD3_OK;
+  return m ? echocat__each(ec, mlist, m, false, &sp, 1, sm, NULL, NULL) : AUTD3_OK;
+}
+
+autd3_err_t echocat__to_preop(echocat_t *ec, const uint16_t *list, int cnt) {
+  autd3_err_t e = echocat__mailbox_sm(ec, list, cnt);
   if (e == AUTD3_OK)
     e = echocat__request_state(ec, list, cnt, AL_PREOP | AL_ACK);
   if (e == AUTD3_OK)

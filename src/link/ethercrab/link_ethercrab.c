@@ -24,7 +24,7 @@
 static const autd3_link_services_t *S;
 
 /* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
-#define CRAB_ABI_VERSION 6u
+#define CRAB_ABI_VERSION 7u
 
 enum {
   CRAB_OK = 0,
@@ -61,10 +61,6 @@ typedef struct crab_open_args {
    * (each candidate, for "auto"); non-zero = a CRAB_* code, `msg` says why. */
   int32_t (*on_adapter)(void *user, const char *ifname, char *msg, size_t cap);
   void *on_adapter_user;
-  /* Called on the state checker's thread when device `dev` is found back in
-   * INIT, before it is re-configured and OP is requested; NULL = no call. */
-  void (*on_device_reset)(void *user, uint16_t dev);
-  void *on_device_reset_user;
   /* The shared AUTD3 identity check (src/ecat/identity.h), called during
    * discovery for every device; non-zero = a CRAB_* code, `msg` says why. */
   int32_t (*check_identity)(const char *ifname, uint16_t position, uint32_t vendor, uint32_t product, const char *name,
@@ -94,8 +90,9 @@ struct crab_link; /* Rust-owned */
 uint32_t autd3crab_abi_version(void);
 int32_t autd3crab_open(const crab_open_args_t *args, struct crab_link **out, crab_open_info_t *info, char *msg, size_t cap);
 int32_t autd3crab_cycle(const struct crab_link *link, const uint8_t *tx, uint8_t *rx, crab_cycle_out_t *out, char *msg, size_t cap);
-int32_t autd3crab_check(const struct crab_link *link, uint8_t *state, uint8_t *al_state, size_t n, uint64_t *recoveries, char *msg,
-                        size_t cap);
+int32_t autd3crab_register(const struct crab_link *link, uint16_t dev, bool by_position, bool write, uint16_t reg, uint8_t *buf,
+                           uint16_t len, uint16_t *wkc, char *msg, size_t cap);
+uint16_t autd3crab_station(const struct crab_link *link, uint16_t dev);
 uint64_t autd3crab_ignored_replies(const struct crab_link *link);
 void autd3crab_close(struct crab_link *link);
 
@@ -110,8 +107,9 @@ typedef struct ethercrab_link {
    * for another master's frames and, with capture_path, records it */
   autd3_link_tap_t *cap;
   autd3_link_master_guard_t *guard; /* one master per chain: the interface's lock, held until close */
-  /* reset reported, device not back in OP yet; atomic: checks may run on several threads */
-  atomic_bool reset_reported[AUTD3_MAX_DEVICES];
+  /* the state checker: libautd3's EtherCAT recovery (services ecat_recovery_*)
+   * on the shim's register access */
+  autd3_link_ecat_recovery_t *rec;
   uint32_t period_ns;     /* SYNC0 period */
   uint64_t send_period_ns; /* send_cycle_ns (a multiple of the SYNC0 period) */
   /* the shared pacer, anchored by pace() at the next send (host monotonic
@@ -268,20 +266,44 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   return autd3_set_error(map_code(rc), "%s", L->cycle_msg[0] ? L->cycle_msg : "ethercrab: bus cycle failed");
 }
 
+/* ---- the state checker: libautd3's EtherCAT recovery on the shim's register access ----
+ * Every step (state machine, re-addressing, SM/FMMU restore as read at open,
+ * DC offset and SYNC0 re-alignment) is the generic one of src/ecat/recovery.h. */
+
+static autd3_err_t rec_access(void *c, uint16_t dev, bool pos, bool write, uint16_t reg, void *buf, uint16_t len, uint16_t *wkc) {
+  ethercrab_link_t *L = c;
+  char msg[MSG_CAP] = "";
+  int32_t rc = autd3crab_register(L->crab, dev, pos, write, reg, buf, len, wkc, msg, sizeof msg);
+  if (rc != CRAB_OK) return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: register access failed");
+  return AUTD3_OK;
+}
+static autd3_err_t rec_read(void *c, uint16_t dev, bool pos, uint16_t reg, void *buf, uint16_t len, uint16_t *wkc) {
+  return rec_access(c, dev, pos, false, reg, buf, len, wkc);
+}
+static autd3_err_t rec_write(void *c, uint16_t dev, bool pos, uint16_t reg, const void *buf, uint16_t len, uint16_t *wkc) {
+  uint8_t data[1500]; /* the shim takes one mutable buffer for both directions */
+  if (len > sizeof data) return autd3_set_error(AUTD3_E_INTERNAL, "ethercrab: a %u-byte register write", len);
+  memcpy(data, buf, len);
+  return rec_access(c, dev, pos, true, reg, data, len, wkc);
+}
+
+static autd3_err_t recovery_create(ethercrab_link_t *L, uint32_t state_timeout_ms) {
+  uint16_t stations[AUTD3_MAX_DEVICES];
+  for (uint16_t d = 0; d < L->base.num_devices; d++) stations[d] = autd3crab_station(L->crab, d);
+  const autd3_link_ecat_ops_t ops = {.ctx = L, .read = rec_read, .write = rec_write};
+  const autd3_link_ecat_recovery_config_t cfg = {sizeof cfg, state_timeout_ms, stations};
+  return S->ecat_recovery_create(&L->base, &ops, &cfg, &L->rec);
+}
+
 /* Any thread, concurrently with the bus thread (EtherCrab's MainDevice is
  * shared; the check uses its own PDUs). Blocks for a few PDU round trips. */
 static autd3_err_t crab_check_state(struct autd3_link *l, autd3_link_status_t *out) {
-  ethercrab_link_t *L = (ethercrab_link_t *)l;
-  char msg[MSG_CAP] = "";
-  int32_t rc = autd3crab_check(L->crab, out->state, out->al_state, l->num_devices, &out->recoveries, msg, sizeof msg);
-  if (rc != CRAB_OK) return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: state check failed");
-  for (uint16_t d = 0; d < l->num_devices; d++)
-    if (out->state[d] == AUTD3_DEVICE_OP) atomic_store(&L->reset_reported[d], false); /* a later reset is a new episode */
-  return AUTD3_OK;
+  return S->ecat_recovery_check(((ethercrab_link_t *)l)->rec, out);
 }
 
 static void crab_close(struct autd3_link *l) {
   ethercrab_link_t *L = (ethercrab_link_t *)l;
+  S->ecat_recovery_free(L->rec);
   autd3crab_close(L->crab);         /* SYNC0 off, INIT, tx/rx thread joined */
   S->tap_stop(L->cap); /* writes the INIT frames still queued */
   S->master_guard_release(L->guard); /* after the last frame */
@@ -339,14 +361,6 @@ static int32_t crab_check_identity(const char *ifname, uint16_t position, uint32
   if (S->ecat_check_identity("ethercrab", ifname, position, vendor, product, name) == AUTD3_OK) return CRAB_OK;
   snprintf(msg, cap, "%s", autd3_last_error());
   return CRAB_NOT_AUTD;
-}
-
-/* The shim found device `dev` back in INIT (power-cycled): report it once per
- * episode (until it is seen in OP again), before OP is requested. */
-static void crab_on_device_reset(void *user, uint16_t dev) {
-  ethercrab_link_t *L = user;
-  if (dev >= L->base.num_devices || atomic_exchange(&L->reset_reported[dev], true)) return;
-  autd3_link_report_device_reset(&L->base, dev);
 }
 
 static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
@@ -419,10 +433,7 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   crab_adapter_ctx_t ad = {e->capture_path, e->rt_priority, e->rt_cpu, NULL, NULL};
   args.on_adapter = crab_on_adapter;
   args.on_adapter_user = &ad;
-  /* the header first: the reset hook counts into it (only ever after open) */
   autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
-  args.on_device_reset = crab_on_device_reset;
-  args.on_device_reset_user = L;
   args.check_identity = crab_check_identity;
   args.apply_rt = crab_apply_rt;
   crab_open_info_t info;
@@ -437,6 +448,13 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   }
   L->cap = ad.tap;
   L->guard = ad.guard;
+  /* every device is in OP: what the recovery restores is read now */
+  if ((err = recovery_create(L, e->state_timeout_ms)) != AUTD3_OK) {
+    char keep[MSG_CAP];
+    snprintf(keep, sizeof keep, "%s", autd3_last_error());
+    crab_close(&L->base);
+    return autd3_set_error(err, "%s", keep);
+  }
   if (S->tap_foreign(L->cap, NULL) != 0) { /* another master's frames during the bring-up */
     autd3_err_t fe = foreign_master_error(L, info.interface, "during open");
     char keep[MSG_CAP];

@@ -14,8 +14,9 @@
  *   slave an AUTD3 (src/ecat/identity.h) -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
  *   -> DC alignment wait -> ecx_config_map_group (does PRE-OP->SAFE-OP) ->
  *   SAFE-OP check -> warm-up cycles, OP request, wait for OP with a stable WKC.
- * cycle() is paced to the DC phase (§4.3), check_state() is the new-generation
- * state checker (§4.4) plus SOEM's classic slave recovery, close() stops SYNC0
+ * cycle() is paced to the DC phase (§4.3), check_state() is libautd3's
+ * EtherCAT recovery (services ecat_recovery_*: the new-generation state
+ * checker plus the slave recovery) on SOEM's primitives, close() stops SYNC0
  * and requests INIT.
  *
  * Threads: cycle() runs on the caller's thread and allocates nothing; the only
@@ -88,11 +89,9 @@ typedef struct soem_link {
   /* one master per chain: the interface's lock, taken before SOEM's first
    * frame and held until close (src/nic/master_guard.h) */
   autd3_link_master_guard_t *guard;
-  /* state checker (serialised by check_busy; never touched by cycle) */
-  atomic_flag check_busy;
-  uint64_t recoveries;
-  uint8_t last_state[AUTD3_MAX_DEVICES]; /* autd3_device_state_t as of the last check */
-  bool reset_reported[AUTD3_MAX_DEVICES]; /* reset reported, device not back in OP yet */
+  /* the state checker: libautd3's EtherCAT recovery on SOEM's primitives
+   * (services ecat_recovery_*; never touched by cycle) */
+  autd3_link_ecat_recovery_t *rec;
 } soem_link_t;
 
 /* ---- small helpers ----------------------------------------------------------------- */
@@ -489,7 +488,7 @@ static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
       ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
       ecx_FPRD(&ctx->port, s->configadr, REG_DCRTPU, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
     return;
-  uint64_t offset = htoell(etohll(t_ref) + etohll(off_ref) + (uint64_t)s->pdelay - etohll(t_k));
+  uint64_t offset = htoell(S->ecat_dc_offset(etohll(t_ref) + etohll(off_ref), etohll(t_k), (uint32_t)s->pdelay));
   int32_t delay = htoel(s->pdelay);
   uint16_t speed = htoes(0x1000); /* SOEM's reset value; rewriting it restarts the drift filter */
   ecx_FPWR(&ctx->port, s->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
@@ -517,17 +516,12 @@ static void rebase_reference(ecx_contextt *ctx) {
   uint64_t off_ref = 0;
   if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
   uint64_t target = etohll(s_other) + ((a1 + b1) / 2 - (a0 + a1) / 2);
-  uint64_t offset = htoell(etohll(off_ref) + target - etohll(s_ref));
+  uint64_t offset = htoell(S->ecat_dc_rebase_offset(etohll(off_ref), etohll(s_ref), target));
   uint16_t speed = htoes(0x1000);
   ecx_FPWR(&ctx->port, ref->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
   ecx_FPWR(&ctx->port, ref->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
 }
 
-/* New-generation state check (state_check.rs) plus SOEM's classic slave
- * recovery for devices that came back in INIT/PRE-OP (power cycle, re-plug):
- * OP -> OP; no answer -> LOST (try to find it again at its position);
- * SAFE-OP+ERROR -> acknowledge; SAFE-OP -> request OP; anything else ->
- * re-address and reconfigure it up to SAFE-OP (OP follows at the next check). */
 /* One FPRD whose reply is checked against the request. SOEM matches a reply
  * to its request by the frame index alone (16 of them, SOEM v2.0.0
  * oshw/linux/nicdrv.c ecx_inframe), and its reads resend the same frame every
@@ -580,55 +574,76 @@ static uint16_t confirm_state(ecx_contextt *ctx, uint16_t slave) {
   return ctx->slavelist[slave].state;
 }
 
-static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t *out) {
-  soem_link_t *l = (soem_link_t *)base;
-  ecx_contextt *ctx = l->ctx;
-  while (atomic_flag_test_and_set_explicit(&l->check_busy, memory_order_acquire)) S->sleep_ns(100000);
-  bool was_all_op = true;
-  for (uint16_t d = 0; d < base->num_devices; d++) was_all_op &= l->last_state[d] == AUTD3_DEVICE_OP;
-  ecx_readstate(ctx);
-  bool now_all_op = true;
-  for (uint16_t d = 0; d < base->num_devices; d++) {
-    uint16_t slave = (uint16_t)(d + 1);
-    uint16_t s = ctx->slavelist[slave].state;
-    if ((s & 0x0f) != EC_STATE_OPERATIONAL) s = confirm_state(ctx, slave);
-    uint8_t st;
-    out->al_state[d] = 0;
-    if ((s & 0x0f) == EC_STATE_OPERATIONAL) { /* the error flag alone does not stop OP (state_check.rs) */
-      st = AUTD3_DEVICE_OP;
-      l->reset_reported[d] = false; /* a later reset is a new episode */
-    } else if ((s & 0x0f) == EC_STATE_NONE) {
-      st = AUTD3_DEVICE_LOST;
-      ecx_recover_slave(ctx, slave, EC_TIMEOUTRET); /* re-address it if it came back without its station address */
-    } else if ((s & 0x0f) == EC_STATE_SAFE_OP && (s & EC_STATE_ERROR)) {
-      st = AUTD3_DEVICE_SAFE_OP_ERROR;
-      request_state(ctx, slave, EC_STATE_SAFE_OP | EC_STATE_ACK);
-    } else if ((s & 0x0f) == EC_STATE_SAFE_OP) {
-      st = AUTD3_DEVICE_SAFE_OP;
-      request_state(ctx, slave, EC_STATE_OPERATIONAL);
-    } else {
-      st = AUTD3_DEVICE_OTHER;
-      out->al_state[d] = (uint8_t)s;
-      /* Back in INIT: its firmware state is gone (power-cycled). Report it
-       * once per episode, before the re-configuration below (OP follows at a
-       * later check), so no valid cycle carries its post-reset inputs first. */
-      if ((s & 0x0f) == EC_STATE_INIT && !l->reset_reported[d]) {
-        l->reset_reported[d] = true;
-        autd3_link_report_device_reset(base, d);
-      }
-      if (ecx_recover_slave(ctx, slave, RECOVER_TIMEOUT_US) > 0) {
-        realign_dc(ctx, slave); /* before the hook in reconfig computes its SYNC0 start from its system time */
-        ecx_reconfig_slave(ctx, slave, RECOVER_TIMEOUT_US);
-      }
-    }
-    out->state[d] = st;
-    l->last_state[d] = st;
-    now_all_op &= st == AUTD3_DEVICE_OP;
-  }
-  if (!was_all_op && now_all_op) l->recoveries++;
-  out->recoveries = l->recoveries;
-  atomic_flag_clear_explicit(&l->check_busy, memory_order_release);
+/* ---- the state checker: libautd3's EtherCAT recovery (services ecat_recovery_*) on SOEM's primitives ---- */
+
+/* Registers by station address (reads checked against their request, see
+ * fprd_checked) or by ring position (dev 0-based; SOEM's slave = dev + 1). */
+static autd3_err_t rec_read(void *c, uint16_t dev, bool pos, uint16_t reg, void *buf, uint16_t len, uint16_t *wkc) {
+  ecx_contextt *ctx = ((soem_link_t *)c)->ctx;
+  int w = pos ? ecx_APRD(&ctx->port, (uint16_t)(0u - dev), reg, len, buf, EC_TIMEOUTRET3)
+              : fprd_checked(ctx, ctx->slavelist[dev + 1].configadr, reg, len, buf, CONFIRM_TIMEOUT_US);
+  *wkc = w > 0 ? (uint16_t)w : 0;
   return AUTD3_OK;
+}
+
+static autd3_err_t rec_write(void *c, uint16_t dev, bool pos, uint16_t reg, const void *buf, uint16_t len, uint16_t *wkc) {
+  ecx_contextt *ctx = ((soem_link_t *)c)->ctx;
+  uint8_t data[EC_MAXECATFRAME]; /* SOEM's write calls take a mutable buffer */
+  if (len > sizeof data) return autd3_set_error(AUTD3_E_INTERNAL, "soem: a %u-byte register write", len);
+  memcpy(data, buf, len);
+  int w = pos ? ecx_APWR(&ctx->port, (uint16_t)(0u - dev), reg, len, data, EC_TIMEOUTRET3)
+              : ecx_FPWR(&ctx->port, ctx->slavelist[dev + 1].configadr, reg, len, data, EC_TIMEOUTRET3);
+  *wkc = w > 0 ? (uint16_t)w : 0;
+  return AUTD3_OK;
+}
+
+/* Every AL status with one ecx_readstate, each that is not OP confirmed by
+ * its own checked read (confirm_state): no reply to that = no answer. */
+static autd3_err_t rec_read_states(void *c, uint16_t *al, bool *answered) {
+  soem_link_t *l = c;
+  ecx_contextt *ctx = l->ctx;
+  ecx_readstate(ctx);
+  for (uint16_t d = 0; d < l->hdr.num_devices; d++) {
+    uint16_t slave = (uint16_t)(d + 1);
+    uint16_t st = ctx->slavelist[slave].state;
+    if ((st & 0x0f) != EC_STATE_OPERATIONAL) st = confirm_state(ctx, slave);
+    answered[d] = (st & 0x0f) != EC_STATE_NONE;
+    al[d] = st;
+  }
+  return AUTD3_OK;
+}
+
+/* The INIT -> SAFE-OP walk is SOEM's own: ecx_reconfig_slave restores the
+ * SyncManagers and FMMUs from SOEM's slave list and runs the PRE-OP -> SAFE-OP
+ * hook (po2so_hook), which starts SYNC0 with ecx_dcsync0 from the device's
+ * system time; the generic steps would duplicate that and bypass SOEM's
+ * bookkeeping. So the DC offset is re-aligned first (realign_dc), and the
+ * recovery helper requests OP afterwards. */
+static autd3_err_t rec_reconfigure(void *c, uint16_t dev) {
+  ecx_contextt *ctx = ((soem_link_t *)c)->ctx;
+  uint16_t slave = (uint16_t)(dev + 1);
+  realign_dc(ctx, slave);
+  int st = ecx_reconfig_slave(ctx, slave, RECOVER_TIMEOUT_US);
+  if ((st & 0x0f) != EC_STATE_SAFE_OP)
+    return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "soem: device %u did not come back to SAFE-OP (ecx_reconfig_slave: %s)", dev,
+                           al_state_name((uint16_t)st));
+  return AUTD3_OK;
+}
+
+static autd3_err_t recovery_create(soem_link_t *l, uint32_t state_timeout_ms) {
+  uint16_t stations[AUTD3_MAX_DEVICES];
+  for (uint16_t d = 0; d < l->hdr.num_devices; d++) stations[d] = l->ctx->slavelist[d + 1].configadr;
+  const autd3_link_ecat_ops_t ops = {.ctx = l,
+                                     .read = rec_read,
+                                     .write = rec_write,
+                                     .read_states = rec_read_states,
+                                     .reconfigure = rec_reconfigure};
+  const autd3_link_ecat_recovery_config_t cfg = {sizeof cfg, state_timeout_ms, stations};
+  return S->ecat_recovery_create(&l->hdr, &ops, &cfg, &l->rec);
+}
+
+static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t *out) {
+  return S->ecat_recovery_check(((soem_link_t *)base)->rec, out);
 }
 
 static size_t soem_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
@@ -657,6 +672,7 @@ static void soem_teardown(soem_link_t *l) {
     if (l->ctx_open) soem_close_ctx(l->ctx);
     free(l->ctx);
   }
+  S->ecat_recovery_free(l->rec);
   S->tap_stop(l->cap); /* after close's INIT request: the tap writes what it has queued */
   S->master_guard_release(l->guard); /* after the last frame */
   free(l->iomap);
@@ -737,6 +753,7 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (reference §4.1). */
   l->expected_wkc = ctx->grouplist[0].outputsWKC * 2 + ctx->grouplist[0].inputsWKC;
   if ((err = wait_for_op(l, o->op_wait_timeout_ms)) != AUTD3_OK) return err;
+  if ((err = recovery_create(l, o->state_timeout_ms)) != AUTD3_OK) return err;
   if (S->tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "during open");
   return AUTD3_OK;
 }
@@ -770,9 +787,6 @@ static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3
     return autd3_set_error(AUTD3_E_NOMEM, "soem: out of memory for the SOEM context");
   }
   autd3_link_init(&l->hdr, &soem_vtable, AUTD3_LINK_SOEM, (uint16_t)n);
-  atomic_flag_clear(&l->check_busy);
-  /* open returns only with every device in OP; the first check counts a recovery only after a problem */
-  memset(l->last_state, AUTD3_DEVICE_OP, sizeof l->last_state);
   l->sync0_period_ns = o->sync0_period_ns;
   l->sync0_shift_ns = o->sync0_shift_ns;
   l->cycle_ns = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;

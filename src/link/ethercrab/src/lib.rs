@@ -18,7 +18,9 @@
 //! joins the tx/rx thread and frees the PDU storage. (async-io keeps one
 //! process-wide helper thread of its own once used; it idles.)
 //!
-//! Also here: the state checker's re-configuration of power-cycled devices.
+//! The state checker and the recovery of power-cycled devices are C's (the
+//! EtherCAT recovery shared by every EtherCAT link, src/ecat/recovery.h): the
+//! shim gives it register access (`autd3crab_register`).
 //! The optional pcap capture is C's (the shared tap of src/nic/capture.h):
 //! the shim only calls `OpenArgs::on_adapter` before it opens an adapter.
 //!
@@ -46,7 +48,7 @@ use ethercrab::{
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -64,13 +66,6 @@ const CODE_INTERNAL: i32 = 11;
 const CODE_VERSION: i32 = 12;
 /// Not an error: the cycle's frame was lost (PDU timeout / working counter error).
 const CODE_LOST: i32 = 13;
-
-// Device state codes written by check (= autd3_device_state_t).
-const ST_OP: u8 = 1;
-const ST_SAFE_OP: u8 = 2;
-const ST_SAFE_OP_ERROR: u8 = 3;
-const ST_LOST: u8 = 4;
-const ST_OTHER: u8 = 5;
 
 const TX_BYTES: usize = 626; // AUTD3_TX_FRAME_BYTES
 const RX_BYTES: usize = 2; // AUTD3_RX_FRAME_BYTES
@@ -134,13 +129,6 @@ pub struct OpenArgs {
     >,
     /// Passed back to `on_adapter`; owned by C, valid during the open call.
     pub on_adapter_user: *mut c_void,
-    /// Called on the state checker's thread when device `dev` (0-based) is
-    /// found back in INIT (its firmware state is gone: power-cycled), before
-    /// the checker re-configures it and requests OP, i.e. before any cycle
-    /// can carry its post-reset inputs as valid; NULL = no call.
-    pub on_device_reset: Option<unsafe extern "C" fn(user: *mut c_void, dev: u16)>,
-    /// Passed back to `on_device_reset`; owned by C, valid until close.
-    pub on_device_reset_user: *mut c_void,
     /// The AUTD3 identity check every EtherCAT link shares (C's
     /// src/ecat/identity.h), called during discovery for each device with the
     /// adapter's name, its ring position, SII vendor id, product code and
@@ -168,26 +156,6 @@ pub type IdentityFn = unsafe extern "C" fn(
     msg: *mut c_char,
     cap: usize,
 ) -> i32;
-
-/// C's device-reset hook, kept by the link (OpenArgs::on_device_reset).
-struct ResetHook {
-    f: Option<unsafe extern "C" fn(user: *mut c_void, dev: u16)>,
-    user: *mut c_void,
-}
-
-// SAFETY: C guarantees the hook may be called from any thread and its user
-// pointer stays valid until close (the link's owner is C's link object).
-unsafe impl Send for ResetHook {}
-unsafe impl Sync for ResetHook {}
-
-impl ResetHook {
-    fn call(&self, dev: usize) {
-        if let (Some(f), Ok(d)) = (self.f, u16::try_from(dev)) {
-            // SAFETY: see the impls above.
-            unsafe { f(self.user, d) };
-        }
-    }
-}
 
 /// What open found.
 #[repr(C)]
@@ -718,19 +686,8 @@ async fn exchange<S: HasPdi>(
 pub struct Link {
     groups: Vec<OpGroup>,
     addresses: Vec<u16>,
-    /// Each device's configuration as it was in OP, to re-apply after a power cycle.
-    snapshots: Vec<Snapshot>,
-    /// How long re-configuration waits for each state.
-    state_timeout: Duration,
     expected_wkc: u16,
-    checker: Mutex<Checker>,
-    on_reset: ResetHook,
     transport: Transport,
-}
-
-struct Checker {
-    states: Vec<u8>,
-    recoveries: u64,
 }
 
 fn ms(v: u32) -> Duration {
@@ -1181,29 +1138,10 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
         }
         sleep_until(next).await;
     };
-    let mut snapshots = Vec::with_capacity(addresses.len());
-    for &a in &addresses {
-        snapshots.push(
-            Snapshot::read(md, a)
-                .await
-                .map_err(|e| crab_fail("reading the device configuration", e))?,
-        );
-    }
-    let n = addresses.len();
     Ok(Link {
         groups: op,
         addresses,
-        snapshots,
-        state_timeout: ms(args.state_timeout_ms),
         expected_wkc,
-        checker: Mutex::new(Checker {
-            states: vec![ST_OP; n],
-            recoveries: 0,
-        }),
-        on_reset: ResetHook {
-            f: args.on_device_reset,
-            user: args.on_device_reset_user,
-        },
         transport,
     })
 }
@@ -1244,248 +1182,44 @@ async fn shutdown(md: &MainDevice<'_>, addresses: &[u16]) {
     }
 }
 
-// ---- state check --------------------------------------------------------------------
+// ---- register access for C's state checker and recovery --------------------
 
 impl Link {
-    /// autd3-sdk state_check.rs: OP; SAFE-OP+ERROR -> acknowledge (0x14);
-    /// SAFE-OP -> request OP; no reply -> Lost; anything else -> Other.
-    // The guard is held across awaits on purpose: checks from several threads
-    // are serialised, and each runs under its own block_on (no shared executor).
-    #[allow(clippy::await_holding_lock)]
-    async fn check(&self, state: &mut [u8], al: &mut [u8]) -> u64 {
-        let md = self.transport.md();
-        let mut ck = self.checker.lock().unwrap_or_else(|p| p.into_inner());
-        let was_all_op = ck.states.iter().all(|&s| s == ST_OP);
-        for (i, &addr) in self.addresses.iter().enumerate() {
-            let mut raw = 0u8;
-            let new = match Command::fprd(addr, RegisterAddress::AlStatus.into())
-                .receive::<u16>(md)
-                .await
-            {
-                Ok(s) if s & 0x0F == 0x08 => ST_OP,
-                Ok(s) if s & 0x0F == 0x04 && s & 0x10 != 0 => {
-                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into())
-                        .send(md, 0x0014u16)
-                        .await;
-                    ST_SAFE_OP_ERROR
-                }
-                Ok(s) if s & 0x0F == 0x04 => {
-                    let _ = Command::fpwr(addr, RegisterAddress::AlControl.into())
-                        .send(md, 0x0008u16)
-                        .await;
-                    ST_SAFE_OP
-                }
-                // Back in INIT/PRE-OP at its address (its ESC kept 0x0010): re-apply.
-                Ok(s) if matches!(s & 0x0F, 0x01 | 0x02) => {
-                    match self.reconfigure(i, false, &ck.states).await {
-                        Ok(st) => st,
-                        Err(_) => {
-                            raw = (s & 0xFF) as u8;
-                            ST_OTHER
-                        }
-                    }
-                }
-                Ok(s) => {
-                    raw = (s & 0xFF) as u8;
-                    ST_OTHER
-                }
-                // No reply at its address: gone, or back after a power cycle
-                // (address 0x0010 cleared), which only position addressing reaches.
-                Err(e) if is_lost(&e) => self
-                    .reconfigure(i, true, &ck.states)
-                    .await
-                    .unwrap_or(ST_LOST),
-                Err(_) => ck.states[i],
-            };
-            ck.states[i] = new;
-            if let Some(x) = state.get_mut(i) {
-                *x = new;
-            }
-            if let Some(x) = al.get_mut(i) {
-                *x = raw;
-            }
-        }
-        if !was_all_op && ck.states.iter().all(|&s| s == ST_OP) {
-            ck.recoveries += 1;
-        }
-        ck.recoveries
-    }
-}
-
-// ---- re-configuration of a device that lost its configuration ---------------------
-//
-// A power-cycled ESC comes back in INIT with station address 0 and no FMMU,
-// SyncManager or DC setup, while EtherCrab's operational group still has it
-// in its process image. Like SOEM's ecx_reconfig_slave, the checker writes
-// back what the device had in OP (read at open), re-aligns its DC clock and
-// SYNC0 to the others, and walks it INIT -> PRE-OP -> SAFE-OP, then requests
-// OP (the next check sees OP once the cyclic LRW has written its outputs).
-
-const FMMU_BYTES: u16 = 16 * 16; // 16 FMMUs at 0x0600
-const SM_BYTES: u16 = 8 * 8; // 8 SyncManagers at 0x0800
-
-struct Snapshot {
-    fmmu: Vec<u8>,
-    sm: Vec<u8>,
-    delay: u32,
-    sync0_cycle: u32,
-    sync_act: u8,
-}
-
-impl Snapshot {
-    async fn read(md: &MainDevice<'_>, a: u16) -> Result<Snapshot, CrabError> {
-        let fmmu = Command::fprd(a, 0x0600)
-            .receive_slice(md, FMMU_BYTES)
-            .await?
-            .to_vec();
-        let sm = Command::fprd(a, 0x0800)
-            .receive_slice(md, SM_BYTES)
-            .await?
-            .to_vec();
-        let delay = Command::fprd(a, RegisterAddress::DcSystemTimeTransmissionDelay.into())
-            .receive::<u32>(md)
-            .await?;
-        let sync0_cycle = Command::fprd(a, RegisterAddress::DcSync0CycleTime.into())
-            .receive::<u32>(md)
-            .await?;
-        let sync_act = Command::fprd(a, RegisterAddress::DcSyncActive.into())
-            .receive::<u8>(md)
-            .await?;
-        Ok(Snapshot {
-            fmmu,
-            sm,
-            delay,
-            sync0_cycle,
-            sync_act,
-        })
-    }
-}
-
-impl Link {
-    async fn wait_al(&self, a: u16, want: u16) -> Result<(), CrabError> {
-        let deadline = Instant::now() + self.state_timeout;
-        loop {
-            let s = Command::fprd(a, RegisterAddress::AlStatus.into())
-                .receive::<u16>(self.transport.md())
-                .await?;
-            if s & 0x1F == want {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(CrabError::Timeout(TimeoutError::StateTransition));
-            }
-            async_io::Timer::after(Duration::from_millis(1)).await;
-        }
-    }
-
-    /// Device `i` answers at its ring position but not (or unconfigured) at its
-    /// address: restore it. Returns the state to report (SAFE_OP: OP requested).
-    async fn reconfigure(
+    /// Read (or write) `buf.len()` bytes of ESC register `reg` of device `dev`
+    /// at its station address, or at its ring position (a power-cycled ESC has
+    /// lost its address). Ok(false): nobody answered (working counter 0 or no
+    /// reply in time).
+    async fn register(
         &self,
-        i: usize,
+        dev: usize,
         by_position: bool,
-        states: &[u8],
-    ) -> Result<u8, CrabError> {
+        write: bool,
+        reg: u16,
+        buf: &mut [u8],
+    ) -> Result<bool, CrabError> {
         let md = self.transport.md();
-        let a = self.addresses[i];
-        let snap = &self.snapshots[i];
-        if by_position {
-            let pos = i as u16;
-            let cur = Command::aprd(pos, 0x0010).receive::<u16>(md).await?;
-            if cur != a {
-                Command::apwr(pos, 0x0010).send(md, a).await?;
-            }
+        let len = u16::try_from(buf.len()).map_err(|_| CrabError::Internal)?;
+        let r = if write {
+            let cmd = if by_position {
+                Command::apwr(u16::try_from(dev).map_err(|_| CrabError::Internal)?, reg)
+            } else {
+                Command::fpwr(self.addresses[dev], reg)
+            };
+            // send_receive checks the working counter (send alone does not)
+            cmd.send_receive_slice(md, &*buf).await.map(|_| ())
+        } else {
+            let cmd = if by_position {
+                Command::aprd(u16::try_from(dev).map_err(|_| CrabError::Internal)?, reg)
+            } else {
+                Command::fprd(self.addresses[dev], reg)
+            };
+            cmd.receive_slice(md, len).await.map(|d| buf.copy_from_slice(&d))
+        };
+        match r {
+            Ok(()) => Ok(true),
+            Err(e) if is_lost(&e) => Ok(false),
+            Err(e) => Err(e),
         }
-        let s = Command::fprd(a, RegisterAddress::AlStatus.into())
-            .receive::<u16>(md)
-            .await?;
-        match s & 0x0F {
-            0x01 => self.on_reset.call(i), // INIT: its firmware state is gone
-            0x02 => {}
-            0x08 => return Ok(ST_OP),
-            0x04 => return Ok(ST_SAFE_OP),
-            _ => return Ok(ST_OTHER),
-        }
-        Command::fpwr(a, RegisterAddress::AlControl.into())
-            .send(md, 0x0011u16)
-            .await?; // INIT + ack
-        self.wait_al(a, 0x01).await?;
-        for (k, sm) in snap.sm.chunks_exact(8).enumerate() {
-            if sm[2] != 0 || sm[3] != 0 {
-                Command::fpwr(a, 0x0800 + 8 * k as u16).send(md, sm).await?;
-            }
-        }
-        for (k, f) in snap.fmmu.chunks_exact(16).enumerate() {
-            if f[12] & 0x01 != 0 {
-                Command::fpwr(a, 0x0600 + 16 * k as u16).send(md, f).await?;
-            }
-        }
-        // DC: same propagation delay as before; offset so that its system time
-        // equals the others' (mean of two reads of another device around the
-        // read of this device's local time); the cyclic FRMW keeps it locked.
-        Command::fpwr(a, RegisterAddress::DcSystemTimeTransmissionDelay.into())
-            .send(md, snap.delay)
-            .await?;
-        // Time source: a device that is in OP (if none is, e.g. every device
-        // was power-cycled, its own restarted clock is as good as any).
-        let other = (0..self.addresses.len()).find(|&j| j != i && states.get(j) == Some(&ST_OP));
-        if let Some(other) = other.map(|j| self.addresses[j]) {
-            Command::fpwr(a, RegisterAddress::DcSystemTimeOffset.into())
-                .send(md, 0u64)
-                .await?;
-            let t1 = Command::fprd(other, RegisterAddress::DcSystemTime.into())
-                .receive::<u64>(md)
-                .await?;
-            let local = Command::fprd(a, RegisterAddress::DcSystemTime.into())
-                .receive::<u64>(md)
-                .await?;
-            let t2 = Command::fprd(other, RegisterAddress::DcSystemTime.into())
-                .receive::<u64>(md)
-                .await?;
-            let offset = (t1 / 2 + t2 / 2).wrapping_sub(local);
-            Command::fpwr(a, RegisterAddress::DcSystemTimeOffset.into())
-                .send(md, offset)
-                .await?;
-        }
-        // Reset the time-control loop filters (values as EtherCrab's bus reset).
-        Command::fpwr(a, RegisterAddress::DcControlLoopParam3.into())
-            .send(md, 0x0C00u16)
-            .await?;
-        Command::fpwr(a, RegisterAddress::DcControlLoopParam1.into())
-            .send(md, 0x1000u16)
-            .await?;
-        if snap.sync_act != 0 && snap.sync0_cycle != 0 {
-            let cycle = u64::from(snap.sync0_cycle);
-            Command::fpwr(a, RegisterAddress::DcSyncActive.into())
-                .send(md, 0u8)
-                .await?;
-            let now = Command::fprd(a, RegisterAddress::DcSystemTime.into())
-                .receive::<u64>(md)
-                .await?;
-            // EtherCrab's rule: first pulse on the period grid after a start delay.
-            let start = (now + DC_START_DELAY.as_nanos() as u64) / cycle * cycle;
-            Command::fpwr(a, RegisterAddress::DcSyncStartTime.into())
-                .send(md, start)
-                .await?;
-            Command::fpwr(a, RegisterAddress::DcSync0CycleTime.into())
-                .send(md, snap.sync0_cycle)
-                .await?;
-            Command::fpwr(a, RegisterAddress::DcSyncActive.into())
-                .send(md, snap.sync_act)
-                .await?;
-        }
-        Command::fpwr(a, RegisterAddress::AlControl.into())
-            .send(md, 0x0002u16)
-            .await?;
-        self.wait_al(a, 0x02).await?;
-        Command::fpwr(a, RegisterAddress::AlControl.into())
-            .send(md, 0x0004u16)
-            .await?;
-        self.wait_al(a, 0x04).await?;
-        Command::fpwr(a, RegisterAddress::AlControl.into())
-            .send(md, 0x0008u16)
-            .await?;
-        Ok(ST_SAFE_OP)
     }
 }
 
@@ -1641,7 +1375,7 @@ unsafe impl Send for OpenArgs {}
 /// One exchange (no pacing: the C side sleeps until the DC-aligned deadline).
 /// Returns CODE_OK (see out->rx_valid), CODE_LOST (PDU timeout / working
 /// counter error: rx not written), or an error code (fatal for the link).
-/// Call from one thread at a time; may run concurrently with autd3crab_check.
+/// Call from one thread at a time; may run concurrently with autd3crab_register.
 ///
 /// # Safety
 /// `link` from autd3crab_open; `tx` n*626 bytes, `rx` n*2 bytes, n = device count.
@@ -1726,35 +1460,64 @@ pub unsafe extern "C" fn autd3crab_cycle(
     })
 }
 
-/// State check with recovery. Writes n device states and raw AL states.
+/// Register access for C's EtherCAT recovery (src/ecat/recovery.h): read
+/// (or, with `write`, write) `len` bytes at `buf` of ESC register `reg` of
+/// device `dev` (0-based) at its station address, or at its ring position if
+/// `by_position`. `*wkc` = 1 if it answered, 0 if nobody did (CODE_OK either
+/// way); another failure is CODE_IO with `msg`. The state checker's thread.
 ///
 /// # Safety
-/// `link` from autd3crab_open; `state`/`al_state` n bytes each.
+/// `link` from autd3crab_open; `buf` `len` bytes; `wkc` valid.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn autd3crab_check(
+pub unsafe extern "C" fn autd3crab_register(
     link: *const Link,
-    state: *mut u8,
-    al_state: *mut u8,
-    n: usize,
-    recoveries: *mut u64,
+    dev: u16,
+    by_position: bool,
+    write: bool,
+    reg: u16,
+    buf: *mut u8,
+    len: u16,
+    wkc: *mut u16,
     msg: *mut c_char,
     cap: usize,
 ) -> i32 {
     let r = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: see the function's contract.
         let link = unsafe { &*link };
-        let state = unsafe { std::slice::from_raw_parts_mut(state, n) };
-        let al = unsafe { std::slice::from_raw_parts_mut(al_state, n) };
-        let rec = futures_lite::future::block_on(link.check(state, al));
-        if !recoveries.is_null() {
-            unsafe { *recoveries = rec };
+        let buf = unsafe { std::slice::from_raw_parts_mut(buf, usize::from(len)) };
+        if usize::from(dev) >= link.addresses.len() {
+            write_msg(msg, cap, &format!("ethercrab: no device {dev}"));
+            return CODE_INTERNAL;
         }
-        CODE_OK
+        match futures_lite::future::block_on(link.register(usize::from(dev), by_position, write, reg, buf)) {
+            Ok(answered) => {
+                unsafe { *wkc = u16::from(answered) };
+                CODE_OK
+            }
+            Err(e) => {
+                write_msg(msg, cap, &format!("ethercrab: register 0x{reg:04x} of device {dev}: {e}"));
+                CODE_IO
+            }
+        }
     }));
     r.unwrap_or_else(|p| {
         write_msg(msg, cap, &panic_msg(&*p));
         CODE_INTERNAL
     })
+}
+
+/// Device `dev`'s configured station address (0 if there is no such device).
+///
+/// # Safety
+/// `link` from autd3crab_open.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn autd3crab_station(link: *const Link, dev: u16) -> u16 {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: see the function's contract.
+        let link = unsafe { &*link };
+        link.addresses.get(usize::from(dev)).copied().unwrap_or(0)
+    }))
+    .unwrap_or(0)
 }
 
 /// Received frames the tx/rx driver ignored because EtherCrab rejected them
@@ -1847,8 +1610,6 @@ mod tests {
             rt_cpu: -1,
             on_adapter: None,
             on_adapter_user: std::ptr::null_mut(),
-            on_device_reset: None,
-            on_device_reset_user: std::ptr::null_mut(),
             check_identity: None,
             apply_rt: None,
         };

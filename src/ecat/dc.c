@@ -1,0 +1,50 @@
+/*
+ * Distributed-clock arithmetic (src/ecat/dc.h).
+ */
+#include "ecat/dc.h"
+
+int64_t ecat_dc_diff_decode(uint32_t v) {
+  int64_t mag = (int64_t)(v & 0x7FFFFFFFu);
+  return (v & 0x80000000u) ? -mag : mag;
+}
+
+void ecat_dc_line_delays(size_t n, const uint32_t *rt0, const uint32_t *rt1, uint32_t *delay) {
+  if (n == 0)
+    return;
+  delay[0] = 0;
+  for (size_t k = 1; k < n; k++) {
+    /* Loop time through everything behind slave k-1 minus the loop time behind slave k, halved:
+     * the one-way delay of the hop k-1 -> k. Differences are taken in 32 bits (the latches wrap). */
+    int64_t behind_prev = (int32_t)(rt1[k - 1] - rt0[k - 1]);
+    int64_t behind_this = (k + 1 < n) ? (int32_t)(rt1[k] - rt0[k]) : 0;
+    int64_t hop = (behind_prev - behind_this) / 2;
+    if (hop < 0)
+      hop = 0;
+    delay[k] = delay[k - 1] + (uint32_t)hop;
+  }
+}
+
+uint64_t ecat_dc_sync0_start(uint64_t systime, uint32_t cycle_ns, int32_t shift_ns) {
+  uint64_t c = cycle_ns;
+  return ((systime + ECAT_DC_START_AHEAD_NS) / c) * c + c + (uint64_t)(int64_t)shift_ns;
+}
+
+uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t) {
+  if (t <= start || period == 0)
+    return start;
+  uint64_t k = (t - start + period - 1) / period;
+  return start + k * period;
+}
+
+uint64_t ecat_dc_offset(uint64_t ref_system, uint64_t local, uint32_t delay) { return ref_system - local + delay; }
+
+uint64_t ecat_dc_rebase_offset(uint64_t ref_offset, uint64_t ref_system, uint64_t other_system) {
+  /* ref_system = local + ref_offset; the wanted system time is other_system. */
+  return ref_offset + (other_system - ref_system);
+}
+
+uint64_t ecat_dc_sync0_restart(uint64_t grid_start, uint32_t cycle_ns, int32_t shift_ns, uint64_t systime) {
+  if (grid_start == 0 || cycle_ns == 0)
+    return ecat_dc_sync0_start(systime, cycle_ns ? cycle_ns : 1u, shift_ns);
+  return ecat_dc_next_edge(grid_start, cycle_ns, systime + ECAT_DC_START_AHEAD_NS);
+}

@@ -1,0 +1,53 @@
+/*
+ * Distributed-clock arithmetic, once for every EtherCAT link (echocat, SOEM,
+ * EtherCrab) and the recovery helper (src/ecat/recovery.h): decoding 0x092C,
+ * propagation delays of a line, the system-time offset that makes a clock
+ * agree with the reference, the offset that re-bases a power-cycled reference
+ * clock, and SYNC0 start times. Numbers and rules from the Beckhoff ESC
+ * datasheet section I ("Distributed Clocks": system time, offset 0x0920,
+ * delay 0x0928, SYNC0 start 0x0990) and ETG.1000.4; the first-SYNC0 rule as
+ * the AUTD3 SOEM link programs it (crate autd3-rs-link-soem 0.6.1). Pure
+ * code: any thread, no allocation, no OS header. Unit-tested in tests/ecat.
+ */
+#ifndef AUTD3_ECAT_DC_H
+#define AUTD3_ECAT_DC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* EtherCAT system time counts from 2000-01-01T00:00:00Z. */
+#define ECAT_EPOCH_OFFSET_NS 946684800000000000ull
+/* How far ahead of a slave's current system time a SYNC0 start is programmed:
+ * the write must reach the slave before the start time passes (every AUTD3
+ * link uses 100 ms). */
+#define ECAT_DC_START_AHEAD_NS 100000000ull
+
+/* 0x092C is sign-magnitude: bits 30..0 magnitude, bit 31 = negative (as autd3-link-soem reads it). */
+int64_t ecat_dc_diff_decode(uint32_t v);
+/* Propagation delays of a line of n slaves from their port-0/port-1 receive times latched by one frame
+ * (§8.1, line case): delay[0] = 0, delay[k] = delay[k-1] + ((rt1[k-1]-rt0[k-1]) - (rt1[k]-rt0[k]))/2,
+ * where the last slave has no child (its port-1 time is ignored). 32-bit wrap-safe. */
+void ecat_dc_line_delays(size_t n, const uint32_t *rt0, const uint32_t *rt1, uint32_t *delay);
+/* First SYNC0 pulse as the AUTD3 SOEM link programs it: floor((t + 100 ms)/cycle)·cycle + cycle + shift. */
+uint64_t ecat_dc_sync0_start(uint64_t systime, uint32_t cycle_ns, int32_t shift_ns);
+/* Smallest start + k·period (k >= 0) that is >= t. */
+uint64_t ecat_dc_next_edge(uint64_t start, uint64_t period, uint64_t t);
+
+/* System-time offset (0x0920) for a slave whose local time read `local` at the
+ * moment the reference's system time read `ref_system`, `delay` ns upstream of
+ * it (0x0928; 0 when both values were read at the same instant of the slave's
+ * clock): its system time (local + offset) then equals the reference's plus
+ * the delay, i.e. the reference's time as it reaches the slave. Modulo 2^64. */
+uint64_t ecat_dc_offset(uint64_t ref_system, uint64_t local, uint32_t delay);
+/* Re-base a reference clock that restarted (power cycle) while the other
+ * clocks kept the old base: its current offset `ref_offset`, its system time
+ * `ref_system` and another slave's system time `other_system` read at the same
+ * instant (old base); returns the offset that continues the old base. */
+uint64_t ecat_dc_rebase_offset(uint64_t ref_offset, uint64_t ref_system, uint64_t other_system);
+/* The SYNC0 start for a slave that re-joins a running chain: the next edge of
+ * the chain's grid `grid_start` + k·cycle at least ECAT_DC_START_AHEAD_NS after
+ * the slave's system time `systime`, so its pulses coincide with the others'.
+ * grid_start 0 (unknown): the first-pulse rule ecat_dc_sync0_start(). */
+uint64_t ecat_dc_sync0_restart(uint64_t grid_start, uint32_t cycle_ns, int32_t shift_ns, uint64_t systime);
+
+#endif
