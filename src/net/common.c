@@ -36,6 +36,14 @@ void autd3__net_peer_name(int fd, char *buf, size_t cap) {
   else snprintf(buf, cap, "%s:%s", h, s);
 }
 
+void autd3__net_addrs_add(autd3_net_addrs_t *out, int family, const void *addr, size_t len) {
+  if (out->n >= AUTD3_NET_ADDRS_MAX || len > sizeof out->a[0].storage) return;
+  out->a[out->n].family = family;
+  out->a[out->n].len = (uint32_t)len;
+  memcpy(out->a[out->n].storage, addr, len);
+  out->n++;
+}
+
 autd3_err_t autd3__net_resolve(const char *host, uint16_t port, const char *who, autd3_net_addrs_t *out) {
   memset(out, 0, sizeof *out);
   if (strlen(host) >= sizeof out->host) return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: host \"%.40s...\" is too long", who, host);

@@ -40,6 +40,9 @@ long autd3__net_os_recv(int fd, void *buf, size_t len, int *err);
  * false: *why = the resolver's (or the socket library's) text. */
 bool autd3__net_os_resolve(const char *host, const char *port, bool passive, autd3_net_addrs_t *out, char *why, size_t why_cap);
 
+/* For os_resolve: keep one resolved socket address (family, the OS's sockaddr of len bytes) if there is room. */
+void autd3__net_addrs_add(autd3_net_addrs_t *out, int family, const void *addr, size_t len);
+
 /* A non-blocking TCP_NODELAY socket for address i of addrs, connect started. 1: connected; 0: in progress
  * (wait writable, then autd3__net_os_connect_result); -1: failed with *err. *fd is set unless -1. */
 int autd3__net_os_connect(const autd3_net_addrs_t *addrs, size_t i, int *fd, int *err);

@@ -163,13 +163,7 @@ bool autd3__net_os_resolve(const char *host, const char *port, bool passive, aut
     wsa_text(gr, why, why_cap);
     return false;
   }
-  for (struct addrinfo *ai = res; ai && out->n < AUTD3_NET_ADDRS_MAX; ai = ai->ai_next) {
-    if (ai->ai_addrlen > sizeof out->a[0].storage) continue;
-    out->a[out->n].family = ai->ai_family;
-    out->a[out->n].len = (uint32_t)ai->ai_addrlen;
-    memcpy(out->a[out->n].storage, ai->ai_addr, ai->ai_addrlen);
-    out->n++;
-  }
+  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) autd3__net_addrs_add(out, ai->ai_family, ai->ai_addr, (size_t)ai->ai_addrlen);
   freeaddrinfo(res);
   return true;
 }
