@@ -246,6 +246,20 @@ TEST(interop_published_python_client) {
   ASSERT_CONTAINS(s.log, "closed the session");
 }
 
+/* A two-device Remote link to a reference server just started: retried
+ * (bounded, 10 s) while it does not listen yet. *g = its geometry. */
+static autd3_link_t *open_when_listening(const autd3_link_option_t *o, autd3_geometry_t **g) {
+  ASSERT_OK(autd3_geometry_create(2, NULL, g));
+  autd3_link_t *l = NULL;
+  autd3_err_t err = AUTD3_E_CONNECT;
+  for (int i = 0; i < 200 && err == AUTD3_E_CONNECT; i++) {
+    err = autd3_link_open(o, *g, &l);
+    if (err == AUTD3_E_CONNECT) usleep(50000);
+  }
+  ASSERT_OK(err);
+  return l;
+}
+
 TEST(interop_published_rust_server) {
   /* A test-only binary built outside the tree from crates.io autd3-rs-link-remote 0.1-0.4 (RemoteServer::with_link
    * over the published firmware emulator); usage: BIN ADDR N. See docs/remote.md. */
@@ -260,14 +274,7 @@ TEST(interop_published_rust_server) {
   o.u.remote.address = addr;
   o.u.remote.timeout_ms = 5000;
   autd3_geometry_t *g = NULL;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_t *l = NULL;
-  autd3_err_t err = AUTD3_E_CONNECT;
-  for (int i = 0; i < 100 && err == AUTD3_E_CONNECT; i++) { /* wait for it to listen (bounded) */
-    err = autd3_link_open(&o, g, &l);
-    if (err == AUTD3_E_CONNECT) usleep(50000);
-  }
-  ASSERT_OK(err);
+  autd3_link_t *l = open_when_listening(&o, &g);
   /* Reset, then a NOP with seq 0: the published firmware emulator acks seq 0 */
   static uint8_t tx[2 * 626];
   uint8_t rx[4] = {0};
@@ -350,14 +357,7 @@ TEST(interop_published_rust_server_v7) {
   o.u.remote.timeout_ms = 5000;
   o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_OFF; /* the reference server answers each request in turn */
   autd3_geometry_t *g = NULL;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_t *l = NULL;
-  autd3_err_t err = AUTD3_E_CONNECT;
-  for (int i = 0; i < 200 && err == AUTD3_E_CONNECT; i++) { /* wait for it to listen (bounded) */
-    err = autd3_link_open(&o, g, &l);
-    if (err == AUTD3_E_CONNECT) usleep(50000);
-  }
-  ASSERT_OK(err);
+  autd3_link_t *l = open_when_listening(&o, &g);
   static uint8_t tx[2 * 626];
   uint8_t rx[4] = {0};
   for (int k = 0; k < 20; k++) {
