@@ -136,12 +136,7 @@ static void resolve(struct autd3_client *c, struct autd3__slot *r, size_t d, uin
   r->outcome[d] = outcome;
   if (outcome == AUTD3_OUTCOME_EXECUTED) return;
   if (outcome == AUTD3_OUTCOME_UNKNOWN) STAT_INC(c, st_unknown);
-  if (r->err_dev < 0 || (int)d < r->err_dev) {
-    r->err_dev = (int)d;
-    r->err_code = code;
-    r->err_why = why;
-    r->err_ack = ack;
-  }
+  autd3__slot_blame(r, d, code, why, ack);
 }
 
 /* End of device d's outstanding ordinals: [done_g, end). */

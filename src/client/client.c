@@ -93,18 +93,23 @@ autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t
 
 /* ---- lifetime ------------------------------------------------------------------ */
 
-static void client_free(struct autd3_client *c) {
-  for (uint32_t i = 0; i < c->num_slots; i++) autd3__sem_destroy(&c->slots[i].done);
-  autd3__sem_destroy(&c->free_sem);
-  autd3__sem_destroy(&c->hs_done);
-  autd3__mutex_destroy(&c->send_lock);
-  atomic_store(&c->magic, 0);
+/* What client_alloc() allocated (each may be NULL). */
+static void client_free_memory(struct autd3_client *c) {
   free(c->slots);
   free(c->cells);
   free(c->slot_mem);
   free(c->bus.tx);
   free(c->bus.rx);
   free(c);
+}
+
+static void client_free(struct autd3_client *c) {
+  for (uint32_t i = 0; i < c->num_slots; i++) autd3__sem_destroy(&c->slots[i].done);
+  autd3__sem_destroy(&c->free_sem);
+  autd3__sem_destroy(&c->hs_done);
+  autd3__mutex_destroy(&c->send_lock);
+  atomic_store(&c->magic, 0);
+  client_free_memory(c);
 }
 
 static void client_unref(struct autd3_client *c) {
@@ -134,6 +139,15 @@ void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3
     autd3__sem_post(&r->done);
 }
 
+void autd3__slot_blame(struct autd3__slot *r, size_t d, autd3_err_t code, uint8_t why, uint8_t ack) {
+  if (r->err_dev < 0 || (int)d < r->err_dev) {
+    r->err_dev = (int)d;
+    r->err_code = code;
+    r->err_why = why;
+    r->err_ack = ack;
+  }
+}
+
 /* ---- open / close ----------------------------------------------------------------- */
 
 static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, const autd3_client_config_t *cfg) {
@@ -156,12 +170,7 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
   c->bus.tx = calloc(n, AUTD3_TX_FRAME_BYTES);
   c->bus.rx = calloc(n, AUTD3_RX_FRAME_BYTES);
   if (c->slots == NULL || c->cells == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
-    free(c->slots);
-    free(c->cells);
-    free(c->slot_mem);
-    free(c->bus.tx);
-    free(c->bus.rx);
-    free(c);
+    client_free_memory(c);
     return autd3_set_error(AUTD3_E_NOMEM, "client: out of memory for %u slots of %zu devices", cfg->max_inflight, n);
   }
   /* Each primitive is destroyed by client_free() only once initialised:
@@ -173,12 +182,7 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
     autd3__sem_destroy(&c->free_sem);
   }
   if (init_err != AUTD3_OK) {
-    free(c->slots);
-    free(c->cells);
-    free(c->slot_mem);
-    free(c->bus.tx);
-    free(c->bus.rx);
-    free(c);
+    client_free_memory(c);
     return init_err; /* the seam set the message */
   }
   for (uint32_t i = 0; i < nslots; i++) {

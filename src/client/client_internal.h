@@ -235,5 +235,8 @@ bool autd3__bus_link_reset_seen(struct autd3_client *c, size_t d);
 void *autd3__client_bus_main(void *arg);
 /* client.c: finish a slot on the bus thread (no lock, no allocation). */
 void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3_err_t result);
+/* Device d failed the frame in slot r (code, why, ack): the lowest-index failing device names the request's error.
+ * Shared by the new and the legacy bus loops. */
+void autd3__slot_blame(struct autd3__slot *r, size_t d, autd3_err_t code, uint8_t why, uint8_t ack);
 
 #endif

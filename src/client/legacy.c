@@ -42,12 +42,7 @@ static void encode_slot(struct autd3_client *c, uint8_t msg_id, const struct aut
 
 static void fail_dev(struct autd3__slot *r, size_t d, uint8_t outcome, autd3_err_t code, uint8_t why, uint8_t ack) {
   r->outcome[d] = outcome;
-  if (r->err_dev < 0 || (int)d < r->err_dev) {
-    r->err_dev = (int)d;
-    r->err_code = code;
-    r->err_why = why;
-    r->err_ack = ack;
-  }
+  autd3__slot_blame(r, d, code, why, ack); /* even when EXECUTED: a v12 error nibble fails the request */
 }
 
 static void keep_message(char *dst, size_t cap, const char *prefix) {

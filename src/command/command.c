@@ -27,14 +27,14 @@
 #define SILENCER_DEFAULT_STEPS_PHASE 40u
 #define ULTRASOUND_PERIOD_NS 25000u /* 40 kHz */
 
-static autd3_err_t start(autd3_command_t *out, uint8_t cmd, const char *fn) {
+autd3_err_t autd3__cmd_start(autd3_command_t *out, uint8_t cmd, const char *fn) {
   if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: out is NULL", fn);
   memset(out, 0, sizeof *out);
   out->cmd = cmd;
   return AUTD3_OK;
 }
 
-static autd3_err_t check_bank(uint8_t bank, const char *fn) {
+autd3_err_t autd3__cmd_check_bank(uint8_t bank, const char *fn) {
   if (bank >= NUM_BANKS) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: bank %u: must be 0 or 1", fn, (unsigned)bank);
   return AUTD3_OK;
 }
@@ -48,9 +48,9 @@ static void put_drives(uint8_t *p, const autd3_drive_t *d, size_t n) {
 
 autd3_err_t autd3_cmd_write_pattern(autd3_command_t *out, uint8_t bank, uint32_t offset, const autd3_drive_t *drives, size_t n) {
   static const char fn[] = "autd3_cmd_write_pattern";
-  autd3_err_t err = start(out, AUTD3_CMD_WRITE_PATTERN_BUFFER, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_WRITE_PATTERN_BUFFER, fn);
   if (err != AUTD3_OK) return err;
-  if ((err = check_bank(bank, fn)) != AUTD3_OK) return err;
+  if ((err = autd3__cmd_check_bank(bank, fn)) != AUTD3_OK) return err;
   const size_t max = (AUTD3_PAYLOAD_BYTES - WP_HEADER) / 2;
   if (drives == NULL && n > 0) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: drives is NULL", fn);
   if (n > max) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: %zu drives: at most %zu per frame", fn, n, max);
@@ -67,9 +67,9 @@ autd3_err_t autd3_cmd_write_pattern(autd3_command_t *out, uint8_t bank, uint32_t
 
 autd3_err_t autd3_cmd_config_pattern(autd3_command_t *out, uint8_t bank, uint16_t divider, uint32_t size, uint16_t rep) {
   static const char fn[] = "autd3_cmd_config_pattern";
-  autd3_err_t err = start(out, AUTD3_CMD_CONFIG_PATTERN, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_CONFIG_PATTERN, fn);
   if (err != AUTD3_OK) return err;
-  if ((err = check_bank(bank, fn)) != AUTD3_OK) return err;
+  if ((err = autd3__cmd_check_bank(bank, fn)) != AUTD3_OK) return err;
   if (divider == 0) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: divider 0: must be 1..65535", fn);
   if (size < 1 || size > MAX_PATTERN_SIZE)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: size %u: must be 1..%u", fn, (unsigned)size, MAX_PATTERN_SIZE);
@@ -85,10 +85,14 @@ autd3_err_t autd3_cmd_config_pattern(autd3_command_t *out, uint8_t bank, uint16_
 }
 
 autd3_err_t autd3_cmd_change_pattern_bank(autd3_command_t *out, uint8_t bank, const autd3_transition_t *transition) {
-  static const char fn[] = "autd3_cmd_change_pattern_bank";
-  autd3_err_t err = start(out, AUTD3_CMD_CHANGE_PATTERN_BANK, fn);
+  return autd3__cmd_change_bank(out, AUTD3_CMD_CHANGE_PATTERN_BANK, bank, transition, "autd3_cmd_change_pattern_bank");
+}
+
+autd3_err_t autd3__cmd_change_bank(autd3_command_t *out, uint8_t cmd, uint8_t bank, const autd3_transition_t *transition,
+                                   const char *fn) {
+  autd3_err_t err = autd3__cmd_start(out, cmd, fn);
   if (err != AUTD3_OK) return err;
-  if ((err = check_bank(bank, fn)) != AUTD3_OK) return err;
+  if ((err = autd3__cmd_check_bank(bank, fn)) != AUTD3_OK) return err;
   if (transition == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: transition is NULL", fn);
   if ((err = autd3__check_transition_mode(transition, fn)) != AUTD3_OK) return err;
   out->payload[0] = bank;
@@ -102,9 +106,9 @@ autd3_err_t autd3_cmd_change_pattern_bank(autd3_command_t *out, uint8_t bank, co
 autd3_err_t autd3_cmd_write_pattern_fused(autd3_command_t *out, uint8_t bank, const autd3_drive_t drives[AUTD3_NUM_TRANSDUCERS],
                                           uint16_t divider, const autd3_transition_t *transition) {
   static const char fn[] = "autd3_cmd_write_pattern_fused";
-  autd3_err_t err = start(out, AUTD3_CMD_WRITE_PATTERN_FUSED, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_WRITE_PATTERN_FUSED, fn);
   if (err != AUTD3_OK) return err;
-  if ((err = check_bank(bank, fn)) != AUTD3_OK) return err;
+  if ((err = autd3__cmd_check_bank(bank, fn)) != AUTD3_OK) return err;
   if (drives == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: drives is NULL", fn);
   if (divider == 0) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: divider 0: must be 1..65535", fn);
   autd3_transition_t imm = {AUTD3_TRANSITION_IMMEDIATE, 0, 0};
@@ -138,7 +142,7 @@ static void put_silencer(autd3_command_t *out, uint8_t flag, uint16_t rate_i, ui
 
 autd3_err_t autd3_cmd_silencer_fixed_update_rate(autd3_command_t *out, uint16_t intensity, uint16_t phase) {
   static const char fn[] = "autd3_cmd_silencer_fixed_update_rate";
-  autd3_err_t err = start(out, AUTD3_CMD_SET_SILENCER, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_SET_SILENCER, fn);
   if (err != AUTD3_OK) return err;
   if (intensity == 0 || phase == 0)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: rates %u (intensity), %u (phase): must be 1..65535", fn,
@@ -163,7 +167,7 @@ static autd3_err_t steps_of(uint64_t ns, const char *what, const char *fn, uint1
 
 autd3_err_t autd3_cmd_silencer_fixed_completion_time(autd3_command_t *out, uint64_t intensity_ns, uint64_t phase_ns, bool strict) {
   static const char fn[] = "autd3_cmd_silencer_fixed_completion_time";
-  autd3_err_t err = start(out, AUTD3_CMD_SET_SILENCER, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_SET_SILENCER, fn);
   if (err != AUTD3_OK) return err;
   uint16_t si = 0, sp = 0;
   if ((err = steps_of(intensity_ns, "intensity", fn, &si)) != AUTD3_OK) return err;
@@ -183,7 +187,7 @@ autd3_err_t autd3_cmd_silencer_disable(autd3_command_t *out) {
 
 autd3_err_t autd3_cmd_phase_correction(autd3_command_t *out, const uint8_t phase[AUTD3_NUM_TRANSDUCERS]) {
   static const char fn[] = "autd3_cmd_phase_correction";
-  autd3_err_t err = start(out, AUTD3_CMD_SET_PHASE_CORRECTION, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_SET_PHASE_CORRECTION, fn);
   if (err != AUTD3_OK) return err;
   if (phase == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: phase is NULL", fn);
   memcpy(out->payload, phase, AUTD3_NUM_TRANSDUCERS);
@@ -193,7 +197,7 @@ autd3_err_t autd3_cmd_phase_correction(autd3_command_t *out, const uint8_t phase
 
 autd3_err_t autd3_cmd_output_mask(autd3_command_t *out, const bool enabled[AUTD3_NUM_TRANSDUCERS]) {
   static const char fn[] = "autd3_cmd_output_mask";
-  autd3_err_t err = start(out, AUTD3_CMD_SET_OUTPUT_MASK, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_SET_OUTPUT_MASK, fn);
   if (err != AUTD3_OK) return err;
   if (enabled == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: enabled is NULL", fn);
   for (int i = 0; i < AUTD3_NUM_TRANSDUCERS; i++) out->payload[i] = enabled[i] ? 1 : 0;

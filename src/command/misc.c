@@ -19,17 +19,10 @@
 #define WPC_HEADER 8u
 #define GPIO_VALUE_MASK 0x00FFFFFFFFFFFFFFull
 
-static autd3_err_t start(autd3_command_t *out, uint8_t cmd, const char *fn) {
-  if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: out is NULL", fn);
-  memset(out, 0, sizeof *out);
-  out->cmd = cmd;
-  return AUTD3_OK;
-}
-
 autd3_err_t autd3_cmd_write_pattern_compressed(autd3_command_t *out, uint8_t bank, uint32_t index,
                                                autd3_pattern_compression_t format, const uint8_t *phases, size_t count) {
   static const char fn[] = "autd3_cmd_write_pattern_compressed";
-  autd3_err_t err = start(out, AUTD3_CMD_WRITE_PATTERN_COMPRESSED, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_WRITE_PATTERN_COMPRESSED, fn);
   if (err != AUTD3_OK) return err;
   if (bank > 1) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: bank %u: must be 0 or 1", fn, (unsigned)bank);
   if (format != AUTD3_PATTERN_PHASE_FULL && format != AUTD3_PATTERN_PHASE_HALF)
@@ -66,7 +59,7 @@ void autd3_pulse_width_table_default(uint16_t table[AUTD3_PULSE_WIDTH_TABLE_SIZE
 
 autd3_err_t autd3_cmd_pulse_width_table(autd3_command_t *out, const uint16_t table[AUTD3_PULSE_WIDTH_TABLE_SIZE]) {
   static const char fn[] = "autd3_cmd_pulse_width_table";
-  autd3_err_t err = start(out, AUTD3_CMD_SET_PULSE_WIDTH_TABLE, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_SET_PULSE_WIDTH_TABLE, fn);
   if (err != AUTD3_OK) return err;
   if (table == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: table is NULL", fn);
   for (int i = 0; i < AUTD3_PULSE_WIDTH_TABLE_SIZE; i++) {
@@ -80,7 +73,7 @@ autd3_err_t autd3_cmd_pulse_width_table(autd3_command_t *out, const uint16_t tab
 }
 
 autd3_err_t autd3_cmd_force_fan(autd3_command_t *out, bool on) {
-  autd3_err_t err = start(out, AUTD3_CMD_FORCE_FAN, "autd3_cmd_force_fan");
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_FORCE_FAN, "autd3_cmd_force_fan");
   if (err != AUTD3_OK) return err;
   out->payload[0] = on ? 1 : 0;
   out->len = 1;
@@ -89,7 +82,7 @@ autd3_err_t autd3_cmd_force_fan(autd3_command_t *out, bool on) {
 
 autd3_err_t autd3_cmd_emulate_gpio_in(autd3_command_t *out, const bool in[4]) {
   static const char fn[] = "autd3_cmd_emulate_gpio_in";
-  autd3_err_t err = start(out, AUTD3_CMD_EMULATE_GPIO_IN, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_EMULATE_GPIO_IN, fn);
   if (err != AUTD3_OK) return err;
   if (in == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: in is NULL", fn);
   for (int i = 0; i < 4; i++) out->payload[i] = in[i] ? 1 : 0;
@@ -131,7 +124,7 @@ static autd3_err_t gpio_word(const autd3_gpio_out_t *o, int pin, const char *fn,
 
 autd3_err_t autd3_cmd_gpio_out(autd3_command_t *out, const autd3_gpio_out_t outputs[4]) {
   static const char fn[] = "autd3_cmd_gpio_out";
-  autd3_err_t err = start(out, AUTD3_CMD_SET_GPIO_OUT, fn);
+  autd3_err_t err = autd3__cmd_start(out, AUTD3_CMD_SET_GPIO_OUT, fn);
   if (err != AUTD3_OK) return err;
   if (outputs == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: outputs is NULL", fn);
   for (int i = 0; i < 4; i++) {

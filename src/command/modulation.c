@@ -13,7 +13,6 @@
 #include "autd3/link_driver.h" /* autd3_set_error */
 #include "command/encode.h"
 
-#define NUM_BANKS 2u
 #define MOD_SAMPLES 65536u
 #define WM_HEADER 8u  /* WriteModPayload */
 #define MF_HEADER 24u /* WriteModulationFusedPayload */
@@ -23,11 +22,8 @@
 #define PI_ 3.14159265358979323846 /* M_PI is POSIX, not C11 */
 
 static autd3_err_t start(autd3_command_t *out, uint8_t cmd, uint8_t bank, const char *fn) {
-  if (out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: out is NULL", fn);
-  memset(out, 0, sizeof *out);
-  out->cmd = cmd;
-  if (bank >= NUM_BANKS) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: bank %u: must be 0 or 1", fn, (unsigned)bank);
-  return AUTD3_OK;
+  autd3_err_t err = autd3__cmd_start(out, cmd, fn);
+  return err != AUTD3_OK ? err : autd3__cmd_check_bank(bank, fn);
 }
 
 autd3_err_t autd3_cmd_write_modulation(autd3_command_t *out, uint8_t bank, uint32_t offset, const uint8_t *data, size_t n) {
@@ -69,17 +65,7 @@ autd3_err_t autd3_cmd_config_modulation(autd3_command_t *out, uint8_t bank, uint
 }
 
 autd3_err_t autd3_cmd_change_modulation_bank(autd3_command_t *out, uint8_t bank, const autd3_transition_t *transition) {
-  static const char fn[] = "autd3_cmd_change_modulation_bank";
-  autd3_err_t err = start(out, AUTD3_CMD_CHANGE_MODULATION_BANK, bank, fn);
-  if (err != AUTD3_OK) return err;
-  if (transition == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: transition is NULL", fn);
-  if ((err = autd3__check_transition_mode(transition, fn)) != AUTD3_OK) return err;
-  out->payload[0] = bank;
-  out->payload[1] = (uint8_t)transition->mode;
-  autd3__put64(out->payload + 2, transition->value);
-  autd3__put32(out->payload + 10, transition->margin_ns);
-  out->len = 14;
-  return AUTD3_OK;
+  return autd3__cmd_change_bank(out, AUTD3_CMD_CHANGE_MODULATION_BANK, bank, transition, "autd3_cmd_change_modulation_bank");
 }
 
 autd3_err_t autd3_cmd_write_modulation_fused(autd3_command_t *out, uint8_t bank, const uint8_t *data, size_t n, uint16_t divider,
@@ -116,7 +102,7 @@ autd3_err_t autd3_modulation_commands(const autd3_modulation_t *m, autd3_command
   if (m->data == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: data is NULL", fn);
   autd3_err_t err = check_config(m->divider, m->size > MOD_SAMPLES ? MOD_SAMPLES + 1 : (uint32_t)m->size, fn);
   if (err != AUTD3_OK) return err;
-  if (m->bank >= NUM_BANKS) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: bank %u: must be 0 or 1", fn, (unsigned)m->bank);
+  if ((err = autd3__cmd_check_bank(m->bank, fn)) != AUTD3_OK) return err;
   if (!m->later && (err = autd3__check_transition(&m->transition, m->rep, fn)) != AUTD3_OK) return err;
   if (!m->later && m->size <= FUSED_MAX) {
     if (cap < 1) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: cap %zu: this modulation needs 1 command", fn, cap);

@@ -6,7 +6,10 @@
  * address tried in turn). Sockets are non-blocking with TCP_NODELAY (each
  * request is one send; Nagle plus delayed ACK would stall it). Every wait is
  * bounded by an absolute monotonic deadline (0 = none), so no call can hang.
- * src/net/posix.c implements it for POSIX; a Windows port would add its own.
+ * The OS-independent half (partial send/receive loops, deadlines, connect and
+ * listen over every resolved address, error mapping) is src/net/common.c, on
+ * the OS calls of src/net/os.h that src/net/posix.c (POSIX) and src/net/win.c
+ * (Winsock) implement.
  */
 #ifndef AUTD3_NET_NET_H
 #define AUTD3_NET_NET_H

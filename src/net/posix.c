@@ -1,4 +1,6 @@
-/* The network layer on POSIX sockets (see net.h). Linux uses its atomic
+/* The network layer's OS calls on POSIX sockets (net/os.h; the loops over
+ * them are common.c) and what is POSIX-only (waits, poll, the wake pipe,
+ * mDNS sockets). Linux uses its atomic
  * flags (SOCK_CLOEXEC, accept4, pipe2, MSG_NOSIGNAL); other POSIX systems
  * (macOS, the BSDs) get the same effect with fcntl() and SO_NOSIGPIPE. The
  * generic path is type-checked on Linux (test_platform_darwin.net_type_check). */
@@ -21,6 +23,7 @@
 
 #include "autd3/link_driver.h"
 #include "net/net.h"
+#include "net/os.h"
 #include "platform/platform.h"
 
 #ifdef __linux__
@@ -66,14 +69,11 @@ static void tune(int fd) {
   if (fl >= 0) (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-void autd3__net_peer_name(int fd, char *buf, size_t cap) {
+bool autd3__net_os_peer_numeric(int fd, char *host, size_t host_cap, char *serv, size_t serv_cap) {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
-  char h[INET6_ADDRSTRLEN] = "?", s[8] = "?";
-  if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-    (void)getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, s, sizeof s, NI_NUMERICHOST | NI_NUMERICSERV);
-  if (strchr(h, ':')) snprintf(buf, cap, "[%s]:%s", h, s);
-  else snprintf(buf, cap, "%s:%s", h, s);
+  return getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+         getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)host_cap, serv, (socklen_t)serv_cap, NI_NUMERICHOST | NI_NUMERICSERV) == 0;
 }
 
 static bool ipv4_of(const struct sockaddr_storage *sp, uint8_t out[4]);
@@ -110,19 +110,10 @@ void autd3__net_close(int fd) {
 
 void autd3__net_shutdown_write(int fd) { (void)shutdown(fd, SHUT_WR); }
 
-/* Milliseconds left until deadline for poll(); -1 = no deadline; 0 = expired. */
-static int ms_left(uint64_t deadline_ns) {
-  if (deadline_ns == 0) return -1;
-  uint64_t now = autd3__now_ns();
-  if (now >= deadline_ns) return 0;
-  uint64_t ms = (deadline_ns - now + 999999) / 1000000;
-  return ms > 1000000 ? 1000000 : (int)ms;
-}
-
 autd3_err_t autd3__net_wait(int fd, bool writable, uint64_t deadline_ns) {
   for (;;) {
     struct pollfd pfd = {.fd = fd, .events = writable ? POLLOUT : POLLIN};
-    int ms = ms_left(deadline_ns);
+    int ms = autd3__net_ms_left(deadline_ns);
     if (ms == 0) return autd3_set_error(AUTD3_E_TIMEOUT, "timed out");
     int r = poll(&pfd, 1, ms);
     if (r > 0) return AUTD3_OK;
@@ -136,120 +127,84 @@ bool autd3__net_readable(int fd) {
   return fd >= 0 && poll(&pf, 1, 0) > 0;
 }
 
-static autd3_err_t errno_err(int e, const char *op) {
-  if (e == ECONNRESET || e == EPIPE || e == ENOTCONN)
-    return autd3_set_error(AUTD3_E_PEER_CLOSED, "%s: %s", op, strerror(e));
-  return autd3_set_error(AUTD3_E_IO, "%s: %s", op, strerror(e));
+autd3_net_os_class_t autd3__net_os_class(int e) {
+  if (e == ECONNRESET || e == EPIPE || e == ENOTCONN) return AUTD3_NET_OS_PEER_GONE;
+  if (e == ECONNREFUSED) return AUTD3_NET_OS_REFUSED;
+  return AUTD3_NET_OS_OTHER;
 }
 
-autd3_err_t autd3__net_resolve(const char *host, uint16_t port, const char *who, autd3_net_addrs_t *out) {
-  memset(out, 0, sizeof *out);
-  if (strlen(host) >= sizeof out->host) return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: host \"%.40s...\" is too long", who, host);
-  snprintf(out->host, sizeof out->host, "%s", host);
-  out->port = port;
-  char ps[8];
-  snprintf(ps, sizeof ps, "%u", port);
+const char *autd3__net_os_text(int e, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s", strerror(e));
+  return buf;
+}
+
+bool autd3__net_os_resolve(const char *host, const char *port, bool passive, autd3_net_addrs_t *out, char *why, size_t why_cap) {
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  int gr = getaddrinfo(host, ps, &hints, &res);
-  if (gr != 0) return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot resolve \"%s\": %s", who, host, gai_strerror(gr));
-  for (struct addrinfo *ai = res; ai && out->n < AUTD3_NET_ADDRS_MAX; ai = ai->ai_next) {
-    if (ai->ai_addrlen > sizeof out->a[0].storage) continue;
-    out->a[out->n].family = ai->ai_family;
-    out->a[out->n].len = (uint32_t)ai->ai_addrlen;
-    memcpy(out->a[out->n].storage, ai->ai_addr, ai->ai_addrlen);
-    out->n++;
-  }
-  freeaddrinfo(res);
-  if (out->n == 0) return autd3_set_error(AUTD3_E_CONNECT, "%s: \"%s\" resolved to no usable address", who, host);
-  return AUTD3_OK;
-}
-
-autd3_err_t autd3__net_connect_resolved(const autd3_net_addrs_t *addrs, uint32_t timeout_ms, const char *who, const char *refused_hint,
-                                        int *out) {
-  const char *host = addrs->host;
-  const uint16_t port = addrs->port;
-  const bool v6 = strchr(host, ':') != NULL;
-  uint64_t deadline = timeout_ms ? autd3__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-  int last = 0;
-  bool timed_out = false;
-  for (size_t i = 0; i < addrs->n; i++) {
-    int fd = new_socket(addrs->a[i].family, SOCK_STREAM, 0);
-    if (fd < 0) {
-      last = errno;
-      continue;
-    }
-    tune(fd);
-    const struct sockaddr *sa = (const struct sockaddr *)(const void *)addrs->a[i].storage;
-    if (connect(fd, sa, (socklen_t)addrs->a[i].len) == 0) {
-      *out = fd;
-      return AUTD3_OK;
-    }
-    if (errno == EINPROGRESS) {
-      if (autd3__net_wait(fd, true, deadline) == AUTD3_OK) {
-        int so = 0;
-        socklen_t sl = sizeof so;
-        (void)getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl);
-        if (so == 0) {
-          *out = fd;
-          return AUTD3_OK;
-        }
-        last = so;
-      } else {
-        timed_out = true;
-      }
-    } else {
-      last = errno;
-    }
-    close(fd);
-  }
-  if (timed_out && last == 0)
-    return autd3_set_error(AUTD3_E_TIMEOUT, "%s: connecting to %s%s%s:%u timed out after %u ms", who, v6 ? "[" : "", host,
-                           v6 ? "]" : "", port, timeout_ms);
-  return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot connect to %s%s%s:%u: %s%s", who, v6 ? "[" : "", host, v6 ? "]" : "", port,
-                         strerror(last), last == ECONNREFUSED && refused_hint ? refused_hint : "");
-}
-
-autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out) {
-  char host[AUTD3_NET_HOST_MAX], port[8];
-  autd3_err_t err = autd3__net_split(addr, host, sizeof host, port, sizeof port, "listen address");
-  if (err) return err;
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
   int gr = getaddrinfo(host, port, &hints, &res);
-  if (gr != 0) return autd3_set_error(AUTD3_E_INVALID_OPTION, "listen address: cannot resolve \"%s\": %s", host, gai_strerror(gr));
-  int last = 0;
-  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-    int fd = new_socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-    if (fd < 0) {
-      last = errno;
-      continue;
-    }
-    int one = 1;
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
-      struct sockaddr_storage ss;
-      socklen_t sl = sizeof ss;
-      uint16_t p = 0;
-      if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        p = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
-      int fl = fcntl(fd, F_GETFL, 0);
-      if (fl >= 0) (void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-      freeaddrinfo(res);
-      *out = fd;
-      if (port_out) *port_out = p;
-      return AUTD3_OK;
-    }
-    last = errno;
-    close(fd);
+  if (gr != 0) {
+    snprintf(why, why_cap, "%s", gai_strerror(gr));
+    return false;
   }
+  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) autd3__net_addrs_add(out, ai->ai_family, ai->ai_addr, (size_t)ai->ai_addrlen);
   freeaddrinfo(res);
-  return autd3_set_error(AUTD3_E_CONNECT, "cannot listen on %s: %s", addr, strerror(last));
+  return true;
+}
+
+int autd3__net_os_connect(const autd3_net_addrs_t *addrs, size_t i, int *fd, int *err) {
+  int s = new_socket(addrs->a[i].family, SOCK_STREAM, 0);
+  if (s < 0) {
+    *err = errno;
+    return -1;
+  }
+  tune(s);
+  const struct sockaddr *sa = (const struct sockaddr *)(const void *)addrs->a[i].storage;
+  if (connect(s, sa, (socklen_t)addrs->a[i].len) == 0) {
+    *fd = s;
+    return 1;
+  }
+  if (errno == EINPROGRESS) {
+    *fd = s;
+    return 0;
+  }
+  *err = errno;
+  close(s);
+  return -1;
+}
+
+int autd3__net_os_connect_result(int fd) {
+  int so = 0;
+  socklen_t sl = sizeof so;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) != 0) return errno;
+  return so;
+}
+
+bool autd3__net_os_listen(const autd3_net_addrs_t *addrs, size_t i, int *fd, uint16_t *port, int *err) {
+  int s = new_socket(addrs->a[i].family, SOCK_STREAM, 0);
+  if (s < 0) {
+    *err = errno;
+    return false;
+  }
+  int one = 1;
+  (void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const struct sockaddr *sa = (const struct sockaddr *)(const void *)addrs->a[i].storage;
+  if (bind(s, sa, (socklen_t)addrs->a[i].len) != 0 || listen(s, SOMAXCONN) != 0) {
+    *err = errno;
+    close(s);
+    return false;
+  }
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  *port = 0;
+  if (getsockname(s, (struct sockaddr *)&ss, &sl) == 0)
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+  int fl = fcntl(s, F_GETFL, 0);
+  if (fl >= 0) (void)fcntl(s, F_SETFL, fl | O_NONBLOCK);
+  *fd = s;
+  return true;
 }
 
 int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
@@ -270,105 +225,32 @@ int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
   return fd;
 }
 
-long autd3__net_recv(int fd, void *buf, size_t len) {
+long autd3__net_os_recv(int fd, void *buf, size_t len, int *err) {
   for (;;) {
     ssize_t r = recv(fd, buf, len, 0);
     if (r > 0) return (long)r;
     if (r == 0) return AUTD3_NET_EOF;
     if (errno == EINTR) continue;
-    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : AUTD3_NET_FAILED;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    *err = errno;
+    return AUTD3_NET_FAILED;
   }
 }
 
-long autd3__net_send(int fd, const void *buf, size_t len) {
+long autd3__net_os_send(int fd, const void *a, size_t alen, const void *b, size_t blen, int *err) {
+  struct iovec iov[2] = {{(void *)(uintptr_t)a, alen}, {(void *)(uintptr_t)b, blen}};
+  struct msghdr mh;
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = iov;
+  mh.msg_iovlen = blen ? 2 : 1;
   for (;;) {
-    ssize_t w = send(fd, buf, len, SEND_FLAGS);
+    ssize_t w = sendmsg(fd, &mh, SEND_FLAGS);
     if (w >= 0) return (long)w;
     if (errno == EINTR) continue;
-    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : AUTD3_NET_FAILED;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    *err = errno;
+    return -1;
   }
-}
-
-autd3_err_t autd3__net_write2(int fd, const void *a, size_t alen, const void *b, size_t blen, uint64_t deadline_ns) {
-  struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
-  int idx = 0;
-  while (idx < 2) {
-    if (iov[idx].iov_len == 0) {
-      idx++;
-      continue;
-    }
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = iov + idx;
-    mh.msg_iovlen = (size_t)(2 - idx);
-    ssize_t n = sendmsg(fd, &mh, SEND_FLAGS);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        autd3_err_t err = autd3__net_wait(fd, true, deadline_ns);
-        if (err) return err;
-        continue;
-      }
-      return errno_err(errno, "send");
-    }
-    size_t left = (size_t)n;
-    while (idx < 2 && left >= iov[idx].iov_len) {
-      left -= iov[idx].iov_len;
-      iov[idx].iov_len = 0;
-      idx++;
-    }
-    if (idx < 2) {
-      iov[idx].iov_base = (uint8_t *)iov[idx].iov_base + left;
-      iov[idx].iov_len -= left;
-    }
-  }
-  return AUTD3_OK;
-}
-
-autd3_err_t autd3__net_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
-  size_t off = 0;
-  autd3_err_t err = AUTD3_OK;
-  while (off < len) {
-    ssize_t n = send(fd, (const uint8_t *)buf + off, len - off, SEND_FLAGS);
-    if (n > 0) {
-      off += (size_t)n;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if ((err = autd3__net_wait(fd, true, deadline_ns)) != AUTD3_OK) break;
-      continue;
-    }
-    err = errno_err(errno, "send");
-    break;
-  }
-  if (done) *done = off;
-  return err;
-}
-
-autd3_err_t autd3__net_read_all(int fd, void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
-  size_t off = 0;
-  autd3_err_t err = AUTD3_OK;
-  while (off < len) {
-    ssize_t n = recv(fd, (uint8_t *)buf + off, len - off, 0);
-    if (n > 0) {
-      off += (size_t)n;
-      continue;
-    }
-    if (n == 0) {
-      err = autd3_set_error(AUTD3_E_PEER_CLOSED, "connection closed by the peer");
-      break;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if ((err = autd3__net_wait(fd, false, deadline_ns)) != AUTD3_OK) break;
-      continue;
-    }
-    err = errno_err(errno, "recv");
-    break;
-  }
-  if (done) *done = off;
-  return err;
 }
 
 int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {

@@ -1,4 +1,5 @@
-/* The network layer on Winsock 2 (see net.h), the counterpart of posix.c.
+/* The network layer's OS calls on Winsock 2 (net/os.h; the loops over them
+ * are common.c), the counterpart of posix.c.
  *
  * Sockets travel as `int` through net.h: Windows socket handles are kernel
  * handles, small in practice and documented as safe to truncate to 32 bits
@@ -17,6 +18,7 @@
 
 #include "autd3/link_driver.h"
 #include "net/net.h"
+#include "net/os.h"
 #include "platform/platform.h"
 
 #define S(fd) ((SOCKET)(uintptr_t)(unsigned)(fd))
@@ -50,12 +52,13 @@ static const char *wsa_text(int e, char *buf, size_t cap) {
   return buf;
 }
 
-static autd3_err_t wsa_err_of(int e, const char *op) {
-  char t[160];
-  if (e == WSAECONNRESET || e == WSAECONNABORTED || e == WSAENOTCONN || e == WSAESHUTDOWN)
-    return autd3_set_error(AUTD3_E_PEER_CLOSED, "%s: %s", op, wsa_text(e, t, sizeof t));
-  return autd3_set_error(AUTD3_E_IO, "%s: %s", op, wsa_text(e, t, sizeof t));
+autd3_net_os_class_t autd3__net_os_class(int e) {
+  if (e == WSAECONNRESET || e == WSAECONNABORTED || e == WSAENOTCONN || e == WSAESHUTDOWN) return AUTD3_NET_OS_PEER_GONE;
+  if (e == WSAECONNREFUSED) return AUTD3_NET_OS_REFUSED;
+  return AUTD3_NET_OS_OTHER;
 }
+
+const char *autd3__net_os_text(int e, char *buf, size_t cap) { return wsa_text(e, buf, cap); }
 
 static void set_nonblock(SOCKET s) {
   u_long on = 1;
@@ -73,14 +76,11 @@ static SOCKET new_socket(int family, int type, int protocol) {
   return WSASocketW(family, type, protocol, NULL, 0, WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
 }
 
-void autd3__net_peer_name(int fd, char *buf, size_t cap) {
+bool autd3__net_os_peer_numeric(int fd, char *host, size_t host_cap, char *serv, size_t serv_cap) {
   struct sockaddr_storage ss;
   int sl = (int)sizeof ss;
-  char h[INET6_ADDRSTRLEN] = "?", s[8] = "?";
-  if (getpeername(S(fd), (struct sockaddr *)&ss, &sl) == 0)
-    (void)getnameinfo((struct sockaddr *)&ss, (socklen_t)sl, h, sizeof h, s, sizeof s, NI_NUMERICHOST | NI_NUMERICSERV);
-  if (strchr(h, ':')) snprintf(buf, cap, "[%s]:%s", h, s);
-  else snprintf(buf, cap, "%s:%s", h, s);
+  return getpeername(S(fd), (struct sockaddr *)&ss, &sl) == 0 &&
+         getnameinfo((struct sockaddr *)&ss, (socklen_t)sl, host, (DWORD)host_cap, serv, (DWORD)serv_cap, NI_NUMERICHOST | NI_NUMERICSERV) == 0;
 }
 
 /* IPv4, or IPv4-mapped IPv6. */
@@ -118,20 +118,11 @@ void autd3__net_close(int fd) {
 
 void autd3__net_shutdown_write(int fd) { (void)shutdown(S(fd), SD_SEND); }
 
-/* Milliseconds left until deadline; -1 = no deadline; 0 = expired. */
-static int ms_left(uint64_t deadline_ns) {
-  if (deadline_ns == 0) return -1;
-  uint64_t now = autd3__now_ns();
-  if (now >= deadline_ns) return 0;
-  uint64_t ms = (deadline_ns - now + 999999) / 1000000;
-  return ms > 1000000 ? 1000000 : (int)ms;
-}
-
 /* select(), not WSAPoll: WSAPoll does not report a failed non-blocking
  * connect on Windows before 10 2004; select() does, in the except set. */
 autd3_err_t autd3__net_wait(int fd, bool writable, uint64_t deadline_ns) {
   for (;;) {
-    int ms = ms_left(deadline_ns);
+    int ms = autd3__net_ms_left(deadline_ns);
     if (ms == 0) return autd3_set_error(AUTD3_E_TIMEOUT, "timed out");
     fd_set rs, ws, es;
     FD_ZERO(&rs);
@@ -144,7 +135,7 @@ autd3_err_t autd3__net_wait(int fd, bool writable, uint64_t deadline_ns) {
     int r = select(0, &rs, &ws, &es, ms < 0 ? NULL : &tv);
     if (r > 0) return AUTD3_OK;
     if (r == 0) continue; /* re-check the deadline */
-    return wsa_err_of(WSAGetLastError(), "select");
+    return autd3__net_err(WSAGetLastError(), "select");
   }
 }
 
@@ -157,126 +148,82 @@ bool autd3__net_readable(int fd) {
   return select(0, &rs, NULL, NULL, &tv) > 0;
 }
 
-autd3_err_t autd3__net_resolve(const char *host, uint16_t port, const char *who, autd3_net_addrs_t *out) {
-  memset(out, 0, sizeof *out);
-  autd3_err_t err = wsa_ready();
-  if (err != AUTD3_OK) return err;
-  if (strlen(host) >= sizeof out->host) return autd3_set_error(AUTD3_E_INVALID_OPTION, "%s: host \"%.40s...\" is too long", who, host);
-  snprintf(out->host, sizeof out->host, "%s", host);
-  out->port = port;
-  char ps[8];
-  snprintf(ps, sizeof ps, "%u", port);
+bool autd3__net_os_resolve(const char *host, const char *port, bool passive, autd3_net_addrs_t *out, char *why, size_t why_cap) {
+  if (wsa_ready() != AUTD3_OK) {
+    snprintf(why, why_cap, "%s", autd3_last_error());
+    return false;
+  }
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  int gr = getaddrinfo(host, ps, &hints, &res);
-  if (gr != 0) {
-    char t[160];
-    return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot resolve \"%s\": %s", who, host, wsa_text(gr, t, sizeof t));
-  }
-  for (struct addrinfo *ai = res; ai && out->n < AUTD3_NET_ADDRS_MAX; ai = ai->ai_next) {
-    if (ai->ai_addrlen > sizeof out->a[0].storage) continue;
-    out->a[out->n].family = ai->ai_family;
-    out->a[out->n].len = (uint32_t)ai->ai_addrlen;
-    memcpy(out->a[out->n].storage, ai->ai_addr, ai->ai_addrlen);
-    out->n++;
-  }
-  freeaddrinfo(res);
-  if (out->n == 0) return autd3_set_error(AUTD3_E_CONNECT, "%s: \"%s\" resolved to no usable address", who, host);
-  return AUTD3_OK;
-}
-
-autd3_err_t autd3__net_connect_resolved(const autd3_net_addrs_t *addrs, uint32_t timeout_ms, const char *who, const char *refused_hint,
-                                        int *out) {
-  autd3_err_t err = wsa_ready();
-  if (err != AUTD3_OK) return err;
-  const char *host = addrs->host;
-  const uint16_t port = addrs->port;
-  const bool v6 = strchr(host, ':') != NULL;
-  uint64_t deadline = timeout_ms ? autd3__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
-  int last = 0;
-  bool timed_out = false;
-  for (size_t i = 0; i < addrs->n; i++) {
-    SOCKET s = new_socket(addrs->a[i].family, SOCK_STREAM, IPPROTO_TCP);
-    if (s == INVALID_SOCKET) {
-      last = WSAGetLastError();
-      continue;
-    }
-    tune(s);
-    const struct sockaddr *sa = (const struct sockaddr *)(const void *)addrs->a[i].storage;
-    if (connect(s, sa, (int)addrs->a[i].len) == 0) {
-      *out = to_int(s);
-      return AUTD3_OK;
-    }
-    int e = WSAGetLastError();
-    if (e == WSAEWOULDBLOCK) { /* in progress (EINPROGRESS elsewhere) */
-      if (autd3__net_wait(to_int(s), true, deadline) == AUTD3_OK) {
-        int so = 0, sl = (int)sizeof so;
-        (void)getsockopt(s, SOL_SOCKET, SO_ERROR, (char *)&so, &sl);
-        if (so == 0) {
-          *out = to_int(s);
-          return AUTD3_OK;
-        }
-        last = so;
-      } else {
-        timed_out = true;
-      }
-    } else {
-      last = e;
-    }
-    closesocket(s);
-  }
-  if (timed_out && last == 0)
-    return autd3_set_error(AUTD3_E_TIMEOUT, "%s: connecting to %s%s%s:%u timed out after %u ms", who, v6 ? "[" : "", host,
-                           v6 ? "]" : "", port, timeout_ms);
-  char t[160];
-  return autd3_set_error(AUTD3_E_CONNECT, "%s: cannot connect to %s%s%s:%u: %s%s", who, v6 ? "[" : "", host, v6 ? "]" : "", port,
-                         wsa_text(last, t, sizeof t), last == WSAECONNREFUSED && refused_hint ? refused_hint : "");
-}
-
-autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out) {
-  char host[AUTD3_NET_HOST_MAX], port[8];
-  autd3_err_t err = autd3__net_split(addr, host, sizeof host, port, sizeof port, "listen address");
-  if (err) return err;
-  if ((err = wsa_ready()) != AUTD3_OK) return err;
-  struct addrinfo hints, *res = NULL;
-  memset(&hints, 0, sizeof hints);
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
   int gr = getaddrinfo(host, port, &hints, &res);
-  char t[160];
-  if (gr != 0)
-    return autd3_set_error(AUTD3_E_INVALID_OPTION, "listen address: cannot resolve \"%s\": %s", host, wsa_text(gr, t, sizeof t));
-  int last = 0;
-  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-    SOCKET s = new_socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-    if (s == INVALID_SOCKET) {
-      last = WSAGetLastError();
-      continue;
-    }
-    /* Not SO_REUSEADDR: on Windows it lets another socket steal a bound
-     * port. SO_EXCLUSIVEADDRUSE is the safe default. */
-    int one = 1;
-    (void)setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&one, sizeof one);
-    if (bind(s, ai->ai_addr, (int)ai->ai_addrlen) == 0 && listen(s, SOMAXCONN) == 0) {
-      struct sockaddr_storage ss;
-      int sl = (int)sizeof ss;
-      uint16_t p = 0;
-      if (getsockname(s, (struct sockaddr *)&ss, &sl) == 0)
-        p = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
-      set_nonblock(s);
-      freeaddrinfo(res);
-      *out = to_int(s);
-      if (port_out) *port_out = p;
-      return AUTD3_OK;
-    }
-    last = WSAGetLastError();
-    closesocket(s);
+  if (gr != 0) {
+    wsa_text(gr, why, why_cap);
+    return false;
   }
+  for (struct addrinfo *ai = res; ai; ai = ai->ai_next) autd3__net_addrs_add(out, ai->ai_family, ai->ai_addr, (size_t)ai->ai_addrlen);
   freeaddrinfo(res);
-  return autd3_set_error(AUTD3_E_CONNECT, "cannot listen on %s: %s", addr, wsa_text(last, t, sizeof t));
+  return true;
+}
+
+int autd3__net_os_connect(const autd3_net_addrs_t *addrs, size_t i, int *fd, int *err) {
+  if (wsa_ready() != AUTD3_OK) {
+    *err = wsa_err;
+    return -1;
+  }
+  SOCKET s = new_socket(addrs->a[i].family, SOCK_STREAM, IPPROTO_TCP);
+  if (s == INVALID_SOCKET) {
+    *err = WSAGetLastError();
+    return -1;
+  }
+  tune(s);
+  const struct sockaddr *sa = (const struct sockaddr *)(const void *)addrs->a[i].storage;
+  if (connect(s, sa, (int)addrs->a[i].len) == 0) {
+    *fd = to_int(s);
+    return 1;
+  }
+  int e = WSAGetLastError();
+  if (e == WSAEWOULDBLOCK) { /* in progress (EINPROGRESS elsewhere) */
+    *fd = to_int(s);
+    return 0;
+  }
+  *err = e;
+  closesocket(s);
+  return -1;
+}
+
+int autd3__net_os_connect_result(int fd) {
+  int so = 0, sl = (int)sizeof so;
+  if (getsockopt(S(fd), SOL_SOCKET, SO_ERROR, (char *)&so, &sl) != 0) return WSAGetLastError();
+  return so;
+}
+
+bool autd3__net_os_listen(const autd3_net_addrs_t *addrs, size_t i, int *fd, uint16_t *port, int *err) {
+  SOCKET s = new_socket(addrs->a[i].family, SOCK_STREAM, IPPROTO_TCP);
+  if (s == INVALID_SOCKET) {
+    *err = WSAGetLastError();
+    return false;
+  }
+  /* Not SO_REUSEADDR: on Windows it lets another socket steal a bound
+   * port. SO_EXCLUSIVEADDRUSE is the safe default. */
+  int one = 1;
+  (void)setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&one, sizeof one);
+  const struct sockaddr *sa = (const struct sockaddr *)(const void *)addrs->a[i].storage;
+  if (bind(s, sa, (int)addrs->a[i].len) != 0 || listen(s, SOMAXCONN) != 0) {
+    *err = WSAGetLastError();
+    closesocket(s);
+    return false;
+  }
+  struct sockaddr_storage ss;
+  int sl = (int)sizeof ss;
+  *port = 0;
+  if (getsockname(s, (struct sockaddr *)&ss, &sl) == 0)
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+  set_nonblock(s);
+  *fd = to_int(s);
+  return true;
 }
 
 int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
@@ -289,98 +236,26 @@ int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
   return fd;
 }
 
-/* Winsock sends never raise a signal (no SIGPIPE to suppress). */
-long autd3__net_recv(int fd, void *buf, size_t len) {
+/* Winsock sends never raise a signal (no SIGPIPE to suppress), nor fail with EINTR. */
+long autd3__net_os_recv(int fd, void *buf, size_t len, int *err) {
   int r = recv(S(fd), buf, len > INT_MAX ? INT_MAX : (int)len, 0);
   if (r > 0) return (long)r;
   if (r == 0) return AUTD3_NET_EOF;
-  return WSAGetLastError() == WSAEWOULDBLOCK ? 0 : AUTD3_NET_FAILED;
+  int e = WSAGetLastError();
+  if (e == WSAEWOULDBLOCK) return 0;
+  *err = e;
+  return AUTD3_NET_FAILED;
 }
 
-long autd3__net_send(int fd, const void *buf, size_t len) {
-  int w = send(S(fd), buf, len > INT_MAX ? INT_MAX : (int)len, 0);
-  if (w >= 0) return (long)w;
-  return WSAGetLastError() == WSAEWOULDBLOCK ? 0 : AUTD3_NET_FAILED;
-}
-
-autd3_err_t autd3__net_write2(int fd, const void *a, size_t alen, const void *b, size_t blen, uint64_t deadline_ns) {
-  WSABUF v[2] = {{(ULONG)alen, (char *)(uintptr_t)a}, {(ULONG)blen, (char *)(uintptr_t)b}};
-  int idx = 0;
-  while (idx < 2) {
-    if (v[idx].len == 0) {
-      idx++;
-      continue;
-    }
-    DWORD n = 0;
-    if (WSASend(S(fd), v + idx, (DWORD)(2 - idx), &n, 0, NULL, NULL) != 0) {
-      int e = WSAGetLastError();
-      if (e == WSAEWOULDBLOCK) {
-        autd3_err_t err = autd3__net_wait(fd, true, deadline_ns);
-        if (err) return err;
-        continue;
-      }
-      return wsa_err_of(e, "send");
-    }
-    size_t left = n;
-    while (idx < 2 && left >= v[idx].len) {
-      left -= v[idx].len;
-      v[idx].len = 0;
-      idx++;
-    }
-    if (idx < 2) {
-      v[idx].buf += left;
-      v[idx].len -= (ULONG)left;
-    }
-  }
-  return AUTD3_OK;
-}
-
-autd3_err_t autd3__net_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
-  size_t off = 0;
-  autd3_err_t err = AUTD3_OK;
-  while (off < len) {
-    size_t chunk = len - off > INT_MAX ? INT_MAX : len - off;
-    int n = send(S(fd), (const char *)buf + off, (int)chunk, 0);
-    if (n > 0) {
-      off += (size_t)n;
-      continue;
-    }
-    int e = WSAGetLastError();
-    if (n < 0 && e == WSAEWOULDBLOCK) {
-      if ((err = autd3__net_wait(fd, true, deadline_ns)) != AUTD3_OK) break;
-      continue;
-    }
-    err = wsa_err_of(e, "send");
-    break;
-  }
-  if (done) *done = off;
-  return err;
-}
-
-autd3_err_t autd3__net_read_all(int fd, void *buf, size_t len, uint64_t deadline_ns, size_t *done) {
-  size_t off = 0;
-  autd3_err_t err = AUTD3_OK;
-  while (off < len) {
-    size_t chunk = len - off > INT_MAX ? INT_MAX : len - off;
-    int n = recv(S(fd), (char *)buf + off, (int)chunk, 0);
-    if (n > 0) {
-      off += (size_t)n;
-      continue;
-    }
-    if (n == 0) {
-      err = autd3_set_error(AUTD3_E_PEER_CLOSED, "connection closed by the peer");
-      break;
-    }
-    int e = WSAGetLastError();
-    if (e == WSAEWOULDBLOCK) {
-      if ((err = autd3__net_wait(fd, false, deadline_ns)) != AUTD3_OK) break;
-      continue;
-    }
-    err = wsa_err_of(e, "recv");
-    break;
-  }
-  if (done) *done = off;
-  return err;
+long autd3__net_os_send(int fd, const void *a, size_t alen, const void *b, size_t blen, int *err) {
+  WSABUF v[2] = {{(ULONG)(alen > INT_MAX ? INT_MAX : alen), (char *)(uintptr_t)a},
+                 {(ULONG)(blen > INT_MAX ? INT_MAX : blen), (char *)(uintptr_t)b}};
+  DWORD n = 0;
+  if (WSASend(S(fd), v, blen ? 2 : 1, &n, 0, NULL, NULL) == 0) return (long)n;
+  int e = WSAGetLastError();
+  if (e == WSAEWOULDBLOCK) return 0;
+  *err = e;
+  return -1;
 }
 
 int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
@@ -398,7 +273,7 @@ int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
     pf[i].revents = 0;
   }
   int r = WSAPoll(pf, (ULONG)n, timeout_ms);
-  if (r < 0) wsa_err_of(WSAGetLastError(), "poll");
+  if (r < 0) autd3__net_err(WSAGetLastError(), "poll");
   for (size_t i = 0; i < n; i++) {
     short re = r > 0 ? pf[i].revents : 0;
     p[i].revents = ((re & (POLLRDNORM | POLLHUP | POLLERR | POLLNVAL)) ? AUTD3_NET_IN : 0) | ((re & POLLWRNORM) ? AUTD3_NET_OUT : 0);
@@ -415,7 +290,7 @@ autd3_err_t autd3__net_wake_open(autd3_net_wake_t *wk) {
   autd3_err_t err = wsa_ready();
   if (err != AUTD3_OK) return err;
   SOCKET s = new_socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP);
-  if (s == INVALID_SOCKET) return wsa_err_of(WSAGetLastError(), "wake socket");
+  if (s == INVALID_SOCKET) return autd3__net_err(WSAGetLastError(), "wake socket");
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
@@ -423,7 +298,7 @@ autd3_err_t autd3__net_wake_open(autd3_net_wake_t *wk) {
   int al = (int)sizeof a;
   if (bind(s, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(s, (struct sockaddr *)&a, &al) != 0 ||
       connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
-    err = wsa_err_of(WSAGetLastError(), "wake socket");
+    err = autd3__net_err(WSAGetLastError(), "wake socket");
     closesocket(s);
     return err;
   }

@@ -18,6 +18,16 @@
 #include "harness/test.h"
 #include "platform/platform.h"
 
+/* FX_ASAN: built with AddressSanitizer (whose allocator and use-after-free
+ * reports some cases depend on). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FX_ASAN 1
+#endif
+#endif
+
 /* What the open sequence costs each device (session.c, bus.c handshake):
  * frames through the stream (10 identity reads, Clear, Synchronize), and
  * commands executed (those + SetMode). A re-establishment executes SetMode,
@@ -52,6 +62,21 @@ static inline autd3_device_counters_t fx_counters(autd3_client_t *c, uint16_t de
   autd3_device_counters_t k;
   ASSERT_OK(autd3_emulator_counters(autd3_client_link(c), dev, &k));
   return k;
+}
+
+/* Poll (bounded) until the client has re-established device `dev` after
+ * `resets` state losses: READY again with reinits == resets. */
+static inline void fx_wait_device_ready(autd3_client_t *c, uint16_t dev, uint32_t resets) {
+  autd3_client_device_status_t st;
+  for (int i = 0; i < 20000; i++) {
+    ASSERT_OK(autd3_client_device_status(c, dev, &st));
+    if (st.state == AUTD3_CLIENT_DEVICE_READY && st.reinits == resets && st.resets == resets) return;
+    autd3__sleep_ns(500000);
+  }
+  ASSERT_OK(autd3_client_device_status(c, dev, &st));
+  ASSERT_EQ(st.state, AUTD3_CLIENT_DEVICE_READY);
+  ASSERT_EQ(st.resets, resets);
+  ASSERT_EQ(st.reinits, resets);
 }
 
 /* ---- testlink ----------------------------------------------------------------- */
@@ -173,6 +198,23 @@ static inline autd3_err_t fx_tl_open(const autd3_link_option_t *o, const autd3_g
 static inline autd3_link_option_t fx_testlink_option(void) {
   ASSERT_OK(autd3_link_register(AUTD3_LINK_REMOTE, fx_tl_open));
   return autd3_link_option_default(AUTD3_LINK_REMOTE);
+}
+
+static inline autd3_client_t *fx_open_testlink(size_t n, const autd3_client_config_t *cfg) {
+  autd3_geometry_t *g = fx_geometry(n);
+  autd3_link_option_t o = fx_testlink_option();
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, cfg, &c));
+  autd3_geometry_free(g);
+  return c;
+}
+
+/* Arm testlink's hook: `kind` (FX_HOOK_*) happens to device `dev` when the frame with seq `seq` reaches it. Set
+ * hook_stale / foreign_ack before, where the kind uses them. */
+static inline void fx_tl_arm(uint16_t dev, uint8_t seq, int kind) {
+  fx_tl.hook_dev = dev;
+  fx_tl.hook_seq = seq;
+  atomic_store(&fx_tl.hook_kind, kind);
 }
 
 #endif

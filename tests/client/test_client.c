@@ -232,21 +232,6 @@ TEST(dropped_frames_retransmitted) {
   autd3_client_close(c);
 }
 
-/* Poll (bounded) until the client has re-established device `dev` after
- * `resets` state losses: READY again with reinits == resets. */
-static void wait_device_ready(autd3_client_t *c, uint16_t dev, uint32_t resets) {
-  autd3_client_device_status_t st;
-  for (int i = 0; i < 20000; i++) {
-    ASSERT_OK(autd3_client_device_status(c, dev, &st));
-    if (st.state == AUTD3_CLIENT_DEVICE_READY && st.reinits == resets && st.resets == resets) return;
-    autd3__sleep_ns(500000);
-  }
-  ASSERT_OK(autd3_client_device_status(c, dev, &st));
-  ASSERT_EQ(st.state, AUTD3_CLIENT_DEVICE_READY);
-  ASSERT_EQ(st.resets, resets);
-  ASSERT_EQ(st.reinits, resets);
-}
-
 TEST(frozen_device_times_out_then_recovers) {
   autd3_client_config_t cfg = autd3_client_config_default();
   cfg.timeout_cycles = 4;
@@ -280,7 +265,7 @@ TEST(frozen_device_times_out_then_recovers) {
   /* Thaw: the client re-establishes device 1 alone, then it is back in the stream. */
   autd3_device_fault_t none = {0};
   ASSERT_OK(autd3_emulator_inject(autd3_client_link(c), 1, &none));
-  wait_device_ready(c, 1, 1);
+  fx_wait_device_ready(c, 1, 1);
   ASSERT_OK(autd3_client_send_checked(c, &f, &resp));
   ASSERT_EQ(resp.outcome[1], AUTD3_OUTCOME_EXECUTED);
   autd3_client_stats(c, &s);

@@ -11,14 +11,6 @@
  */
 #include "client/client_fixture.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define FX_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FX_ASAN 1
-#endif
-#endif
-
 #ifndef FX_ASAN
 #include <malloc.h>
 extern void *__libc_malloc(size_t);

@@ -15,82 +15,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "autd3/autd3.h"
 #include "device/device.h"
+#include "harness/peer_proc.h"
 #include "harness/test.h"
 
 #ifndef AUTD3_PEER_FW_EMU
 #define AUTD3_PEER_FW_EMU ""
 #endif
 
-#define MAX_STEPS 64
 #define LINE_MAX_ 1400 /* a state line: ~200 + 249 × 4 hex digits */
 
 typedef struct {
-  const char *what;
-  bool state; /* print the output state instead of sending a frame */
-  uint8_t frame[AUTD3_TX_FRAME_BYTES];
-} step_t;
-
-typedef struct {
-  step_t s[MAX_STEPS];
-  int n;
+  peer_script_t p; /* frames, and "state" steps: print the output state instead of sending a frame */
   uint8_t seq;
 } script_t;
 
 static void add_cmd(script_t *sc, const char *what, const autd3_command_t *c) {
-  ASSERT_TRUE(sc->n < MAX_STEPS);
-  step_t *s = &sc->s[sc->n++];
-  memset(s, 0, sizeof *s);
-  s->what = what;
-  autd3_tx_encode(s->frame, sc->seq++, c->cmd, c->payload, AUTD3_PAYLOAD_BYTES);
+  autd3_tx_encode(peer_script_frame(&sc->p, what), sc->seq++, c->cmd, c->payload, AUTD3_PAYLOAD_BYTES);
 }
 
-static void add_state(script_t *sc, const char *what) {
-  ASSERT_TRUE(sc->n < MAX_STEPS);
-  step_t *s = &sc->s[sc->n++];
-  memset(s, 0, sizeof *s);
-  s->what = what;
-  s->state = true;
-}
+static void add_state(script_t *sc, const char *what) { peer_script_directive(&sc->p, what, "state"); }
 
 static void add_simple(script_t *sc, const char *what, uint8_t cmd) {
   autd3_command_t c;
   memset(&c, 0, sizeof c);
   c.cmd = cmd;
   add_cmd(sc, what, &c);
-}
-
-static void run_peer(const script_t *sc, char (*lines)[LINE_MAX_]) {
-  char path[] = "/tmp/autd3-cmddiff-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_TRUE(fd >= 0);
-  FILE *f = fdopen(fd, "w");
-  for (int i = 0; i < sc->n; i++) {
-    if (sc->s[i].state) {
-      fputs("state\n", f);
-      continue;
-    }
-    for (int b = 0; b < AUTD3_TX_FRAME_BYTES; b++) fprintf(f, "%02x", sc->s[i].frame[b]);
-    fputc('\n', f);
-  }
-  fclose(f);
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "'%s' < '%s'", AUTD3_PEER_FW_EMU, path);
-  FILE *p = popen(cmd, "r");
-  ASSERT_TRUE(p != NULL);
-  int i = 0;
-  static char buf[LINE_MAX_];
-  while (i < sc->n && fgets(buf, sizeof buf, p)) {
-    buf[strcspn(buf, "\n")] = 0;
-    memcpy(lines[i++], buf, strlen(buf) + 1);
-  }
-  int st = pclose(p);
-  unlink(path);
-  if (st != 0) TEST_FAIL_("peer exited with status %d", st);
-  if (i != sc->n) TEST_FAIL_("peer printed %d lines for %d steps", i, sc->n);
 }
 
 static void print_state(const autd3_dev_t *d, char *line) {
@@ -117,13 +69,13 @@ static void print_state(const autd3_dev_t *d, char *line) {
     n += snprintf(line + n, (size_t)(LINE_MAX_ - n), "%02x%02x", st.phase[t], st.intensity[t]);
 }
 
-static void run_model(const script_t *sc, char (*lines)[LINE_MAX_]) {
+static void run_model(const peer_script_t *sc, char (*lines)[LINE_MAX_]) {
   autd3_timing_model_t ideal = autd3_timing_model_ideal();
   static autd3_dev_t d;
   autd3_dev_init(&d, NULL, &ideal);
   autd3_dev_set_sync0(&d, 0, 1000000); /* as the peer */
   for (int i = 0; i < sc->n; i++) {
-    if (sc->s[i].state) {
+    if (sc->s[i].directive) {
       print_state(&d, lines[i]);
       continue;
     }
@@ -133,26 +85,16 @@ static void run_model(const script_t *sc, char (*lines)[LINE_MAX_]) {
 }
 
 static void compare(const script_t *sc) {
-  if (access(AUTD3_PEER_FW_EMU, X_OK) != 0) SKIP("the firmware-emulator-0.9 peer is not built (needs cargo)");
-  static char peer[MAX_STEPS][LINE_MAX_], ours[MAX_STEPS][LINE_MAX_];
-  run_peer(sc, peer);
-  run_model(sc, ours);
-  int bad = 0;
-  for (int i = 0; i < sc->n; i++) {
-    bool same = strcmp(peer[i], ours[i]) == 0;
-    if (same) {
-      fprintf(stderr, "%2d %-52s %.200s\n", i, sc->s[i].what, ours[i]);
-    } else {
-      fprintf(stderr, "%2d %-52s DIFFERS\n   reference %s\n   ours      %s\n", i, sc->s[i].what, peer[i], ours[i]);
-      bad++;
-    }
-  }
-  ASSERT_EQ(bad, 0);
+  peer_proc_require(AUTD3_PEER_FW_EMU, "firmware-emulator-0.9");
+  static char peer[PEER_SCRIPT_MAX][LINE_MAX_], ours[PEER_SCRIPT_MAX][LINE_MAX_];
+  peer_script_run(AUTD3_PEER_FW_EMU, &sc->p, peer[0], LINE_MAX_);
+  run_model(&sc->p, ours);
+  peer_script_compare(&sc->p, peer[0], ours[0], LINE_MAX_);
 }
 
 /* The client's open (without the identity reads): Reset, SetMode FIFO, Clear. */
 static void opened(script_t *sc) {
-  sc->n = 0;
+  sc->p.n = 0;
   sc->seq = 0;
   autd3_command_t c;
   memset(&c, 0, sizeof c);

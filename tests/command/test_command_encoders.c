@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "autd3/autd3.h"
+#include "harness/peer_proc.h"
 #include "harness/test.h"
 
 #ifndef AUTD3_PEER_ENCODERS
@@ -34,23 +34,17 @@ static void hex(char *out, const uint8_t *b, size_t n) {
 
 /* One request through the peer. */
 static void reference(const char *request, result_t *r) {
-  if (access(AUTD3_PEER_ENCODERS, X_OK) != 0) SKIP("the firmware-emulator-0.9 peer is not built (needs cargo)");
-  char path[] = "/tmp/autd3-encdiff-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_TRUE(fd >= 0);
-  FILE *f = fdopen(fd, "w");
-  fprintf(f, "%s\n", request);
-  fclose(f);
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "'%s' < '%s'", AUTD3_PEER_ENCODERS, path);
-  FILE *p = popen(cmd, "r");
-  ASSERT_TRUE(p != NULL);
+  peer_proc_require(AUTD3_PEER_ENCODERS, "firmware-emulator-0.9");
+  peer_proc_t p;
+  peer_proc_input(&p);
+  fprintf(p.in, "%s\n", request);
+  peer_proc_start(&p, AUTD3_PEER_ENCODERS);
   static char line[4096];
   memset(r, 0, sizeof *r);
-  while (fgets(line, sizeof line, p)) {
+  while (peer_proc_line(&p, line, sizeof line)) {
     if (!strncmp(line, "end", 3)) break;
     if (!strncmp(line, "error", 5)) {
-      fprintf(stderr, "  reference refuses: %s", line + 6);
+      fprintf(stderr, "  reference refuses: %s\n", line + 6);
       r->n = -1;
       continue;
     }
@@ -67,9 +61,7 @@ static void reference(const char *request, result_t *r) {
     }
     r->n++;
   }
-  int st = pclose(p);
-  unlink(path);
-  if (st != 0) TEST_FAIL_("peer exited with status %d", st);
+  peer_proc_finish(&p);
 }
 
 static void ours_one(result_t *r, autd3_err_t err, const autd3_command_t *c) {

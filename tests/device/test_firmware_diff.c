@@ -19,79 +19,27 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "autd3/autd3.h"
 #include "client/client_internal.h" /* autd3__silence_payload: the frame close really sends */
 #include "device/device.h"
+#include "harness/peer_proc.h"
 #include "harness/test.h"
 
 #ifndef AUTD3_PEER_FW_EMU
 #define AUTD3_PEER_FW_EMU ""
 #endif
 
-#define MAX_STEPS 64
+#define LINE 32
 
-typedef struct {
-  const char *what;
-  bool power_cycle;
-  uint8_t frame[AUTD3_TX_FRAME_BYTES];
-} step_t;
-
-typedef struct {
-  step_t s[MAX_STEPS];
-  int n;
-} script_t;
-
-static void add(script_t *sc, const char *what, uint8_t seq, uint8_t cmd, const uint8_t *pl, size_t len) {
-  ASSERT_TRUE(sc->n < MAX_STEPS);
-  step_t *s = &sc->s[sc->n++];
-  memset(s, 0, sizeof *s);
-  s->what = what;
-  autd3_tx_encode(s->frame, seq, cmd, pl, len);
+static void add(peer_script_t *sc, const char *what, uint8_t seq, uint8_t cmd, const uint8_t *pl, size_t len) {
+  autd3_tx_encode(peer_script_frame(sc, what), seq, cmd, pl, len);
 }
 
-static void add_power_cycle(script_t *sc) {
-  ASSERT_TRUE(sc->n < MAX_STEPS);
-  step_t *s = &sc->s[sc->n++];
-  memset(s, 0, sizeof *s);
-  s->what = "power cycle";
-  s->power_cycle = true;
-}
+static void add_power_cycle(peer_script_t *sc) { peer_script_directive(sc, "power cycle", "power_cycle"); }
 
-/* Run the script through the reference firmware; one output line per step into lines[]. */
-static void run_peer(const script_t *sc, char lines[][32]) {
-  char path[] = "/tmp/autd3-fwdiff-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_TRUE(fd >= 0);
-  FILE *f = fdopen(fd, "w");
-  for (int i = 0; i < sc->n; i++) {
-    if (sc->s[i].power_cycle) {
-      fputs("power_cycle\n", f);
-      continue;
-    }
-    for (int b = 0; b < AUTD3_TX_FRAME_BYTES; b++) fprintf(f, "%02x", sc->s[i].frame[b]);
-    fputc('\n', f);
-  }
-  fclose(f);
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "'%s' < '%s'", AUTD3_PEER_FW_EMU, path);
-  FILE *p = popen(cmd, "r");
-  ASSERT_TRUE(p != NULL);
-  int i = 0;
-  char buf[30];
-  while (i < sc->n && fgets(buf, sizeof buf, p)) {
-    buf[strcspn(buf, "\n")] = 0;
-    snprintf(lines[i++], 32, "%s", buf);
-  }
-  int st = pclose(p);
-  unlink(path);
-  if (st != 0) TEST_FAIL_("peer exited with status %d", st);
-  if (i != sc->n) TEST_FAIL_("peer printed %d lines for %d steps", i, sc->n);
-}
-
-/* The same script through our device model. */
-static void run_model(const script_t *sc, char lines[][32]) {
+/* The script through our device model: one line per step, as the peer prints. */
+static void run_model(const peer_script_t *sc, char lines[][LINE]) {
   autd3_timing_model_t ideal = autd3_timing_model_ideal();
   autd3_dev_t d;
   autd3_dev_init(&d, NULL, &ideal);
@@ -100,29 +48,23 @@ static void run_model(const script_t *sc, char lines[][32]) {
   d.fpga_functions = 0x84;
   autd3_dev_set_sync0(&d, 0, 1000000); /* as the peer: SYNC0 active, 1 ms */
   for (int i = 0; i < sc->n; i++) {
-    if (sc->s[i].power_cycle) {
+    if (sc->s[i].directive) {
       autd3_dev_power_cycle(&d, 0);
-      snprintf(lines[i], 32, "power_cycle");
+      snprintf(lines[i], LINE, "power_cycle");
       continue;
     }
     autd3_dev_recv_frame(&d, sc->s[i].frame, 0);
-    snprintf(lines[i], 32, "%02x %02x %02x", d.ack, d.data, d.fpga_state);
+    snprintf(lines[i], LINE, "%02x %02x %02x", d.ack, d.data, d.fpga_state);
   }
   ASSERT_EQ(d.time_reversals, 0);
 }
 
-static void compare(const script_t *sc) {
-  if (access(AUTD3_PEER_FW_EMU, X_OK) != 0) SKIP("the firmware-emulator-0.9 peer is not built (needs cargo)");
-  static char peer[MAX_STEPS][32], ours[MAX_STEPS][32];
-  run_peer(sc, peer);
+static void compare(const peer_script_t *sc) {
+  peer_proc_require(AUTD3_PEER_FW_EMU, "firmware-emulator-0.9");
+  static char peer[PEER_SCRIPT_MAX][LINE], ours[PEER_SCRIPT_MAX][LINE];
+  peer_script_run(AUTD3_PEER_FW_EMU, sc, peer[0], LINE);
   run_model(sc, ours);
-  int bad = 0;
-  for (int i = 0; i < sc->n; i++) {
-    bool same = strcmp(peer[i], ours[i]) == 0;
-    fprintf(stderr, "%2d %-44s reference %-9s ours %-9s%s\n", i, sc->s[i].what, peer[i], ours[i], same ? "" : "  <-- differs");
-    bad += !same;
-  }
-  ASSERT_EQ(bad, 0);
+  peer_script_compare(sc, peer[0], ours[0], LINE);
 }
 
 static const uint8_t identity_cmds[] = {
@@ -133,7 +75,7 @@ static const uint8_t identity_cmds[] = {
 
 /* The client's open sequence (bus.c handshake + session.c), then close's
  * silencing frame. Returns the next seq. */
-static uint8_t open_and_close(script_t *sc, autd3_fw_mode_t mode) {
+static uint8_t open_and_close(peer_script_t *sc, autd3_fw_mode_t mode) {
   add(sc, "Reset seq 0", 0, AUTD3_CMD_RESET, NULL, 0);
   add(sc, "Reset seq 1", 1, AUTD3_CMD_RESET, NULL, 0);
   uint8_t m = (uint8_t)mode;
@@ -154,14 +96,14 @@ static uint8_t open_and_close(script_t *sc, autd3_fw_mode_t mode) {
 }
 
 TEST(open_close_fifo) {
-  static script_t sc;
+  static peer_script_t sc;
   sc.n = 0;
   open_and_close(&sc, AUTD3_MODE_FIFO);
   compare(&sc);
 }
 
 TEST(open_close_low_latency) {
-  static script_t sc;
+  static peer_script_t sc;
   sc.n = 0;
   uint8_t seq = open_and_close(&sc, AUTD3_MODE_LOW_LATENCY);
   add(&sc, "Nop (low latency)", seq++, AUTD3_CMD_NOP, NULL, 0);
@@ -170,7 +112,7 @@ TEST(open_close_low_latency) {
 }
 
 TEST(invalid_payloads_dedup_reset_power_cycle) {
-  static script_t sc;
+  static peer_script_t sc;
   sc.n = 0;
   uint8_t seq = open_and_close(&sc, AUTD3_MODE_FIFO);
   uint8_t bad_mode = 7;

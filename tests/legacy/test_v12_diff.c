@@ -19,117 +19,60 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "autd3/autd3.h"
 #include "device/v12.h"
+#include "harness/peer_proc.h"
 #include "harness/test.h"
 
 #ifndef AUTD3_PEER_FW_EMU_V12
 #define AUTD3_PEER_FW_EMU_V12 ""
 #endif
 
-#define MAX_STEPS 128
-
-typedef struct {
-  const char *what;
-  bool power_cycle;
-  uint8_t frame[AUTD3_TX_FRAME_BYTES];
-} step_t;
-
-typedef struct {
-  step_t s[MAX_STEPS];
-  int n;
-} script_t;
+#define LINE 32
 
 /* One frame: msg_id, operation 1 (and 2 when len2 > 0), via the public encoder. */
-static void add2(script_t *sc, const char *what, uint8_t msg_id, const uint8_t *op1, size_t len1, const uint8_t *op2,
+static void add2(peer_script_t *sc, const char *what, uint8_t msg_id, const uint8_t *op1, size_t len1, const uint8_t *op2,
                  size_t len2) {
-  ASSERT_TRUE(sc->n < MAX_STEPS);
-  step_t *s = &sc->s[sc->n++];
-  memset(s, 0, sizeof *s);
-  s->what = what;
   autd3_frame_t f;
   ASSERT_OK(autd3_v12_frame(&f, op1, len1, op2, len2));
-  autd3_tx_encode(s->frame, msg_id, f.cmd, f.payload, f.len);
+  autd3_tx_encode(peer_script_frame(sc, what), msg_id, f.cmd, f.payload, f.len);
 }
 
-static void add(script_t *sc, const char *what, uint8_t msg_id, uint8_t tag, uint8_t arg) {
+static void add(peer_script_t *sc, const char *what, uint8_t msg_id, uint8_t tag, uint8_t arg) {
   uint8_t op[2] = {tag, arg};
   add2(sc, what, msg_id, op, 2, NULL, 0);
 }
 
-static void add_power_cycle(script_t *sc) {
-  ASSERT_TRUE(sc->n < MAX_STEPS);
-  step_t *s = &sc->s[sc->n++];
-  memset(s, 0, sizeof *s);
-  s->what = "power cycle";
-  s->power_cycle = true;
-}
+static void add_power_cycle(peer_script_t *sc) { peer_script_directive(sc, "power cycle", "power_cycle"); }
 
-static void run_peer(const script_t *sc, char lines[][32]) {
-  char path[] = "/tmp/autd3-v12diff-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_TRUE(fd >= 0);
-  FILE *f = fdopen(fd, "w");
-  for (int i = 0; i < sc->n; i++) {
-    if (sc->s[i].power_cycle) {
-      fputs("power_cycle\n", f);
-      continue;
-    }
-    for (int b = 0; b < AUTD3_TX_FRAME_BYTES; b++) fprintf(f, "%02x", sc->s[i].frame[b]);
-    fputc('\n', f);
-  }
-  fclose(f);
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "'%s' < '%s'", AUTD3_PEER_FW_EMU_V12, path);
-  FILE *p = popen(cmd, "r");
-  ASSERT_TRUE(p != NULL);
-  int i = 0;
-  char buf[30];
-  while (i < sc->n && fgets(buf, sizeof buf, p)) {
-    buf[strcspn(buf, "\n")] = 0;
-    snprintf(lines[i++], 32, "%s", buf);
-  }
-  int st = pclose(p);
-  unlink(path);
-  if (st != 0) TEST_FAIL_("peer exited with status %d", st);
-  if (i != sc->n) TEST_FAIL_("peer printed %d lines for %d steps", i, sc->n);
-}
-
-static void run_model(const script_t *sc, char lines[][32]) {
+static void run_model(const peer_script_t *sc, char lines[][LINE]) {
   static autd3_v12_dev_t d;
   autd3_v12_dev_init(&d, 0);
   for (int i = 0; i < sc->n; i++) {
-    if (sc->s[i].power_cycle) {
+    if (sc->s[i].directive) {
       autd3_v12_dev_init(&d, 0);
-      snprintf(lines[i], 32, "power_cycle");
+      snprintf(lines[i], LINE, "power_cycle");
       continue;
     }
     autd3_v12_dev_recv_frame(&d, sc->s[i].frame);
     uint8_t rx[2];
     autd3_v12_dev_read(&d, 0, rx);
-    snprintf(lines[i], 32, "%02x %02x %02x", rx[0], rx[1], d.fpga_state);
+    snprintf(lines[i], LINE, "%02x %02x %02x", rx[0], rx[1], d.fpga_state);
   }
 }
 
-static void compare(const script_t *sc) {
-  if (access(AUTD3_PEER_FW_EMU_V12, X_OK) != 0) SKIP("the firmware-emulator-v12 peer is not built (needs cargo)");
-  static char peer[MAX_STEPS][32], ours[MAX_STEPS][32];
-  run_peer(sc, peer);
+static char peer[PEER_SCRIPT_MAX][LINE], ours[PEER_SCRIPT_MAX][LINE];
+
+static void compare(const peer_script_t *sc) {
+  peer_proc_require(AUTD3_PEER_FW_EMU_V12, "firmware-emulator-v12");
+  peer_script_run(AUTD3_PEER_FW_EMU_V12, sc, peer[0], LINE);
   run_model(sc, ours);
-  int bad = 0;
-  for (int i = 0; i < sc->n; i++) {
-    bool same = strcmp(peer[i], ours[i]) == 0;
-    fprintf(stderr, "%3d %-44s reference %-9s ours %-9s%s\n", i, sc->s[i].what, peer[i], ours[i],
-            same ? "" : "  <-- differs");
-    bad += !same;
-  }
-  ASSERT_EQ(bad, 0);
+  peer_script_compare(sc, peer[0], ours[0], LINE);
 }
 
 /* The legacy open sequence (crate autd3 38.1.0 controller start-up). Returns the last msg_id. */
-static uint8_t open_sequence(script_t *sc) {
+static uint8_t open_sequence(peer_script_t *sc) {
   add(sc, "Nop", 1, AUTD3_V12_TAG_NOP, 0);
   uint8_t clear[2] = {AUTD3_V12_TAG_CLEAR, 0}, sync[2] = {AUTD3_V12_TAG_SYNC, 0};
   add2(sc, "Clear + Synchronize (slot 2)", 2, clear, 2, sync, 2);
@@ -143,7 +86,7 @@ static uint8_t open_sequence(script_t *sc) {
 }
 
 TEST(open_sequence_and_reads) {
-  static script_t sc;
+  static peer_script_t sc;
   sc.n = 0;
   open_sequence(&sc);
   add(&sc, "reads FPGA state on", 9, AUTD3_V12_TAG_READS_FPGA_STATE, 1);
@@ -159,7 +102,7 @@ TEST(open_sequence_and_reads) {
 }
 
 TEST(errors_duplicates_wrap_power_cycle) {
-  static script_t sc;
+  static peer_script_t sc;
   sc.n = 0;
   uint8_t id = open_sequence(&sc);
   add(&sc, "unknown tag 0x55 -> err 1", ++id, 0x55, 0);
@@ -189,12 +132,11 @@ TEST(errors_duplicates_wrap_power_cycle) {
 
 TEST(peer_detects_a_wrong_model) {
   /* The harness can fail: a script whose answer we deliberately corrupt. */
-  if (access(AUTD3_PEER_FW_EMU_V12, X_OK) != 0) SKIP("the firmware-emulator-v12 peer is not built (needs cargo)");
-  static script_t sc;
+  peer_proc_require(AUTD3_PEER_FW_EMU_V12, "firmware-emulator-v12");
+  static peer_script_t sc;
   sc.n = 0;
   add(&sc, "info CPU major", 1, AUTD3_V12_TAG_FIRM_INFO, AUTD3_V12_INFO_CPU_MAJOR);
-  static char peer[MAX_STEPS][32];
-  run_peer(&sc, peer);
+  peer_script_run(AUTD3_PEER_FW_EMU_V12, &sc, peer[0], LINE);
   ASSERT_STREQ(peer[0], "a5 01 00");
 }
 

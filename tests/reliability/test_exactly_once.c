@@ -77,24 +77,31 @@ static void emulator_schedule(void *vctx, size_t i, uint64_t elapsed_ns) {
   }
 }
 
-static void emulator_case(const char *name, size_t ndev, size_t requests, bool faults) {
+/* cfg (drain and fault set) through a client over the in-process emulator
+ * with ndev devices; the link goes to cfg's drain context and to fx. The logs
+ * are drained before the client closes: the link and its logs close with it. */
+static void emulator_stream(size_t ndev, eo_config_t *cfg, emu_fault_ctx_t *fx, eo_result_t *res) {
   autd3_geometry_t *g = geometry(ndev);
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_EMULATOR);
   autd3_client_t *c = NULL;
   ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
-  emu_fault_ctx_t fx = {autd3_client_link(c), ndev};
-  eo_config_t cfg = {.requests = requests, .drain = eo_drain_emulator, .drain_ctx = fx.link,
-                     .fault = faults ? emulator_schedule : NULL, .fault_ctx = &fx, .name = name};
-  eo_result_t res;
-  eo_run(c, &cfg, &res);
-  /* The link (and its logs) closes with the client: drain first. */
-  eo_finish(&cfg, &res);
-  autd3_client_close(c);
-  eo_print(&cfg, &res);
-  char why[256];
-  bool ok = eo_ok(&res, why, sizeof why);
   autd3_geometry_free(g);
-  if (!ok) TEST_FAIL_("%s: %s", name, why);
+  *fx = (emu_fault_ctx_t){autd3_client_link(c), ndev};
+  cfg->drain_ctx = fx->link;
+  cfg->fault_ctx = fx;
+  eo_run(c, cfg, res);
+  eo_finish(cfg, res);
+  autd3_client_close(c);
+  eo_print(cfg, res);
+}
+
+static void emulator_case(const char *name, size_t ndev, size_t requests, bool faults) {
+  emu_fault_ctx_t fx;
+  eo_config_t cfg = {.requests = requests, .drain = eo_drain_emulator, .fault = faults ? emulator_schedule : NULL, .name = name};
+  eo_result_t res;
+  emulator_stream(ndev, &cfg, &fx, &res);
+  char why[256];
+  if (!eo_ok(&res, why, sizeof why)) TEST_FAIL_("%s: %s", name, why);
 }
 
 /* No faults: the harness itself agrees with a healthy client. */
@@ -127,16 +134,10 @@ static size_t doctored_drain(void *link, uint16_t dev, autd3_exec_entry_t *out, 
 }
 
 TEST(harness_detects_violations) {
-  autd3_geometry_t *g = geometry(2);
-  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_EMULATOR);
-  autd3_client_t *c = NULL;
-  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
-  eo_config_t cfg = {.requests = 50, .drain = doctored_drain, .drain_ctx = autd3_client_link(c), .name = "doctored"};
+  emu_fault_ctx_t fx;
+  eo_config_t cfg = {.requests = 50, .drain = doctored_drain, .name = "doctored"};
   eo_result_t res;
-  eo_run(c, &cfg, &res);
-  eo_finish(&cfg, &res);
-  autd3_client_close(c);
-  eo_print(&cfg, &res);
+  emulator_stream(2, &cfg, &fx, &res);
   char why[256];
   ASSERT_FALSE(eo_ok(&res, why, sizeof why));
   printf("eo_ok: %s\n", why);
@@ -144,7 +145,6 @@ TEST(harness_detects_violations) {
   ASSERT_EQ(res.dev[1].missing, 1);
   ASSERT_EQ(res.dev[1].phantom, 1);
   ASSERT_EQ(res.dev[0].doubles + res.dev[0].missing + res.dev[0].phantom, 0);
-  autd3_geometry_free(g);
 }
 
 /* ---------------- echocat against autd3-emu ---------------- */

@@ -222,22 +222,42 @@ static const char *armt3_python(void) {
   return AUTD3_PYTHON;
 }
 
+/* Run tests/remote/armt_peer.py (the published Python client speaking ARMT `armt`) with python `py`; its output
+ * into buf. Returns its exit status. */
+static int run_armt_peer(const char *py, char *armt, char *mode, char *arg1, char *arg2, char *buf, size_t cap) {
+  char *argv[] = {(char *)py, AUTD3_SOURCE_DIR "/tests/remote/armt_peer.py", armt, mode, arg1, arg2, NULL};
+  int out;
+  pid_t pid = spawn(argv, &out);
+  slurp(out, buf, cap);
+  close(out);
+  return wait_status(pid);
+}
+
 TEST(interop_published_python_client) {
   server_proc_t s;
   server_start(&s, NULL, NULL);
   const char *py = armt3_python();
-  char *argv[] = {(char *)py, AUTD3_SOURCE_DIR "/tests/remote/armt3_peer.py", s.addr, "2", NULL};
-  int out;
-  pid_t pid = spawn(argv, &out);
   static char buf[16384];
-  slurp(out, buf, sizeof buf);
-  close(out);
-  int st = wait_status(pid);
+  int st = run_armt_peer(py, "v3", "session", s.addr, "2", buf, sizeof buf);
   server_stop(&s, SIGTERM);
   if (st == 77 || st == 126) SKIP("%s: %s", py, buf);
   if (st != 0) TEST_FAIL_("peer exit %d:\n%s\nserver:\n%s", st, buf, s.log);
   ASSERT_CONTAINS(buf, "ok: autd3-link-remote");
   ASSERT_CONTAINS(s.log, "closed the session");
+}
+
+/* A two-device Remote link to a reference server just started: retried
+ * (bounded, 10 s) while it does not listen yet. *g = its geometry. */
+static autd3_link_t *open_when_listening(const autd3_link_option_t *o, autd3_geometry_t **g) {
+  ASSERT_OK(autd3_geometry_create(2, NULL, g));
+  autd3_link_t *l = NULL;
+  autd3_err_t err = AUTD3_E_CONNECT;
+  for (int i = 0; i < 200 && err == AUTD3_E_CONNECT; i++) {
+    err = autd3_link_open(o, *g, &l);
+    if (err == AUTD3_E_CONNECT) usleep(50000);
+  }
+  ASSERT_OK(err);
+  return l;
 }
 
 TEST(interop_published_rust_server) {
@@ -254,14 +274,7 @@ TEST(interop_published_rust_server) {
   o.u.remote.address = addr;
   o.u.remote.timeout_ms = 5000;
   autd3_geometry_t *g = NULL;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_t *l = NULL;
-  autd3_err_t err = AUTD3_E_CONNECT;
-  for (int i = 0; i < 100 && err == AUTD3_E_CONNECT; i++) { /* wait for it to listen (bounded) */
-    err = autd3_link_open(&o, g, &l);
-    if (err == AUTD3_E_CONNECT) usleep(50000);
-  }
-  ASSERT_OK(err);
+  autd3_link_t *l = open_when_listening(&o, &g);
   /* Reset, then a NOP with seq 0: the published firmware emulator acks seq 0 */
   static uint8_t tx[2 * 626];
   uint8_t rx[4] = {0};
@@ -300,21 +313,11 @@ TEST(perftest_through_remote_to_echocat_on_veth) {
   ASSERT_CONTAINS(buf, "opened the echocat link with 2 device(s)");
 }
 
-/* Run tests/remote/armt7_peer.py with AUTD3_PYTHON (build/.venv: autd3 0.9.0 + autd3-link-remote 0.9.0). */
-static int run_armt7_peer(char *mode, char *arg1, char *arg2, char *buf, size_t cap) {
-  char *argv[] = {(char *)AUTD3_PYTHON, AUTD3_SOURCE_DIR "/tests/remote/armt7_peer.py", mode, arg1, arg2, NULL};
-  int out;
-  pid_t pid = spawn(argv, &out);
-  slurp(out, buf, cap);
-  close(out);
-  return wait_status(pid);
-}
-
 TEST(interop_published_python_client_v7) {
   server_proc_t s;
   server_start(&s, NULL, NULL);
   static char buf[16384];
-  int st = run_armt7_peer("session", s.addr, "2", buf, sizeof buf);
+  int st = run_armt_peer(AUTD3_PYTHON, "v7", "session", s.addr, "2", buf, sizeof buf);
   server_stop(&s, SIGTERM);
   if (st == 77 || st == 126) SKIP("%s: %s", AUTD3_PYTHON, buf);
   if (st != 0) TEST_FAIL_("peer exit %d:\n%s\nserver:\n%s", st, buf, s.log);
@@ -331,7 +334,7 @@ TEST(interop_published_python_discovery) {
   server_proc_t s;
   server_start(&s, "--advertise", "--advertise-instance=autd3-peer-test");
   static char buf[16384];
-  int st = run_armt7_peer("discover", "autd3-peer-test", NULL, buf, sizeof buf);
+  int st = run_armt_peer(AUTD3_PYTHON, "v7", "discover", "autd3-peer-test", NULL, buf, sizeof buf);
   server_stop(&s, SIGTERM);
   if (st == 77 || st == 126) SKIP("%s: %s", AUTD3_PYTHON, buf);
   if (st != 0) TEST_FAIL_("peer exit %d:\n%s\nserver:\n%s", st, buf, s.log);
@@ -354,14 +357,7 @@ TEST(interop_published_rust_server_v7) {
   o.u.remote.timeout_ms = 5000;
   o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_OFF; /* the reference server answers each request in turn */
   autd3_geometry_t *g = NULL;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_t *l = NULL;
-  autd3_err_t err = AUTD3_E_CONNECT;
-  for (int i = 0; i < 200 && err == AUTD3_E_CONNECT; i++) { /* wait for it to listen (bounded) */
-    err = autd3_link_open(&o, g, &l);
-    if (err == AUTD3_E_CONNECT) usleep(50000);
-  }
-  ASSERT_OK(err);
+  autd3_link_t *l = open_when_listening(&o, &g);
   static uint8_t tx[2 * 626];
   uint8_t rx[4] = {0};
   for (int k = 0; k < 20; k++) {

@@ -110,6 +110,51 @@ static uint64_t aim_edge(const echocat_t *ec, uint64_t now) {
   return slot;
 }
 
+/* The frames both plans send, each added to set[*ns]. A failed send leaves
+ * its slot FAILED: counted as lost by the caller. One output frame per group
+ * of two devices, with the reference clock's system time read right after
+ * the outputs passed it: tells, in the devices' own time base, whether they
+ * had the image before the edge (no host-side estimate involved). */
+static void send_outputs(echocat_t *ec, const uint8_t *tx, slot_t **set, int *ns) {
+  const uint16_t n = ec->n;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
+    uint32_t log = (uint32_t)first * OUT_BYTES;
+    echocat__slot_start(ec, s, true);
+    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
+    echocat__slot_send(ec, s);
+    set[(*ns)++] = s;
+  }
+}
+
+/* The read frame: DC system time, the inputs, the AL status (the caller adds it to its set). */
+static slot_t *send_read(echocat_t *ec) {
+  const uint16_t n = ec->n;
+  slot_t *r = &ec->rd;
+  echocat__slot_start(ec, r, true);
+  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+  uint32_t inlog = (uint32_t)n * OUT_BYTES;
+  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
+  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+  echocat__slot_send(ec, r);
+  return r;
+}
+
+/* The posted mailbox transaction, if one waits: whether it went. */
+static bool send_posted(echocat_t *ec, slot_t **set, int *ns) {
+  int mb = MBX_POSTED;
+  if (!atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT))
+    return false;
+  ec->xs.state = SLOT_IDLE;
+  ec->xs.sent_ns = autd3__now_ns();
+  if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
+    ec->xs.state = SLOT_SENT;
+  set[(*ns)++] = &ec->xs;
+  return true;
+}
+
 /* The split plan (docs/echocat.md "Timing"): outputs at once, inputs read late. */
 static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
   const uint16_t n = ec->n;
@@ -137,19 +182,7 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   ec->first_call = false; /* the gap between open and the caller's first cycle is no late wake-up */
   slot_t *set[MAX_GROUPS + 2];
   int ns = 0;
-  for (int g = 0; g < ec->ngroups; g++) {
-    slot_t *s = &ec->out[g];
-    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
-    uint32_t log = (uint32_t)first * OUT_BYTES;
-    echocat__slot_start(ec, s, true);
-    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
-    /* The reference clock's system time right after the outputs passed it:
-     * tells, in the devices' own time base, whether they had the image
-     * before the edge (no host-side estimate involved). */
-    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
-    echocat__slot_send(ec, s); /* a failed send leaves the slot FAILED: counted as lost below */
-    set[ns++] = s;
-  }
+  send_outputs(ec, tx, set, &ns);
   uint64_t next_edge_host = (uint64_t)((int64_t)(slot + ec->period) - ec->off);
   uint64_t deadline = next_edge_host - ec->read_ahead;
   ec->last_slot = slot; /* until the replies say otherwise (after step 3) */
@@ -159,24 +192,10 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
    * (one system call per frame instead of poll + receive). */
   sleep_until(ec, deadline, ec->opt.spin_ns);
   echocat__collect(ec, set, ns, 0);
-  slot_t *r = &ec->rd;
-  echocat__slot_start(ec, r, true);
-  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
-  uint32_t inlog = (uint32_t)n * OUT_BYTES;
-  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
-  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
-  echocat__slot_send(ec, r);
+  slot_t *r = send_read(ec);
   jitter_record(ec, (int64_t)(r->sent_ns - deadline));
   set[ns++] = r;
-  int mb = MBX_POSTED;
-  bool mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
-  if (mbx) {
-    ec->xs.state = SLOT_IDLE;
-    ec->xs.sent_ns = autd3__now_ns();
-    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
-      ec->xs.state = SLOT_SENT;
-    set[ns++] = &ec->xs;
-  }
+  bool mbx = send_posted(ec, set, &ns);
   atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
 
@@ -341,34 +360,11 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
 
   /* The read frame first (and a posted transaction: both come back at once). */
   ns = 0;
-  slot_t *r = &ec->rd;
-  echocat__slot_start(ec, r, true);
-  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
-  uint32_t inlog = (uint32_t)n * OUT_BYTES;
-  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
-  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
-  echocat__slot_send(ec, r);
+  slot_t *r = send_read(ec);
   jitter_record(ec, (int64_t)(r->sent_ns - (uint64_t)((int64_t)(floor - credit) - ec->off)));
   set[ns++] = r;
-  int mb = MBX_POSTED;
-  bool mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
-  if (mbx) {
-    ec->xs.state = SLOT_IDLE;
-    ec->xs.sent_ns = autd3__now_ns();
-    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
-      ec->xs.state = SLOT_SENT;
-    set[ns++] = &ec->xs;
-  }
-  for (int g = 0; g < ec->ngroups; g++) {
-    slot_t *s = &ec->out[g];
-    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
-    uint32_t log = (uint32_t)first * OUT_BYTES;
-    echocat__slot_start(ec, s, true);
-    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
-    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
-    echocat__slot_send(ec, s);
-    set[ns++] = s;
-  }
+  bool mbx = send_posted(ec, set, &ns);
+  send_outputs(ec, tx, set, &ns);
   ec->last_slot = ec->burst_slot = slot;
   atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);

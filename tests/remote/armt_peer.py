@@ -1,12 +1,15 @@
-"""Interop peer: the published AUTD3 Python client (PyPI autd3 0.9.0 + autd3-link-remote 0.9.0,
-ARMT v7) against OUR autd3-remote-server. Exit 0 = success, 77 = the installed package cannot be
-used (reason printed), anything else = failure.
+"""Interop peer: the published AUTD3 Python client (PyPI autd3 + autd3-link-remote) against OUR
+autd3-remote-server, for either ARMT version the published packages speak. Exit 0 = success,
+77 = the installed package cannot be used (reason printed), anything else = failure.
 
-usage: armt7_peer.py session HOST:PORT DEVICES   full session: open, firmware info, frames, close
-       armt7_peer.py discover INSTANCE            its DNS-SD discovery finds our advertised server
+usage: armt_peer.py v3 session HOST:PORT DEVICES   autd3-link-remote 0.2.0 (ARMT v3, build/.venv-armt3)
+       armt_peer.py v7 session HOST:PORT DEVICES   autd3-link-remote 0.9.0 (ARMT v7, build/.venv)
+       armt_peer.py v7 discover INSTANCE           its DNS-SD discovery finds our advertised server
+A session is: open, firmware info, 20 frames, FPGA state, close.
 """
 import asyncio
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 
 def skip(reason: str) -> None:
@@ -14,17 +17,22 @@ def skip(reason: str) -> None:
     sys.exit(77)
 
 
-from importlib.metadata import PackageNotFoundError, version
-
+armt = sys.argv[1]
 try:
     ver = version("autd3-link-remote")
 except PackageNotFoundError:
     skip(f"autd3-link-remote is not installed for {sys.executable}")
 major, minor = (int(x) for x in ver.split(".")[:2])
-# PyPI autd3-link-remote 0.8.0 and 0.9.0 speak ARMT v7 (0.2.0: v3, see armt3_peer.py).
-if (major, minor) < (0, 8):
+# PyPI autd3-link-remote 0.2.0 bundles crates.io autd3-rs-link-remote 0.1-0.4 (ARMT v3);
+# 0.8.0 and 0.9.0 speak ARMT v7.
+if armt == "v3" and (major, minor) >= (0, 5):
+    skip(f"{sys.executable} has autd3-link-remote {ver}, which speaks ARMT v7; the ARMT v3 client is "
+         "autd3-link-remote==0.2.0 (with autd3==0.2.0, autd3-core==0.2.0), e.g. in build/.venv-armt3")
+if armt == "v7" and (major, minor) < (0, 8):
     skip(f"{sys.executable} has autd3-link-remote {ver} (ARMT v3); the v7 client is autd3-link-remote==0.9.0 "
          "(with autd3==0.9.0, autd3-core==0.9.0), e.g. in build/.venv")
+if armt not in ("v3", "v7"):
+    sys.exit(f"unknown ARMT version {armt}")
 try:
     import autd3
     import autd3_link_remote
@@ -36,7 +44,10 @@ async def session(addr: str, n: int) -> None:
     geometry = autd3.geometry.Geometry(
         [autd3.geometry.Autd3([192.0 * i, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]) for i in range(n)]
     )
-    link = autd3_link_remote.RemoteLinkOption(addr)
+    if armt == "v3":  # 0.2.0's option takes its own timeout; 0.9.0's has none
+        link = autd3_link_remote.RemoteLinkOption(addr, timeout=autd3.Duration.from_millis(5000))
+    else:
+        link = autd3_link_remote.RemoteLinkOption(addr)
     client = await asyncio.wait_for(autd3.Client.open(geometry, link, autd3.ClientConfig()), 30)
     assert client.num_devices() == n, client.num_devices()
     versions = await asyncio.wait_for(client.read_firmware_version(), 10)
@@ -57,9 +68,9 @@ def discover(instance: str) -> None:
     print(f"ok: autd3-link-remote {ver} discovered {instance} at {found.addr}")
 
 
-if sys.argv[1] == "session":
-    asyncio.run(session(sys.argv[2], int(sys.argv[3])))
-elif sys.argv[1] == "discover":
-    discover(sys.argv[2])
+if sys.argv[2] == "session":
+    asyncio.run(session(sys.argv[3], int(sys.argv[4])))
+elif sys.argv[2] == "discover":
+    discover(sys.argv[3])
 else:
-    sys.exit(f"unknown mode {sys.argv[1]}")
+    sys.exit(f"unknown mode {sys.argv[2]}")
