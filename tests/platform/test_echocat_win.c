@@ -6,6 +6,10 @@
  * (tests/platform/CMakeLists.txt). No timing is asserted: wine 8 has no
  * immediate mode, frames wait for libpcap's 1 ms timeout; the figures printed
  * are for docs/platforms.md. */
+/* A Windows program's usual first include, objbase.h's `interface` macro
+ * and all: the public headers must compile after it (link_ethercat.h). */
+#include <windows.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +20,7 @@
 
 static autd3_link_option_t option(const char *ifname) {
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_ECHOCAT);
-  o.u.echocat.ethercat.interface = ifname;
+  o.u.echocat.ethercat.adapter = ifname; /* `interface` is a macro after <windows.h> */
   return o;
 }
 
@@ -116,7 +120,7 @@ TEST(missing_wpcap) {
   printf("message: %s\n", autd3_last_error());
   ASSERT_CONTAINS(autd3_last_error(), "Npcap");
   ASSERT_CONTAINS(autd3_last_error(), "WinPcap API-compatible Mode");
-  o.u.echocat.ethercat.interface = NULL; /* "auto" lists adapters: the same error */
+  o.u.echocat.ethercat.adapter = NULL; /* "auto" lists adapters: the same error */
   ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NOT_BUILT);
   ASSERT_CONTAINS(autd3_last_error(), "Npcap");
   autd3_geometry_free(g);
