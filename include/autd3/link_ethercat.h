@@ -23,9 +23,23 @@ extern "C" {
  * Frozen for the soname: it sits at the start of the echocat, SOEM and EtherCrab options, so a field added
  * here would move theirs. A new common field is appended to each of those three instead (docs/api.md).
  */
+/* <windows.h> (through objbase.h, unless WIN32_LEAN_AND_MEAN) defines
+ * `interface` as `struct`: undone for this definition, and the field has a
+ * second name, `adapter`, for code that includes <windows.h>. */
+#ifdef interface
+#pragma push_macro("interface")
+#undef interface
+#define AUTD3_INTERFACE_MACRO_PUSHED_
+#endif
 typedef struct autd3_ethercat_option {
-  /** Adapter name ("eth0"), or NULL / "auto": the first adapter whose slaves are all AUTD3. */
-  const char *interface;
+  /** Adapter, or NULL / "auto": the first adapter whose slaves are all AUTD3. Linux: the interface name
+   * ("eth0"). Windows: the Npcap name ("\Device\NPF_{GUID}"), or the adapter's description or friendly
+   * name, whole or a part that only it has, ignoring case (docs/platforms.md). Two names, one field:
+   * `adapter` is for code that includes <windows.h>, where `interface` is a macro. */
+  union {
+    const char *interface;
+    const char *adapter;
+  };
   uint32_t sync0_period_ns;   /**< SYNC0 period, a multiple of 500 000; default 1 000 000 */
   int32_t sync0_shift_ns;     /**< SYNC0 shift and host send phase; default 0 */
   uint32_t send_cycle_ns;     /**< host process-data period; 0 = sync0_period_ns (default) */
@@ -37,6 +51,10 @@ typedef struct autd3_ethercat_option {
   int rt_cpu;                 /**< CPU to pin the link's threads to, -1 = none (default) */
   const char *capture_path;   /**< write every bus frame to this pcap file; NULL = off (default) */
 } autd3_ethercat_option_t;
+#ifdef AUTD3_INTERFACE_MACRO_PUSHED_
+#pragma pop_macro("interface")
+#undef AUTD3_INTERFACE_MACRO_PUSHED_
+#endif
 
 /**
  * Defaults as documented per field.

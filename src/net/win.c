@@ -319,3 +319,131 @@ void autd3__net_wake_close(autd3_net_wake_t *wk) {
   if (wk->r >= 0) closesocket(S(wk->r));
   wk->r = wk->w = -1;
 }
+
+/* ---------------- UDP for mDNS ---------------- */
+
+#include <iphlpapi.h>
+
+size_t autd3__net_ipv4_addrs(uint8_t (*out)[4], size_t cap) {
+  ULONG size = 16384;
+  IP_ADAPTER_ADDRESSES *list = NULL;
+  ULONG r = ERROR_BUFFER_OVERFLOW;
+  for (int tries = 0; tries < 3 && r == ERROR_BUFFER_OVERFLOW; tries++) {
+    free(list);
+    if ((list = malloc(size)) == NULL) return 0;
+    r = GetAdaptersAddresses(AF_INET, GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_SKIP_DNS_SERVER, NULL, list,
+                             &size);
+  }
+  size_t n = 0;
+  for (IP_ADAPTER_ADDRESSES *a = r == NO_ERROR ? list : NULL; a != NULL && n < cap; a = a->Next) {
+    if (a->OperStatus != IfOperStatusUp || a->IfType == IF_TYPE_SOFTWARE_LOOPBACK || (a->Flags & IP_ADAPTER_NO_MULTICAST))
+      continue;
+    for (IP_ADAPTER_UNICAST_ADDRESS *u = a->FirstUnicastAddress; u != NULL && n < cap; u = u->Next)
+      if (u->Address.lpSockaddr != NULL && u->Address.lpSockaddr->sa_family == AF_INET)
+        memcpy(out[n++], &((struct sockaddr_in *)(void *)u->Address.lpSockaddr)->sin_addr, 4);
+  }
+  free(list);
+  return n;
+}
+
+void autd3__net_hostname(char *buf, size_t cap) {
+  char h[256] = "";
+  if (wsa_ready() != AUTD3_OK || gethostname(h, sizeof h - 1) != 0 || h[0] == 0) snprintf(h, sizeof h, "autd3");
+  char *dot = strchr(h, '.');
+  if (dot) *dot = 0;
+  snprintf(buf, cap, "%s", h);
+}
+
+autd3_err_t autd3__net_mdns_open(int *out) {
+  autd3_err_t e = wsa_ready();
+  if (e != AUTD3_OK) return e;
+  SOCKET s = new_socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP);
+  if (s == INVALID_SOCKET) return autd3__net_err(WSAGetLastError(), "mDNS: socket");
+  /* Shared with other responders on the host (Windows' own mDNS service):
+   * SO_REUSEADDR is the only sharing Windows has for UDP multicast. */
+  BOOL one = TRUE;
+  DWORD ttl = 255, loop = 1;
+  (void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, (const char *)&one, sizeof one);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons(5353);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(s, (struct sockaddr *)&a, sizeof a) != 0) {
+    e = autd3__net_err(WSAGetLastError(), "mDNS: cannot bind UDP port 5353");
+    closesocket(s);
+    return e;
+  }
+  (void)setsockopt(s, IPPROTO_IP, IP_MULTICAST_TTL, (const char *)&ttl, sizeof ttl);
+  (void)setsockopt(s, IPPROTO_IP, IP_MULTICAST_LOOP, (const char *)&loop, sizeof loop);
+  struct ip_mreq m;
+  inet_pton(AF_INET, "224.0.0.251", &m.imr_multiaddr);
+  m.imr_interface.s_addr = htonl(INADDR_ANY);
+  bool joined = setsockopt(s, IPPROTO_IP, IP_ADD_MEMBERSHIP, (const char *)&m, sizeof m) == 0;
+  int join_err = joined ? 0 : WSAGetLastError();
+  uint8_t addrs[16][4];
+  size_t n = autd3__net_ipv4_addrs(addrs, 16);
+  for (size_t i = 0; i < n; i++) { /* the default one may be among them already */
+    memcpy(&m.imr_interface, addrs[i], 4);
+    if (setsockopt(s, IPPROTO_IP, IP_ADD_MEMBERSHIP, (const char *)&m, sizeof m) == 0 || WSAGetLastError() == WSAEADDRINUSE)
+      joined = true;
+  }
+  if (!joined) {
+    e = autd3__net_err(join_err, "mDNS: cannot join 224.0.0.251 (no multicast route?)");
+    closesocket(s);
+    return e;
+  }
+  set_nonblock(s);
+  *out = to_int(s);
+  return AUTD3_OK;
+}
+
+autd3_err_t autd3__net_udp_send4(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port) {
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  if (ip) {
+    memcpy(&a.sin_addr, ip, 4);
+    a.sin_port = htons(port);
+    if (sendto(S(fd), (const char *)buf, (int)len, 0, (struct sockaddr *)&a, sizeof a) == SOCKET_ERROR)
+      return autd3__net_err(WSAGetLastError(), "mDNS: sendto");
+    return AUTD3_OK;
+  }
+  inet_pton(AF_INET, "224.0.0.251", &a.sin_addr);
+  a.sin_port = htons(5353);
+  uint8_t addrs[16][4];
+  size_t n = autd3__net_ipv4_addrs(addrs, 16);
+  bool sent = false;
+  int err = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct in_addr ifa;
+    memcpy(&ifa, addrs[i], 4);
+    if (setsockopt(S(fd), IPPROTO_IP, IP_MULTICAST_IF, (const char *)&ifa, sizeof ifa) != 0) continue;
+    if (sendto(S(fd), (const char *)buf, (int)len, 0, (struct sockaddr *)&a, sizeof a) != SOCKET_ERROR) sent = true;
+    else err = WSAGetLastError();
+  }
+  if (n == 0) { /* only loopback: the routing table picks */
+    struct in_addr any;
+    any.s_addr = htonl(INADDR_ANY);
+    (void)setsockopt(S(fd), IPPROTO_IP, IP_MULTICAST_IF, (const char *)&any, sizeof any);
+    if (sendto(S(fd), (const char *)buf, (int)len, 0, (struct sockaddr *)&a, sizeof a) != SOCKET_ERROR) sent = true;
+    else err = WSAGetLastError();
+  }
+  if (!sent) return autd3__net_err(err, "mDNS: cannot send to 224.0.0.251");
+  return AUTD3_OK;
+}
+
+long autd3__net_udp_recv4(int fd, void *buf, size_t cap, uint8_t ip[4], uint16_t *port) {
+  struct sockaddr_in a;
+  int al = (int)sizeof a;
+  int r = recvfrom(S(fd), (char *)buf, (int)(cap > INT_MAX ? INT_MAX : cap), 0, (struct sockaddr *)&a, &al);
+  if (r == SOCKET_ERROR) {
+    int e = WSAGetLastError();
+    /* WSAECONNRESET: an earlier send drew an ICMP port unreachable; not this socket's failure */
+    return (e == WSAEWOULDBLOCK || e == WSAEINTR || e == WSAECONNRESET || e == WSAEMSGSIZE) ? 0 : -1;
+  }
+  if (r == 0) return 0;
+  memcpy(ip, &a.sin_addr, 4);
+  *port = ntohs(a.sin_port);
+  return (long)r;
+}

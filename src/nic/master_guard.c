@@ -3,8 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "autd3/link_driver.h"
 #include "nic/master_guard.h"
@@ -30,14 +28,24 @@ autd3_err_t autd3__foreign_master_error(const char *who, const char *ifname, con
 }
 
 /* The lock's name. An interface name is unique per network namespace only
- * (every test namespace has its own "autd3m0"), so the namespace's inode
- * number is part of it where the OS has one (Linux /proc/self/ns/net). */
+ * (every test namespace has its own "autd3m0"), so the namespace's id is part
+ * of it where the OS has one. Characters a file name may not carry (Npcap's
+ * "\Device\NPF_{...}") become '_'; a long name keeps its end, where the
+ * GUID is. */
 static void lock_name(const char *ifname, char *out, size_t cap) {
-  struct stat st;
-  if (stat("/proc/self/ns/net", &st) == 0)
-    snprintf(out, cap, "autd3-%s-net%llu.lock", ifname, (unsigned long long)st.st_ino);
+  char safe[64];
+  size_t n = strlen(ifname), skip = n >= sizeof safe ? n - (sizeof safe - 1) : 0, k = 0;
+  for (const char *p = ifname + skip; *p; p++)
+    safe[k++] = (char)((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                               *p == '.' || *p == '{' || *p == '}'
+                           ? *p
+                           : '_');
+  safe[k] = 0;
+  uint64_t ns = autd3__net_namespace_id();
+  if (ns != 0)
+    snprintf(out, cap, "autd3-%s-net%llu.lock", safe, (unsigned long long)ns);
   else
-    snprintf(out, cap, "autd3-%s.lock", ifname);
+    snprintf(out, cap, "autd3-%s.lock", safe);
 }
 
 /* Listen on `ifname` for up to `ns` for any EtherCAT frame: nothing of ours
@@ -94,7 +102,7 @@ autd3_err_t autd3__master_guard_take(const char *ifname, autd3_nic_backend_t bac
     return e;
   }
   /* Unique per process (pid) and per open (time, address of the guard). */
-  uint64_t h = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ autd3__now_ns() ^ (uint64_t)(uintptr_t)g;
+  uint64_t h = autd3__process_id() * 0x9E3779B97F4A7C15ull ^ autd3__now_ns() ^ (uint64_t)(uintptr_t)g;
   h ^= h >> 29;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 32;

@@ -1,57 +1,68 @@
-/* Raw NIC front end: back-end choice, the calls of nic.h, adapter listing. */
-#define _DEFAULT_SOURCE
-#include <errno.h>
-#include <net/if.h>
+/* Raw NIC front end: back-end choice, the calls of nic.h, adapter lists.
+ * Portable: the OS's adapters are nic_os_posix.c's or wpcap.c's. */
+#include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "autd3/link_driver.h"
 #include "nic/nic_impl.h"
 
-/* The checks every open starts with: the name is usable and the adapter exists. */
-static autd3_err_t check_ifname(const char *ifname, autd3_nic_t **out) {
-  if (!ifname || !*ifname || !out)
+autd3_err_t autd3__nic_resolve(const char *ifname, char **os_name) {
+  *os_name = NULL;
+  if (!ifname || !*ifname)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "nic: interface name is empty");
+  return autd3__nic_os_resolve(ifname, os_name);
+}
+
+static autd3_err_t open_with(const char *ifname, autd3_err_t (*fn)(const char *, autd3_nic_t **), autd3_nic_t **out) {
+  if (!out)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "nic: no place for the handle");
   *out = NULL;
-  if (strlen(ifname) >= IF_NAMESIZE)
-    return autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: interface name \"%s\" is too long", ifname);
-  if (if_nametoindex(ifname) == 0)
-    return autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: no network interface \"%s\"", ifname);
+  char *os_name = NULL;
+  autd3_err_t e = autd3__nic_resolve(ifname, &os_name);
+  if (e != AUTD3_OK)
+    return e;
+  if ((e = fn(os_name, out)) != AUTD3_OK) {
+    free(os_name);
+    return e;
+  }
+  (*out)->ifname = os_name;
   return AUTD3_OK;
 }
 
+#ifdef __linux__
+#define AUTO_OPEN autd3__nic_open_afpacket
+#else
+#define AUTO_OPEN autd3__nic_open_pcap
+static autd3_err_t no_afpacket(const char *ifname, autd3_nic_t **out) {
+  (void)ifname, (void)out;
+  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic: AF_PACKET exists on Linux only");
+}
+#define autd3__nic_open_afpacket no_afpacket
+#endif
+
 autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, autd3_nic_t **out) {
-  autd3_err_t e = check_ifname(ifname, out);
-  if (e != AUTD3_OK)
-    return e;
   switch (backend) {
   case AUTD3_NIC_AUTO:
-#ifdef __linux__
+    return open_with(ifname, AUTO_OPEN, out);
   case AUTD3_NIC_AF_PACKET:
-    return autd3__nic_open_afpacket(ifname, out);
-#else
-    return autd3__nic_open_pcap(ifname, out);
-  case AUTD3_NIC_AF_PACKET:
-    return autd3_set_error(AUTD3_E_NOT_BUILT, "nic: AF_PACKET exists on Linux only");
-#endif
+    return open_with(ifname, autd3__nic_open_afpacket, out);
   case AUTD3_NIC_PCAP:
-    return autd3__nic_open_pcap(ifname, out);
+    return open_with(ifname, autd3__nic_open_pcap, out);
   }
   return autd3_set_error(AUTD3_E_INVALID_OPTION, "nic: unknown back end %d", (int)backend);
 }
 
-autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out) {
-  autd3_err_t e = check_ifname(ifname, out);
-  if (e != AUTD3_OK)
-    return e;
 #ifdef __linux__
-  return autd3__nic_open_afpacket_tap(ifname, out);
-#else
-  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: a capture tap needs Linux AF_PACKET", ifname);
-#endif
+autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out) {
+  return open_with(ifname, autd3__nic_open_afpacket_tap, out);
 }
+#else
+autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out) {
+  if (out)
+    *out = NULL;
+  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: a capture tap needs Linux AF_PACKET", ifname ? ifname : "");
+}
+#endif
 
 autd3_err_t autd3__nic_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) {
   if (len < 14 || len > AUTD3_NIC_MAX_FRAME)
@@ -69,8 +80,11 @@ int autd3__nic_fd(const autd3_nic_t *nic) { return nic->ops->fd(nic); }
 uint64_t autd3__nic_ignored(const autd3_nic_t *nic) { return nic->ignored; }
 
 void autd3__nic_close(autd3_nic_t *nic) {
-  if (nic)
-    nic->ops->close(nic);
+  if (!nic)
+    return;
+  char *name = nic->ifname;
+  nic->ops->close(nic);
+  free(name);
 }
 
 #ifndef AUTD3_HAVE_PCAP
@@ -81,42 +95,57 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
 }
 #endif
 
-void autd3__nic_os_mac(const char *ifname, uint8_t mac[6]) {
-  memset(mac, 0, 6);
-#ifdef SIOCGIFHWADDR
-  int s = socket(AF_INET, SOCK_DGRAM, 0);
-  if (s < 0)
+autd3_err_t autd3__nic_names(autd3_nic_names_t *out) {
+  memset(out, 0, sizeof *out);
+  return autd3__nic_os_list(out);
+}
+
+static char *dup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+autd3_err_t autd3__nic_names_add(autd3_nic_names_t *l, const char *name, const char *desc) {
+  char **nn = realloc(l->name, (l->count + 1) * sizeof *nn);
+  if (nn)
+    l->name = nn;
+  char **dd = realloc(l->desc, (l->count + 1) * sizeof *dd);
+  if (dd)
+    l->desc = dd;
+  char *n = dup(name), *d = dup(desc ? desc : "");
+  if (!nn || !dd || !n || !d) {
+    free(n);
+    free(d);
+    return autd3_set_error(AUTD3_E_NOMEM, "nic: out of memory listing adapters");
+  }
+  l->name[l->count] = n;
+  l->desc[l->count] = d;
+  l->count++;
+  return AUTD3_OK;
+}
+
+void autd3__nic_names_free(autd3_nic_names_t *l) {
+  if (!l)
     return;
-  struct ifreq ifr;
-  memset(&ifr, 0, sizeof ifr);
-  strncpy(ifr.ifr_name, ifname, IF_NAMESIZE - 1);
-  if (ioctl(s, SIOCGIFHWADDR, &ifr) == 0)
-    memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
-  close(s);
-#else
-  (void)ifname;
-#endif
+  for (size_t i = 0; i < l->count; i++) {
+    free(l->name[i]);
+    free(l->desc[i]);
+  }
+  free(l->name);
+  free(l->desc);
+  memset(l, 0, sizeof *l);
 }
 
 autd3_err_t autd3__nic_list(char (*names)[32], size_t cap, size_t *count) {
   *count = 0;
-  struct if_nameindex *list = if_nameindex();
-  if (!list)
-    return autd3_set_error(AUTD3_E_IO, "nic: cannot list interfaces: %s", strerror(errno));
-  int s = socket(AF_INET, SOCK_DGRAM, 0);
-  for (struct if_nameindex *p = list; p->if_index != 0 && p->if_name; p++) {
-    struct ifreq ifr;
-    memset(&ifr, 0, sizeof ifr);
-    strncpy(ifr.ifr_name, p->if_name, IF_NAMESIZE - 1);
-    if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-      if (!(ifr.ifr_flags & IFF_UP) || (ifr.ifr_flags & IFF_LOOPBACK))
-        continue;
-    }
-    if (*count < cap && strlen(p->if_name) < 32)
-      strcpy(names[(*count)++], p->if_name);
-  }
-  if (s >= 0)
-    close(s);
-  if_freenameindex(list);
-  return AUTD3_OK;
+  autd3_nic_names_t l;
+  autd3_err_t e = autd3__nic_names(&l);
+  for (size_t i = 0; e == AUTD3_OK && i < l.count && *count < cap; i++)
+    if (strlen(l.name[i]) < 32)
+      strcpy(names[(*count)++], l.name[i]);
+  autd3__nic_names_free(&l);
+  return e;
 }

@@ -5,6 +5,9 @@
  *
  * Back ends: nic_afpacket.c (Linux AF_PACKET, default on Linux) and
  * nic_pcap.c (libpcap: macOS, Windows/Npcap, also Linux), chosen at open.
+ * Adapter names have no length limit. On Windows an adapter is named as
+ * Npcap lists it ("\Device\NPF_{GUID}") or by its description or friendly
+ * name (autd3__nic_open says how a name is matched).
  * Used by echocat (master side) and by autd3-emu (device side).
  *
  * Receive only returns EtherCAT frames (EtherType 0x88A4) that were not sent
@@ -26,12 +29,21 @@
 
 typedef struct autd3_nic autd3_nic_t;
 
-/* Open `ifname` with `backend` (AUTD3_NIC_AUTO: AF_PACKET on Linux).
- * Errors: NO_INTERFACE (no such adapter), PERMISSION (message names
+/* Open `ifname` with `backend` (AUTD3_NIC_AUTO: AF_PACKET on Linux, libpcap
+ * elsewhere). Linux: `ifname` is the interface name. Windows: the Npcap name
+ * (exactly), else the adapter whose description or friendly name equals
+ * `ifname` (ignoring case), else the one whose description or friendly name
+ * contains it (ignoring case); several candidates at one step is
+ * NO_INTERFACE listing them.
+ * Errors: NO_INTERFACE (no such adapter, or ambiguous), PERMISSION (message names
  * CAP_NET_RAW/CAP_NET_ADMIN and how to grant them: `sudo setcap
  * cap_net_raw,cap_net_admin+ep <binary>` or run as root), NOT_BUILT (pcap
  * back end missing), IO. */
 autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, autd3_nic_t **out);
+/* The OS name of the adapter `ifname` names (matched as autd3__nic_open
+ * does), allocated (free()); same errors. Lets a caller key per-adapter state
+ * (locks, messages) on one name whichever way the user named it. */
+autd3_err_t autd3__nic_resolve(const char *ifname, char **os_name);
 /* Open `ifname` as a passive tap (for capture files, src/nic/capture.h):
  * recv returns the EtherCAT frames of BOTH directions, including the ones
  * other sockets of this process send on the adapter (the tap itself never
@@ -51,7 +63,19 @@ int autd3__nic_fd(const autd3_nic_t *nic);
 uint64_t autd3__nic_ignored(const autd3_nic_t *nic);
 void autd3__nic_close(autd3_nic_t *nic);
 
-/* Names of the adapters that are up (excluding loopback), at most `cap`. */
+/* Adapters that are up (loopback excluded), names of any length: name[i] is
+ * what autd3__nic_open takes, desc[i] a human description ("" if none; on
+ * Windows Npcap's description and the friendly name). Free with
+ * autd3__nic_names_free (also after an error). */
+typedef struct autd3_nic_names {
+  size_t count;
+  char **name;
+  char **desc;
+} autd3_nic_names_t;
+autd3_err_t autd3__nic_names(autd3_nic_names_t *out);
+void autd3__nic_names_free(autd3_nic_names_t *l);
+/* The services table's fixed-size form (link_driver.h nic_list, version 1):
+ * at most `cap` names; names of 32 bytes or more are left out. */
 autd3_err_t autd3__nic_list(char (*names)[32], size_t cap, size_t *count);
 
 #endif

@@ -202,7 +202,6 @@ static autd3_err_t afp_open(const char *ifname, bool tap, autd3_nic_t **out) {
   a->fd = fd;
   a->ifindex = ifindex;
   a->tap = tap;
-  snprintf(a->base.ifname, sizeof a->base.ifname, "%s", ifname);
   autd3__nic_os_mac(ifname, a->base.mac);
   *out = &a->base;
   return AUTD3_OK;

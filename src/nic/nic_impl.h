@@ -18,16 +18,24 @@ struct autd3_nic {
   const autd3_nic_ops_t *ops;
   uint8_t mac[6];
   _Atomic uint64_t ignored; /* written by the owning thread, read by anyone (diagnostics) */
-  char ifname[32];
+  char *ifname;             /* the OS name the adapter was opened by; set and freed by nic.c */
 };
 
-/* Back-end open functions; `ifname` exists (checked by nic.c). */
+/* Back-end open functions; `ifname` is the OS name (autd3__nic_os_resolve). */
 autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out);
 autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out);
 /* AF_PACKET in tap mode (see autd3__nic_open_tap); Linux only. */
 autd3_err_t autd3__nic_open_afpacket_tap(const char *ifname, autd3_nic_t **out);
 
+/* ---- the OS's adapters (nic_os_posix.c; wpcap.c on Windows) ---- */
+/* The OS name of the adapter the user named (allocated; free()), or
+ * NO_INTERFACE with a message (ambiguous names list their candidates). */
+autd3_err_t autd3__nic_os_resolve(const char *user, char **os_name);
 /* Adapter MAC via the OS (zeros if unknown). */
-void autd3__nic_os_mac(const char *ifname, uint8_t mac[6]);
+void autd3__nic_os_mac(const char *os_name, uint8_t mac[6]);
+/* Adapters that are up, loopback excluded: see autd3__nic_names. */
+autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out);
+/* Append copies of `name` and `desc` (NULL = "") to `l`: NOMEM with a message. */
+autd3_err_t autd3__nic_names_add(autd3_nic_names_t *l, const char *name, const char *desc);
 
 #endif

@@ -1,19 +1,32 @@
 /* Npcap / WinPcap loaded at run time (see wpcap.h). Windows only. */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+/* Ours before Windows' headers: iphlpapi.h pulls in objbase.h, whose
+ * `#define interface struct` would break autd3_ethercat_option_t.interface. */
 #include "autd3/link_driver.h"
+#include "nic/nic_impl.h"
 #include "nic/wpcap.h"
 #include "platform/platform.h"
-
-static autd3__wpcap_t api;
-static autd3__dl_t *_Atomic loaded;
 
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
+#include <winsock2.h>
 #include <windows.h>
+#include <iphlpapi.h>
+
+static autd3__pcap_api_t api;
+static autd3__dl_t *_Atomic loaded;
+/* The Npcap/WinPcap calls behind the table's wait and immediate mode
+ * (NULL: not offered, or under wine). */
+typedef struct extras {
+  void *(*getevent)(autd3__pcap_t *p);
+  int (*setmintocopy)(autd3__pcap_t *p, int size);
+} extras_t;
+static extras_t ext;
 
 /* "C:\Windows\System32\Npcap\wpcap.dll" */
 static void npcap_path(char *out, size_t cap) {
@@ -21,6 +34,12 @@ static void npcap_path(char *out, size_t cap) {
   UINT n = GetSystemDirectoryA(sys, sizeof sys);
   if (n == 0 || n >= sizeof sys) snprintf(sys, sizeof sys, "C:\\Windows\\System32");
   snprintf(out, cap, "%s\\Npcap\\wpcap.dll", sys);
+}
+
+/* Wine's ntdll exports wine_get_version; Windows' does not. */
+static bool under_wine(void) {
+  HMODULE nt = GetModuleHandleA("ntdll.dll");
+  return nt != NULL && GetProcAddress(nt, "wine_get_version") != NULL;
 }
 
 static INIT_ONCE lock_once = INIT_ONCE_STATIC_INIT;
@@ -40,19 +59,72 @@ static autd3__mutex_t *load_lock_ptr(void) {
 #define NPCAP_HINT                                                                                                   \
   "install Npcap (https://npcap.com) with \"Install Npcap in WinPcap API-compatible Mode\" checked, or WinPcap"
 
-static bool bind_all(autd3__dl_t *dl, autd3__wpcap_t *t) {
+/* Without immediate mode (WinPcap): a minimum of 0 bytes to copy wakes the
+ * reader for every frame (Npcap's immediate mode does the same). */
+static int immediate_by_mintocopy(autd3__pcap_t *p, int on) { return ext.setmintocopy(p, on ? 0 : 16000); }
+
+/* Npcap's read event is signalled when frames are ready; wait for whole
+ * milliseconds on it and poll below that, so a deadline is not overshot. */
+static autd3_err_t win_wait(autd3__pcap_t *p, const char *ifname, uint64_t ns) {
+  (void)ifname;
+  void *ev = ext.getevent ? ext.getevent(p) : NULL;
+  if (ev != NULL && ns >= 1000000u) {
+    DWORD ms = (DWORD)(ns / 1000000u);
+    (void)WaitForSingleObject((HANDLE)ev, ms);
+    return AUTD3_OK;
+  }
+  autd3__sleep_ns(ns < 50000 ? ns : 50000);
+  return AUTD3_OK;
+}
+
+static int win_fd(autd3__pcap_t *p) {
+  (void)p;
+  return -1;
+}
+
+static bool bind_all(autd3__dl_t *dl, autd3__pcap_api_t *t, extras_t *x) {
   autd3__dl_fn_t f;
+  memset(t, 0, sizeof *t);
+  memset(x, 0, sizeof *x);
+#define BIND_OPT(field, sym) \
+  if ((f = autd3__dl_fn(dl, sym)) != NULL) memcpy(&t->field, &f, sizeof f);
 #define BIND(field, sym)                                 \
   if ((f = autd3__dl_fn(dl, sym)) == NULL) return false; \
   memcpy(&t->field, &f, sizeof f);
+  BIND(create, "pcap_create")
+  BIND(set_snaplen, "pcap_set_snaplen")
+  BIND(set_promisc, "pcap_set_promisc")
+  BIND(set_timeout, "pcap_set_timeout")
+  BIND(activate, "pcap_activate")
+  BIND(compile, "pcap_compile")
+  BIND(setfilter, "pcap_setfilter")
+  BIND(freecode, "pcap_freecode")
+  BIND(setnonblock, "pcap_setnonblock")
+  BIND(sendpacket, "pcap_sendpacket")
+  BIND(next_ex, "pcap_next_ex")
+  BIND(geterr, "pcap_geterr")
+  BIND(statustostr, "pcap_statustostr")
+  BIND(close, "pcap_close")
   BIND(findalldevs, "pcap_findalldevs")
   BIND(freealldevs, "pcap_freealldevs")
   BIND(lib_version, "pcap_lib_version")
+  if (!under_wine()) {
+    BIND_OPT(set_immediate_mode, "pcap_set_immediate_mode")
+    BIND_OPT(setdirection, "pcap_setdirection")
+    if ((f = autd3__dl_fn(dl, "pcap_getevent")) != NULL) memcpy(&x->getevent, &f, sizeof f);
+    if (t->set_immediate_mode == NULL && (f = autd3__dl_fn(dl, "pcap_setmintocopy")) != NULL) {
+      memcpy(&x->setmintocopy, &f, sizeof f);
+      t->set_immediate_mode = immediate_by_mintocopy;
+    }
+  }
 #undef BIND
+#undef BIND_OPT
+  t->wait = win_wait;
+  t->selectable_fd = win_fd;
   return true;
 }
 
-autd3_err_t autd3__wpcap_load(const char *dll, const autd3__wpcap_t **out) {
+autd3_err_t autd3__wpcap_load(const char *dll, const autd3__pcap_api_t **out) {
   if (atomic_load(&loaded) != NULL && dll == NULL) {
     *out = &api;
     return AUTD3_OK;
@@ -67,39 +139,183 @@ autd3_err_t autd3__wpcap_load(const char *dll, const autd3__wpcap_t **out) {
     else npcap_path(first, sizeof first);
     autd3__dl_t *dl = autd3__dl_open(first, why, sizeof why);
     if (dl == NULL && dll == NULL) dl = autd3__dl_open("wpcap.dll", why, sizeof why);
-    autd3__wpcap_t t;
+    extras_t x;
+    autd3__pcap_api_t t;
     if (dl == NULL) {
       err = autd3_set_error(AUTD3_E_NOT_BUILT, "raw Ethernet needs Npcap, whose wpcap.dll cannot be loaded (%s): " NPCAP_HINT, why);
-    } else if (!bind_all(dl, &t)) {
+    } else if (!bind_all(dl, &t, &x)) {
       autd3__dl_close(dl);
       err = autd3_set_error(AUTD3_E_NOT_BUILT, "%s lacks the libpcap API: " NPCAP_HINT, dll ? dll : "wpcap.dll");
     } else if (dll != NULL) {
       autd3__dl_close(dl); /* a probe of another library: the process-wide table stays as it is */
     } else {
       api = t;
+      ext = x;
       atomic_store(&loaded, dl);
     }
   }
   autd3__mutex_unlock(m);
-  if (err == AUTD3_OK) *out = &api;
+  if (err == AUTD3_OK && dll == NULL) *out = &api;
   return err;
 }
 
-autd3_err_t autd3__wpcap_list(char *names, size_t name_cap, char *descs, size_t desc_cap, size_t cap, size_t *count) {
-  *count = 0;
-  const autd3__wpcap_t *p;
-  autd3_err_t err = autd3__wpcap_load(NULL, &p);
-  if (err != AUTD3_OK) return err;
-  autd3__pcap_if_t *all = NULL;
-  char eb[AUTD3_WPCAP_ERRBUF_SIZE] = "";
-  if (p->findalldevs(&all, eb) != 0) return autd3_set_error(AUTD3_E_IO, "nic: cannot list adapters (Npcap): %s", eb);
-  for (autd3__pcap_if_t *d = all; d != NULL && *count < cap; d = d->next) {
-    const char *desc = d->description ? d->description : "";
-    if (d->name == NULL || strlen(d->name) >= name_cap || strlen(desc) >= desc_cap) continue;
-    snprintf(names + *count * name_cap, name_cap, "%s", d->name);
-    snprintf(descs + *count * desc_cap, desc_cap, "%s", desc);
-    (*count)++;
+autd3_err_t autd3__pcap_api(const autd3__pcap_api_t **out) { return autd3__wpcap_load(NULL, out); }
+
+/* ---- the OS's adapters (nic_impl.h) ---- */
+
+#define PCAP_IF_LOOPBACK 0x00000001u
+
+/* One adapter: Npcap's name and description, Windows' friendly name and MAC. */
+typedef struct adapter {
+  const char *name, *desc;
+  char friendly[256];
+  uint8_t mac[6];
+} adapter_t;
+
+/* The friendly name and MAC of each adapter, by the GUID at the end of its
+ * Npcap name ("\Device\NPF_{GUID}" is IP_ADAPTER_ADDRESSES' "{GUID}"). */
+static void add_os_details(adapter_t *a, size_t n) {
+  ULONG size = 16384;
+  IP_ADAPTER_ADDRESSES *list = NULL;
+  ULONG r = ERROR_BUFFER_OVERFLOW;
+  for (int tries = 0; tries < 3 && r == ERROR_BUFFER_OVERFLOW; tries++) {
+    free(list);
+    if ((list = malloc(size)) == NULL) return;
+    r = GetAdaptersAddresses(AF_UNSPEC, GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_SKIP_DNS_SERVER, NULL,
+                             list, &size);
   }
-  p->freealldevs(all);
+  if (r == NO_ERROR) {
+    for (IP_ADAPTER_ADDRESSES *w = list; w != NULL; w = w->Next) {
+      for (size_t i = 0; i < n; i++) {
+        const char *g = strchr(a[i].name, '{');
+        if (g == NULL || w->AdapterName == NULL || _stricmp(g, w->AdapterName) != 0) continue;
+        if (w->FriendlyName != NULL &&
+            WideCharToMultiByte(CP_UTF8, 0, w->FriendlyName, -1, a[i].friendly, (int)sizeof a[i].friendly, NULL, NULL) == 0)
+          a[i].friendly[0] = 0;
+        if (strcmp(a[i].friendly, a[i].desc) == 0) a[i].friendly[0] = 0; /* said once is enough (wine) */
+        if (w->PhysicalAddressLength == 6) memcpy(a[i].mac, w->PhysicalAddress, 6);
+      }
+    }
+  }
+  free(list);
+}
+
+/* Npcap's adapters with their details: *all is pcap's list (free it with
+ * api.freealldevs), *out an array of *n entries pointing into it (free()). */
+static autd3_err_t adapters(autd3__pcap_if_t **all, adapter_t **out, size_t *n) {
+  *all = NULL, *out = NULL, *n = 0;
+  const autd3__pcap_api_t *p;
+  autd3_err_t err = autd3__pcap_api(&p);
+  if (err != AUTD3_OK) return err;
+  char eb[AUTD3_PCAP_ERRBUF_SIZE] = "";
+  if (p->findalldevs(all, eb) != 0) return autd3_set_error(AUTD3_E_IO, "nic: cannot list adapters (Npcap): %s", eb);
+  size_t count = 0;
+  for (autd3__pcap_if_t *d = *all; d != NULL; d = d->next) count++;
+  adapter_t *a = calloc(count ? count : 1, sizeof *a);
+  if (a == NULL) {
+    p->freealldevs(*all);
+    *all = NULL;
+    return autd3_set_error(AUTD3_E_NOMEM, "nic: out of memory listing adapters");
+  }
+  for (autd3__pcap_if_t *d = *all; d != NULL; d = d->next) {
+    if (d->name == NULL || (d->flags & PCAP_IF_LOOPBACK)) continue;
+    a[*n].name = d->name;
+    a[*n].desc = d->description ? d->description : "";
+    (*n)++;
+  }
+  add_os_details(a, *n);
+  *out = a;
   return AUTD3_OK;
+}
+
+static void adapters_free(autd3__pcap_if_t *all, adapter_t *a) {
+  if (all != NULL) api.freealldevs(all);
+  free(a);
+}
+
+/* Case-insensitive (ASCII) substring search. */
+static bool contains_ci(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (; *hay; hay++)
+    if (_strnicmp(hay, needle, n) == 0) return true;
+  return n == 0;
+}
+
+/* Does `a` match `user` at `step`: 0 its Npcap name exactly, 1 its
+ * description or friendly name ignoring case, 2 either contains it? */
+static bool matches(const adapter_t *a, const char *user, int step) {
+  switch (step) {
+  case 0: return strcmp(a->name, user) == 0;
+  case 1: return _stricmp(a->desc, user) == 0 || (a->friendly[0] && _stricmp(a->friendly, user) == 0);
+  default: return contains_ci(a->desc, user) || contains_ci(a->friendly, user);
+  }
+}
+
+static void describe(const adapter_t *a, char *out, size_t cap) {
+  snprintf(out, cap, "%s \"%s\"%s%s%s", a->name, a->desc, a->friendly[0] ? " (" : "", a->friendly, a->friendly[0] ? ")" : "");
+}
+
+autd3_err_t autd3__nic_os_resolve(const char *user, char **os_name) {
+  *os_name = NULL;
+  autd3__pcap_if_t *all;
+  adapter_t *a;
+  size_t n;
+  autd3_err_t e = adapters(&all, &a, &n);
+  if (e != AUTD3_OK) return e;
+  char list[1024] = "", one[400];
+  int step = 0;
+  size_t hits = 0, hit = 0;
+  for (; step < 3 && hits == 0; step++)
+    for (size_t i = 0; i < n; i++)
+      if (matches(&a[i], user, step)) hits++, hit = i;
+  step--;
+  /* the candidates (several hits), or every adapter (none) */
+  for (size_t i = 0; hits != 1 && i < n; i++) {
+    if (hits > 1 && !matches(&a[i], user, step)) continue;
+    describe(&a[i], one, sizeof one);
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%s", l ? "; " : "", one);
+  }
+  if (hits == 1) {
+    size_t len = strlen(a[hit].name) + 1;
+    if ((*os_name = malloc(len)) == NULL) e = autd3_set_error(AUTD3_E_NOMEM, "nic: out of memory");
+    else memcpy(*os_name, a[hit].name, len);
+  } else if (hits > 1) {
+    e = autd3_set_error(AUTD3_E_NO_INTERFACE,
+                        "nic: \"%s\" matches %zu adapters: %s; name one by its Npcap name (\\Device\\NPF_{...}) or a "
+                        "description or friendly name that only it has",
+                        user, hits, list);
+  } else {
+    e = autd3_set_error(AUTD3_E_NO_INTERFACE,
+                        "nic: no network adapter \"%s\" (neither an Npcap name nor in a description or friendly "
+                        "name); adapters: %s",
+                        user, n ? list : "none (is Npcap's driver running?)");
+  }
+  adapters_free(all, a);
+  return e;
+}
+
+void autd3__nic_os_mac(const char *os_name, uint8_t mac[6]) {
+  memset(mac, 0, 6);
+  autd3__pcap_if_t *all;
+  adapter_t *a;
+  size_t n;
+  if (adapters(&all, &a, &n) != AUTD3_OK) return;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(a[i].name, os_name) == 0) memcpy(mac, a[i].mac, 6);
+  adapters_free(all, a);
+}
+
+autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
+  autd3__pcap_if_t *all;
+  adapter_t *a;
+  size_t n;
+  autd3_err_t e = adapters(&all, &a, &n);
+  char one[400];
+  for (size_t i = 0; e == AUTD3_OK && i < n; i++) {
+    snprintf(one, sizeof one, "%s%s%s%s", a[i].desc, a[i].friendly[0] ? " (" : "", a[i].friendly, a[i].friendly[0] ? ")" : "");
+    e = autd3__nic_names_add(out, a[i].name, one);
+  }
+  adapters_free(all, a);
+  return e;
 }

@@ -48,7 +48,8 @@ uint64_t autd3__thread_cpu_ns_of(const autd3__thread_t *t);
  * or when the process dies however it dies (POSIX: flock() on a file in
  * /run/lock, falling back to /tmp when /run/lock is not writable; the lock
  * belongs to the open file, so the kernel drops it with the process;
- * Windows would use a named mutex). */
+ * Windows: a file in the temporary directory opened for exclusive writing and
+ * deleted on close, which the kernel closes with the process too). */
 typedef struct autd3__filelock {
   intptr_t handle; /* fd on POSIX; -1 = not held */
   char path[160];
@@ -62,6 +63,12 @@ typedef struct autd3__filelock {
 autd3_err_t autd3__filelock_try(const char *name, autd3__filelock_t *lk, bool *busy, long *holder_pid);
 /* Release (and remove the file while still holding it). Not held: no-op. */
 void autd3__filelock_release(autd3__filelock_t *lk);
+/* This process's id. */
+uint64_t autd3__process_id(void);
+/* An id of the network namespace this process runs in (Linux: the inode of
+ * /proc/self/ns/net), 0 where the OS has none: adapter names are unique per
+ * namespace only, so per-adapter lock names carry it. */
+uint64_t autd3__net_namespace_id(void);
 
 /* ---- synchronisation ----------------------------------------------------------
  * Storage is opaque and embedded (no allocation, so init fails only if the OS

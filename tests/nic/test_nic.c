@@ -94,6 +94,19 @@ TEST(list_adapters) {
   ASSERT_EQ(seen, 2);
   ASSERT_OK(autd3__nic_list(names, 1, &n));
   ASSERT_EQ(n, 1);
+  /* the heap listing echocat uses (names of any length; Windows' are ~50 bytes) */
+  autd3_nic_names_t l;
+  ASSERT_OK(autd3__nic_names(&l));
+  seen = 0;
+  for (size_t i = 0; i < l.count; i++) {
+    ASSERT_TRUE(strcmp(l.name[i], "lo") != 0);
+    ASSERT_STREQ(l.desc[i], "");
+    seen += !strcmp(l.name[i], "h4a") + !strcmp(l.name[i], "h4b");
+  }
+  ASSERT_EQ(seen, 2);
+  autd3__nic_names_free(&l);
+  ASSERT_EQ(l.count, 0);
+  autd3__nic_names_free(&l); /* twice is fine */
 }
 
 TEST(no_interface) {
@@ -103,6 +116,14 @@ TEST(no_interface) {
   ASSERT_TRUE(n == NULL);
   ASSERT_ERR(autd3__nic_open("h4-nonexistent", AUTD3_NIC_PCAP, &n), AUTD3_E_NO_INTERFACE);
   ASSERT_ERR(autd3__nic_open("", AUTD3_NIC_AUTO, &n), AUTD3_E_INVALID_ARGUMENT);
+  char *os = (char *)&os;
+  ASSERT_ERR(autd3__nic_resolve("h4-nonexistent", &os), AUTD3_E_NO_INTERFACE);
+  ASSERT_TRUE(os == NULL);
+  ASSERT_ERR(autd3__nic_resolve("an-interface-name-longer-than-IFNAMSIZ", &os), AUTD3_E_NO_INTERFACE);
+  ASSERT_CONTAINS(autd3_last_error(), "too long");
+  ASSERT_OK(autd3__nic_resolve("lo", &os));
+  ASSERT_STREQ(os, "lo");
+  free(os);
 }
 
 /* In a fresh user namespace without a uid mapping the process has no

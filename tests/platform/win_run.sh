@@ -3,7 +3,10 @@
 #   win_run.sh PREFIX HAVE EXE CASE [PEER...]
 #                                      one case (exit code: the case's; 77 = skipped);
 #                                      PEER, a Linux command, runs beside it in the
-#                                      namespace (AUTD3_TEST_PEER=1 tells the case)
+#                                      namespace (AUTD3_TEST_PEER=1 tells the case);
+#                                      CASE may be several arguments of a program
+#                                      (split at spaces); with AUTD3_PEER_READY=FILE
+#                                      set, EXE starts once the peer created FILE
 #   win_run.sh PREFIX HAVE --boot      create the wine prefix (ctest fixture set-up)
 #   win_run.sh PREFIX HAVE --stop      stop its wineserver (fixture clean-up)
 # HAVE is TRUE when MinGW-w64 and wine were found at configure time.
@@ -37,12 +40,19 @@ exec unshare -rn sh -c '
         # own, started here (beside the peer), not one lingering in another
         # case namespace: stop any first, and this one at the end.
         "$WINESERVER" -k 2>/dev/null || true
+        [ -z "${AUTD3_PEER_READY:-}" ] || rm -f "$AUTD3_PEER_READY"
         "$@" >/dev/null 2>&1 &
         peer=$!
         export AUTD3_TEST_PEER=1
+        if [ -n "${AUTD3_PEER_READY:-}" ]; then
+          i=0
+          while [ ! -e "$AUTD3_PEER_READY" ] && [ $i -lt 600 ] && kill -0 "$peer" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+          [ -e "$AUTD3_PEER_READY" ] || { echo "win_run.sh: the peer did not become ready: $*" >&2; kill "$peer"; exit 1; }
+        fi
       fi
       rc=0
-      "$WINE" "$WHAT" "$CASE" || rc=$?
+      # CASE unquoted: a case name, or the arguments of a program
+      "$WINE" "$WHAT" $CASE || rc=$?
       if [ -n "$peer" ]; then
         "$WINESERVER" -k 2>/dev/null || true
         kill "$peer" 2>/dev/null || true

@@ -12,28 +12,21 @@
  * successes over the whole elapsed time (fill and drain included).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "autd3/autd3.h"
 #include "link_flags.h"
 #include "numopt.h"
 #include "perftest.h"
+#include "tool_os.h"
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static uint64_t now_ns(void) { return tool_now_ns(); }
 
 /* ---- command line ------------------------------------------------------------------------------ */
 
@@ -242,19 +235,13 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
  * the binary itself contains no GPL code. */
 static void load_link_library(autd3_link_kind_t kind) {
   if (autd3_link_kind_available(kind)) return;
-  const char *lib = kind == AUTD3_LINK_SOEM ? "libautd3-link-soem.so" : kind == AUTD3_LINK_ETHERCRAB ? "libautd3-link-ethercrab.so" : NULL;
+  const char *lib = kind == AUTD3_LINK_SOEM ? "autd3-link-soem" : kind == AUTD3_LINK_ETHERCRAB ? "autd3-link-ethercrab" : NULL;
   const char *sym = kind == AUTD3_LINK_SOEM ? "autd3_link_soem_register" : "autd3_link_ethercrab_register";
   if (lib == NULL) return;
-  void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
-  if (h == NULL) {
-    fprintf(stderr, "note: cannot load %s: %s\n", lib, dlerror());
-    return;
-  }
-  void (*reg)(void);
-  void *p = dlsym(h, sym);
-  memcpy(&reg, &p, sizeof reg); /* object to function pointer without a cast ISO C forbids */
+  char why[512];
+  void (*reg)(void) = tool_dl_fn(lib, sym, why, sizeof why);
   if (reg) reg();
-  else fprintf(stderr, "note: %s has no %s\n", lib, sym);
+  else fprintf(stderr, "note: %s\n", why);
 }
 
 /* Build the link option from the command line (tools/common/link_flags.c,
@@ -296,7 +283,7 @@ static autd3_link_option_t build_link_option(const cli_t *c, autd3_timing_model_
 /* ---- background state check (every 100 ms, as the reference's spawn_state_check) ---------- */
 
 typedef struct checker {
-  pthread_t th;
+  tool_thread_t th;
   autd3_link_t *link;
   atomic_bool stop;
   uint64_t checks, not_all_op, recoveries;
@@ -323,7 +310,7 @@ static void *checker_main(void *arg) {
       }
     }
     k->recoveries = st.recoveries;
-    for (int i = 0; i < 10 && !atomic_load(&k->stop); i++) usleep(10000); /* 100 ms, stoppable */
+    for (int i = 0; i < 10 && !atomic_load(&k->stop); i++) tool_sleep_ms(10); /* 100 ms, stoppable */
   }
   return NULL;
 }
@@ -525,12 +512,8 @@ int main(int argc, char **argv) {
   memset(&chk, 0, sizeof chk);
   chk.link = autd3_client_link(cl);
   atomic_init(&chk.stop, false);
-  if (pthread_create(&chk.th, NULL, checker_main, &chk) != 0) die("%scannot start the state-check thread", "");
-
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigaction(SIGINT, &sa, NULL);
+  if (!tool_thread_start(&chk.th, checker_main, &chk)) die("%scannot start the state-check thread", "");
+  tool_on_sigint(on_sigint);
 
   autd3_frame_t frame;
   v12_run = autd3_client_protocol(cl) == AUTD3_PROTOCOL_V12;
@@ -566,7 +549,7 @@ int main(int argc, char **argv) {
   autd3_link_diagnostics(autd3_client_link(cl), diag, sizeof diag);
 
   atomic_store(&chk.stop, true);
-  pthread_join(chk.th, NULL);
+  tool_thread_join(&chk.th);
   if (chk.err != AUTD3_OK) fprintf(stderr, "state check stopped: %s: %s\n", autd3_err_name(chk.err), chk.msg);
   fprintf(stderr, "state checks: %" PRIu64 " (%" PRIu64 " with a device not in OP), recoveries: %" PRIu64 "\n", chk.checks,
           chk.not_all_op, chk.recoveries);

@@ -15,6 +15,7 @@
 #include "autd3/remote_server.h"
 #include "link_flags.h"
 #include "numopt.h"
+#include "tool_os.h"
 
 static autd3_remote_server_t *g_server;
 
@@ -149,13 +150,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "autd3-remote-server: %s: %s\n", autd3_err_name(err), autd3_last_error());
     return 1;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  tool_on_stop_signals(on_signal);
   const char *host_end = strrchr(so.listen, ':');
   fprintf(stderr, "autd3-remote-server: listening on %.*s:%u (ARMT v7 and v3), link %s%s\n",
           host_end ? (int)(host_end - so.listen) : (int)strlen(so.listen), so.listen, autd3_remote_server_port(g_server), link,

@@ -206,6 +206,7 @@ static void release(echocat_t *ec) {
   autd3__master_guard_release(ec->guard); /* after the last frame (close's INIT request) */
   autd3__ecat_recovery_free(ec->rec);
   free(ec->zero_tx);
+  free(ec->ifname);
   free(ec);
 }
 
@@ -238,12 +239,19 @@ static const autd3_link_vtable_t ec_vt = {.cycle = echocat__cycle,
                                           .wait_next_cycle = echocat__wait_next_cycle};
 
 /* Open `ifname`, count, address and identify its slaves. */
-static autd3_err_t probe(echocat_t *ec, const char *ifname, uint16_t *count) {
-  /* Bounded precision: GCC for aarch64 cannot see the caller's length. */
-  snprintf(ec->ifname, sizeof ec->ifname, "%.*s", (int)sizeof ec->ifname - 1, ifname);
+static autd3_err_t probe(echocat_t *ec, const char *user_name, uint16_t *count) {
+  /* From here on the adapter is named by its OS name, however the user named
+   * it (Windows: a description or friendly name), so its lock is one. */
+  char *os_name = NULL;
+  autd3_err_t e = autd3__nic_resolve(user_name, &os_name);
+  if (e != AUTD3_OK)
+    return e;
+  free(ec->ifname);
+  ec->ifname = os_name;
+  const char *ifname = os_name;
   /* One master per chain: the interface's lock and a short listen for a
    * master already cycling, before our first frame (nic/master_guard.h). */
-  autd3_err_t e = autd3__master_guard_take(ifname, ec->opt.backend, "echocat", &ec->guard);
+  e = autd3__master_guard_take(ifname, ec->opt.backend, "echocat", &ec->guard);
   if (e != AUTD3_OK)
     return e;
   e = autd3__nic_open(ifname, ec->opt.backend, &ec->nic);
@@ -319,23 +327,25 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
 
   if (o->interface == NULL || strcmp(o->interface, "auto") == 0) {
     /* Every adapter that is up, first one whose slaves are all AUTD3 wins. */
-    char names[32][32];
-    size_t nn = 0;
-    if ((e = autd3__nic_list(names, 32, &nn)) != AUTD3_OK)
+    autd3_nic_names_t names;
+    if ((e = autd3__nic_names(&names)) != AUTD3_OK) {
+      autd3__nic_names_free(&names);
       goto fail;
+    }
+    size_t nn = names.count;
     char tried[512] = "";
     autd3_err_t first_perm = AUTD3_OK;
     bool busy = false; /* some adapter has another master */
     e = AUTD3_E_NO_DEVICE;
     for (size_t i = 0; i < nn; i++) {
-      e = probe(ec, names[i], &count);
+      e = probe(ec, names.name[i], &count);
       if (e == AUTD3_OK)
         break;
       if (e == AUTD3_E_PERMISSION)
         first_perm = e;
       busy = busy || e == AUTD3_E_SECOND_MASTER;
       size_t l = strlen(tried);
-      snprintf(tried + l, sizeof tried - l, "%s%.*s (%s)", l ? ", " : "", (int)sizeof names[i], names[i], autd3_err_name(e));
+      snprintf(tried + l, sizeof tried - l, "%s%s (%s)", l ? ", " : "", names.name[i], autd3_err_name(e));
       if (ec->nic)
         autd3__nic_close(ec->nic);
       ec->nic = NULL;
@@ -345,6 +355,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
       ec->guard = NULL;
       ec->n = 0;
     }
+    autd3__nic_names_free(&names);
     if (e != AUTD3_OK) {
       if (busy && !first_perm)
         e = autd3_set_error(AUTD3_E_SECOND_MASTER,

@@ -88,7 +88,7 @@ typedef struct cycle_res {
 typedef struct echocat {
   struct autd3_link base;
   autd3_echocat_option_t opt;
-  char ifname[64];
+  char *ifname; /* the adapter's OS name (autd3__nic_resolve), owned; NULL before the first probe */
   autd3_nic_t *nic;
   autd3_master_guard_t *guard; /* the interface's lock, held from before the first frame until close */
   uint8_t mac[6];

@@ -106,3 +106,10 @@ void autd3__filelock_release(autd3__filelock_t *lk) {
   close((int)lk->handle);
   lk->handle = -1;
 }
+
+uint64_t autd3__process_id(void) { return (uint64_t)getpid(); }
+
+uint64_t autd3__net_namespace_id(void) {
+  struct stat st;
+  return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
