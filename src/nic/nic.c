@@ -67,6 +67,7 @@ autd3_err_t autd3__nic_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *
 void autd3__nic_mac(const autd3_nic_t *nic, uint8_t mac[6]) { memcpy(mac, nic->mac, 6); }
 int autd3__nic_fd(const autd3_nic_t *nic) { return nic->ops->fd(nic); }
 uint64_t autd3__nic_ignored(const autd3_nic_t *nic) { return nic->ignored; }
+const char *autd3__nic_io_path(const autd3_nic_t *nic) { return nic->io_path ? nic->io_path : "unknown"; }
 
 void autd3__nic_close(autd3_nic_t *nic) {
   if (nic)

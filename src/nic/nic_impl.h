@@ -18,6 +18,7 @@ struct autd3_nic {
   const autd3_nic_ops_t *ops;
   uint8_t mac[6];
   _Atomic uint64_t ignored; /* written by the owning thread, read by anyone (diagnostics) */
+  const char *io_path;      /* static text for autd3__nic_io_path() */
   char ifname[32];
 };
 

@@ -125,6 +125,7 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
     return autd3_set_error(AUTD3_E_NOMEM, "nic %s: out of memory", ifname);
   }
   c->base.ops = &pc_ops;
+  c->base.io_path = "libpcap";
   c->p = p;
   c->fd = pcap_get_selectable_fd(p);
   c->check_src = check_src;
