@@ -77,6 +77,7 @@ typedef struct afp {
   uint8_t *ring; /* PACKET_MMAP RX ring (TPACKET_V2), NULL: recvfrom */
   size_t ring_len;
   unsigned head; /* next ring frame to look at */
+  int64_t clk_off; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the last stamped frame (0: none yet) */
 } afp_t;
 
 static autd3_err_t afp_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) {
@@ -105,6 +106,26 @@ static bool afp_unwanted(const afp_t *a, unsigned char pkttype, const uint8_t *f
          ((f[12] << 8) | f[13]) != AUTD3_ETHERTYPE_ECAT;
 }
 
+/* The kernel stamps ring frames with CLOCK_REALTIME as it stores them; the
+ * callers' clock is CLOCK_MONOTONIC. Converted through the clocks' offset read
+ * now (realtime first, so the offset read is at most the true one and the
+ * result never earlier than the arrival), plus 2 µs and 0.1 % of the frame's
+ * age for a slew since it arrived (NTP slews at most 0.05 %); unknown (0) when
+ * the offset jumped by more than 20 µs since the last stamped frame (a step,
+ * or this thread was preempted between the two clock reads). */
+static uint64_t ring_stamp(afp_t *a, const struct tpacket2_hdr *h) {
+  uint64_t r = autd3__realtime_ns(), m = autd3__now_ns();
+  int64_t off = (int64_t)r - (int64_t)m, prev = a->clk_off;
+  a->clk_off = off;
+  if (prev == 0 || off - prev > 20000 || prev - off > 20000)
+    return 0;
+  int64_t mono = (int64_t)((uint64_t)h->tp_sec * 1000000000u + h->tp_nsec) - off;
+  if (mono >= (int64_t)m)
+    return m;
+  mono += 2000 + ((int64_t)m - mono) / 1000;
+  return mono < (int64_t)m ? (uint64_t)mono : m;
+}
+
 /* The next frame the kernel has put into the ring, if any (no system call).
  * TP_STATUS_USER is the hand-over: read it with acquire, give the frame back
  * with a release store of TP_STATUS_KERNEL once copied. */
@@ -120,6 +141,7 @@ static bool ring_take(afp_t *a, uint8_t *buf, size_t cap, size_t *len) {
     if (!drop) {
       memcpy(buf, f, n);
       *len = n;
+      a->base.rx_ns = ring_stamp(a, h);
     }
     __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
     a->head = (a->head + 1) % RING_FRAMES;

@@ -19,6 +19,7 @@ struct autd3_nic {
   uint8_t mac[6];
   _Atomic uint64_t ignored; /* written by the owning thread, read by anyone (diagnostics) */
   const char *io_path;      /* static text for autd3__nic_io_path() */
+  uint64_t rx_ns;           /* autd3__nic_rx_ns(): set by the back end on every frame returned, 0 = unknown */
   char ifname[32];
 };
 
