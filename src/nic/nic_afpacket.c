@@ -26,8 +26,8 @@
  *    which would add up to a cycle of latency to a one-frame-per-cycle bus;
  *    V2 hands over every frame as it lands. No TX ring: with one or two
  *    frames per kick it saves only a copy of at most 1.5 KB (a kick is a
- *    system call like send()), and a TX ring slot is reusable only when the
- *    kernel frees the skb, which on veth may outlive the peer's receive.
+ *    system call like send()), and a TX ring slot stays tied to the
+ *    kernel's skb built on it (on veth: to the peer's receive path).
  *    Where the ring cannot be set up (old kernel, locked-memory limits,
  *    AUTD3_NIC_RING=0 in the environment) the socket falls back to
  *    recvfrom, silently apart from autd3__nic_io_path().

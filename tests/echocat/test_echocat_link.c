@@ -286,8 +286,11 @@ TEST(streaming_defers_reads) {
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(2, NULL, &g));
   autd3_link_option_t o = option();
+  /* stalls of a loaded CI box: 2 s of stale inputs before a frame is given up on */
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.timeout_cycles = 250;
   autd3_client_t *c = NULL;
-  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
   autd3_frame_t f;
   ASSERT_OK(autd3_frame_xor_hash_bench(&f, 0, 620));
   autd3_response_t r;
