@@ -61,7 +61,10 @@ typedef struct autd3_link_vtable {
    * that the caller stages its tx as late as possible; the cycle() that
    * follows then sends at that exchange's deadline without another full
    * sleep. Lets a link cut up to one cycle of pick-up latency. Same rules as
-   * cycle (no allocation, bus thread only).
+   * cycle (no allocation, bus thread only). The client skips it before a
+   * cycle when more frames are queued than that cycle takes: nobody then
+   * waits for that cycle's inputs before the next frame, and a link may
+   * return older inputs to save a wake-up (echocat: the previous read's).
    */
   autd3_err_t (*wait_next_cycle)(struct autd3_link *link);
 } autd3_link_vtable_t;

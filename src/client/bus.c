@@ -574,6 +574,17 @@ static bool ghosts_allow_staging(struct autd3_client *c) {
   return allow;
 }
 
+/* More than one request queued and stage() will take one (no resync or
+ * recovery, room in the window): the frame of this cycle is decided already. */
+static bool more_queued(struct autd3_client *c) {
+  autd3__bus_t *b = &c->bus;
+  if (b->resync_active || b->recovering > 0 || b->ghosts || b->pend_len + 1 >= c->cfg.max_inflight) return false;
+  uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
+  uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
+  /* an exclusive read waits for an empty pipeline: its predecessors' acks are awaited */
+  return ((tail - head) & AUTD3__RING_MASK) >= 2 && !c->slots[c->ring[head % AUTD3__RING_CAP]].exclusive;
+}
+
 /* ---- teardown --------------------------------------------------------------------------------- */
 
 /* The loop has ended (close or link error): refuse new pushes, fail what is
@@ -630,8 +641,11 @@ void *autd3__client_bus_main(void *arg) {
   while (!atomic_load_explicit(&c->closing, memory_order_acquire)) {
     /* Wait first, stage second: a request that arrives while we sleep still
      * makes this cycle's frame (links with wait_next_cycle wake us just
-     * before the exchange), which saves up to one cycle of pick-up latency. */
-    err = autd3_link_wait_next_cycle(c->link);
+     * before the exchange), which saves up to one cycle of pick-up latency.
+     * Not when more frames are queued than this cycle takes (streaming): the
+     * wait could change nothing, and skipping it tells the link that nobody
+     * waits for this cycle's acks before the next frame (link_driver.h). */
+    err = more_queued(c) ? AUTD3_OK : autd3_link_wait_next_cycle(c->link);
     bool valid = false;
     if (err == AUTD3_OK) {
       stage(c);

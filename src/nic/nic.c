@@ -72,12 +72,16 @@ autd3_err_t autd3__nic_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) 
 }
 
 autd3_err_t autd3__nic_recv(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline_ns) {
+  nic->rx_ns = 0;
   return nic->ops->recv(nic, buf, cap, len, deadline_ns);
 }
+
+uint64_t autd3__nic_rx_ns(const autd3_nic_t *nic) { return nic->rx_ns; }
 
 void autd3__nic_mac(const autd3_nic_t *nic, uint8_t mac[6]) { memcpy(mac, nic->mac, 6); }
 int autd3__nic_fd(const autd3_nic_t *nic) { return nic->ops->fd(nic); }
 uint64_t autd3__nic_ignored(const autd3_nic_t *nic) { return nic->ignored; }
+const char *autd3__nic_io_path(const autd3_nic_t *nic) { return nic->io_path ? nic->io_path : "unknown"; }
 
 void autd3__nic_close(autd3_nic_t *nic) {
   if (!nic)

@@ -61,6 +61,16 @@ void autd3__nic_mac(const autd3_nic_t *nic, uint8_t mac[6]);
 int autd3__nic_fd(const autd3_nic_t *nic);
 /* Frames received and dropped because they were not EtherCAT or were our own. */
 uint64_t autd3__nic_ignored(const autd3_nic_t *nic);
+/* When the frame last returned by autd3__nic_recv arrived, on the monotonic
+ * clock of autd3__now_ns(), never earlier than it really arrived (a lower
+ * bound of elapsed time may rest on it); 0 when the back end cannot tell
+ * (then the caller's own clock reading after recv is the bound). The RX ring
+ * stamps every frame as the kernel stores it; the fallback does not. */
+uint64_t autd3__nic_rx_ns(const autd3_nic_t *nic);
+/* How frames reach us, for diagnostics: e.g. "AF_PACKET, PACKET_MMAP RX ring
+ * (TPACKET_V2, 256 frames)", "AF_PACKET, recvfrom" (the fallback; also forced
+ * by AUTD3_NIC_RING=0 in the environment), "libpcap". Static text. */
+const char *autd3__nic_io_path(const autd3_nic_t *nic);
 void autd3__nic_close(autd3_nic_t *nic);
 
 /* Adapters that are up (loopback excluded), names of any length: name[i] is

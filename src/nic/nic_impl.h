@@ -18,6 +18,8 @@ struct autd3_nic {
   const autd3_nic_ops_t *ops;
   uint8_t mac[6];
   _Atomic uint64_t ignored; /* written by the owning thread, read by anyone (diagnostics) */
+  const char *io_path;      /* static text for autd3__nic_io_path() */
+  uint64_t rx_ns;           /* autd3__nic_rx_ns(): set by the back end on every frame returned, 0 = unknown */
   char *ifname;             /* the OS name the adapter was opened by; set and freed by nic.c */
 };
 

@@ -136,6 +136,7 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
   }
   c->base.ops = &pc_ops;
   c->api = api;
+  c->base.io_path = "libpcap";
   c->p = p;
   c->check_src = check_src;
   autd3__nic_os_mac(ifname, c->base.mac);

@@ -273,3 +273,57 @@ TEST(chain_too_long_for_cycle) {
   autd3_link_close(l);
   autd3_geometry_free(g);
 }
+
+/* One wake-up per cycle while streaming (docs/echocat.md "Wake-ups and CPU"):
+ * with more frames queued the client's bus thread skips wait_next_cycle, and
+ * echocat then takes each read's reply at its next call from the NIC's ring
+ * instead of waiting for it. Every frame still completes, in order, with the
+ * devices' answer, and a stop-and-wait request afterwards is answered (the
+ * hook is used again). With AUTD3_NIC_RING=0 (no arrival stamps: the phase
+ * guard needs them) no cycle defers. Counts, no timing. */
+TEST(streaming_defers_reads) {
+  in_netns("streaming_defers_reads", 2, NULL, false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = option();
+  /* stalls of a loaded CI box: 2 s of stale inputs before a frame is given up on */
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.timeout_cycles = 250;
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, &cfg, &c));
+  autd3_frame_t f;
+  ASSERT_OK(autd3_frame_xor_hash_bench(&f, 0, 620));
+  autd3_response_t r;
+  enum { N = 1500, WINDOW = 32 };
+  static autd3_request_t *req[N];
+  for (int i = 0; i < N + WINDOW; i++) {
+    if (i >= WINDOW) {
+      ASSERT_OK(autd3_request_wait(req[i - WINDOW], &r));
+      ASSERT_EQ(r.data[0], 0);
+      ASSERT_EQ(r.data[1], 0);
+    }
+    if (i < N)
+      ASSERT_OK(autd3_client_send(c, &f, &req[i]));
+  }
+  for (int i = 0; i < 20; i++)
+    ASSERT_OK(autd3_client_send_checked(c, &f, &r));
+  autd3_client_stats_t cs;
+  autd3_client_stats(c, &cs);
+  ASSERT_EQ(cs.failed, 0);
+  char diag[2048];
+  autd3_link_diagnostics(autd3_client_link(c), diag, sizeof diag);
+  printf("%s", diag);
+  const char *p = strstr(diag, "one-wake-up cycles   : ");
+  ASSERT_TRUE(p != NULL);
+  unsigned long deferred = strtoul(p + strlen("one-wake-up cycles   : "), NULL, 10);
+  const char *ring = getenv("AUTD3_NIC_RING");
+  if (ring && strcmp(ring, "0") == 0) {
+    ASSERT_CONTAINS(diag, "nic receive path     : AF_PACKET, recvfrom");
+    ASSERT_EQ(deferred, 0);
+  } else {
+    ASSERT_CONTAINS(diag, "PACKET_MMAP RX ring");
+    ASSERT_GT(deferred, 0);
+  }
+  autd3_client_close(c);
+  autd3_geometry_free(g);
+}

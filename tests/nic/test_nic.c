@@ -142,3 +142,67 @@ TEST(permission_message) {
     ASSERT_CONTAINS(autd3_last_error(), "CAP_NET_RAW");
   }
 }
+
+/* Frame `i` of a sequence: its number in bytes 14..15. */
+static void seq_send(autd3_nic_t *n, unsigned i) {
+  uint8_t f[64];
+  ecat_frame(f, 60, 1);
+  f[14] = (uint8_t)(i >> 8), f[15] = (uint8_t)i;
+  ASSERT_OK(autd3__nic_send(n, f, 60));
+}
+
+static unsigned seq_recv(autd3_nic_t *n, autd3_err_t *e) {
+  uint8_t r[AUTD3_NIC_MAX_FRAME];
+  size_t len = 0;
+  *e = autd3__nic_recv(n, r, sizeof r, &len, autd3__now_ns() + 2000000000ull);
+  return *e == AUTD3_OK && len == 60 ? (unsigned)(r[14] << 8 | r[15]) : ~0u;
+}
+
+/* The default AF_PACKET receive path is the PACKET_MMAP ring (256 frames):
+ * frames come out complete and in order across many wraps of the ring, one
+ * at a time and in batches of most of the ring; a full ring drops the newest
+ * frames (as a full socket buffer did), never overwrites unread ones, and
+ * works on once read. */
+TEST(afpacket_rx_ring) {
+  veth("afpacket_rx_ring");
+  autd3_nic_t *a, *b;
+  ASSERT_OK(autd3__nic_open("h4a", AUTD3_NIC_AF_PACKET, &a));
+  ASSERT_OK(autd3__nic_open("h4b", AUTD3_NIC_AF_PACKET, &b));
+  ASSERT_CONTAINS(autd3__nic_io_path(b), "PACKET_MMAP RX ring");
+  autd3_err_t e;
+  for (unsigned i = 0; i < 1000; i++) {
+    seq_send(a, i);
+    ASSERT_EQ(seq_recv(b, &e), i);
+  }
+  for (unsigned batch = 0; batch < 4; batch++) {
+    for (unsigned i = 0; i < 200; i++)
+      seq_send(a, batch * 200 + i);
+    for (unsigned i = 0; i < 200; i++)
+      ASSERT_EQ(seq_recv(b, &e), batch * 200 + i);
+  }
+  /* Overflow: 300 frames into 256 slots while nobody reads. */
+  for (unsigned i = 0; i < 300; i++)
+    seq_send(a, 5000 + i);
+  for (unsigned i = 0; i < 256; i++)
+    ASSERT_EQ(seq_recv(b, &e), 5000 + i);
+  uint8_t r[AUTD3_NIC_MAX_FRAME];
+  size_t len;
+  ASSERT_ERR(autd3__nic_recv(b, r, sizeof r, &len, autd3__now_ns() + 20000000ull), AUTD3_E_TIMEOUT);
+  seq_send(a, 7);
+  ASSERT_EQ(seq_recv(b, &e), 7);
+  autd3__nic_close(a);
+  autd3__nic_close(b);
+  roundtrip(AUTD3_NIC_AF_PACKET, AUTD3_NIC_AF_PACKET);
+}
+
+/* AUTD3_NIC_RING=0 forces the plain socket path (the fallback where the ring
+ * cannot be set up); it behaves the same. */
+TEST(afpacket_recvfrom_fallback) {
+  setenv("AUTD3_NIC_RING", "0", 1);
+  veth("afpacket_recvfrom_fallback");
+  autd3_nic_t *a;
+  ASSERT_OK(autd3__nic_open("h4a", AUTD3_NIC_AF_PACKET, &a));
+  ASSERT_STREQ(autd3__nic_io_path(a), "AF_PACKET, recvfrom");
+  autd3__nic_close(a);
+  roundtrip(AUTD3_NIC_AF_PACKET, AUTD3_NIC_AF_PACKET);
+}

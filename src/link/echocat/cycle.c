@@ -110,27 +110,8 @@ static uint64_t aim_edge(const echocat_t *ec, uint64_t now) {
   return slot;
 }
 
-/* The frames both plans send, each added to set[*ns]. A failed send leaves
- * its slot FAILED: counted as lost by the caller. One output frame per group
- * of two devices, with the reference clock's system time read right after
- * the outputs passed it: tells, in the devices' own time base, whether they
- * had the image before the edge (no host-side estimate involved). */
-static void send_outputs(echocat_t *ec, const uint8_t *tx, slot_t **set, int *ns) {
-  const uint16_t n = ec->n;
-  for (int g = 0; g < ec->ngroups; g++) {
-    slot_t *s = &ec->out[g];
-    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
-    uint32_t log = (uint32_t)first * OUT_BYTES;
-    echocat__slot_start(ec, s, true);
-    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
-    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
-    echocat__slot_send(ec, s);
-    set[(*ns)++] = s;
-  }
-}
-
-/* The read frame: DC system time, the inputs, the AL status (the caller adds it to its set). */
-static slot_t *send_read(echocat_t *ec) {
+/* The read frame: FRMW of the reference's system time, LRD of all inputs, BRD AL status. */
+static void read_send(echocat_t *ec, uint64_t deadline) {
   const uint16_t n = ec->n;
   slot_t *r = &ec->rd;
   echocat__slot_start(ec, r, true);
@@ -139,26 +120,105 @@ static slot_t *send_read(echocat_t *ec) {
   ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
   ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
   echocat__slot_send(ec, r);
-  return r;
+  jitter_record(ec, (int64_t)(r->sent_ns - deadline));
 }
 
-/* The posted mailbox transaction, if one waits: whether it went. */
-static bool send_posted(echocat_t *ec, slot_t **set, int *ns) {
-  int mb = MBX_POSTED;
-  if (!atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT))
+/* The output replies of this call, taken: the devices took the outputs at
+ * `slot` only if the reference read its clock early enough (account_outputs);
+ * if that is not proven (late wake-up, lost reply) they may be taken at the
+ * edge after, which must then stay free. Sets res->lost/wkc_ok for them. */
+static void outputs_done(echocat_t *ec, uint64_t slot, cycle_res_t *res) {
+  const uint16_t n = ec->n;
+  bool proven = true;
+  double fwd = 0;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    if (s->state != SLOT_DONE || s->dg[1].wkc != 1) {
+      proven = false;
+      continue;
+    }
+    /* how long the outputs took to reach the reference, in DC time */
+    double v = (double)(int64_t)(ecat_get64(s->f.buf + ec->out_dc[g]) - (uint64_t)((int64_t)s->sent_ns + ec->off));
+    if (v > fwd)
+      fwd = v;
+  }
+  account_outputs(ec);
+  if (!proven || ec->last_slot != slot)
+    atomic_fetch_add_explicit(&ec->unproven, 1, memory_order_relaxed);
+  if (!proven && ec->last_slot < slot + ec->opt.ethercat.sync0_period_ns)
+    ec->last_slot = slot + ec->opt.ethercat.sync0_period_ns;
+  if (proven && fwd > 0 && fwd < (double)ec->period)
+    ec->out_rtt_ns += (fwd - ec->out_rtt_ns) / 16;
+  res->lost = false;
+  res->wkc_ok = true;
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t m = (uint16_t)(n - 2 * g < 2 ? n - 2 * g : 2);
+    if (s->state != SLOT_DONE) {
+      res->lost = true;
+      res->wkc_ok = false;
+    } else if (s->dg[0].wkc != m || s->dg[1].wkc != 1) {
+      res->wkc_ok = false;
+    }
+  }
+}
+
+/* The read frame's reply (or its absence): the inputs, all-OP, the phase sample. */
+static void read_done(echocat_t *ec, uint8_t *rx, cycle_res_t *res) {
+  const uint16_t n = ec->n;
+  slot_t *r = &ec->rd;
+  res->all_op = false;
+  if (r->state != SLOT_DONE) {
+    res->lost = true;
+    res->wkc_ok = false;
+    return;
+  }
+  ec->silent = false;
+  ec->rd_stamped = r->stamped;
+  if (r->dg[0].wkc != n || r->dg[1].wkc != n)
+    res->wkc_ok = false;
+  else
+    memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
+  res->all_op = r->dg[2].wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+  if (r->dg[0].wkc)
+    echocat__dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
+  double v = (double)(r->rx_ns - r->sent_ns);
+  ec->rd_rtt_ns += (v - ec->rd_rtt_ns) / 16;
+}
+
+/* May this cycle() leave its read's reply for the next call (one wake-up per
+ * cycle)? Only for a caller that uses wait_next_cycle and skipped it now (it
+ * has more frames queued: nobody waits for this cycle's acks before its next
+ * one), when the replies carry the NIC's arrival stamp (the phase guard of the
+ * next call rests on the last read's arrival, which taking it late would
+ * push back), with no state-check frame to answer and no outputs of unknown
+ * fate (those take the split plan's bounded wait). */
+static bool may_defer(echocat_t *ec) {
+  if (ec->hooked || !ec->hook_seen || !ec->rd_stamped || atomic_load(&ec->mbx) == MBX_POSTED)
     return false;
-  ec->xs.state = SLOT_IDLE;
-  ec->xs.sent_ns = autd3__now_ns();
-  if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
-    ec->xs.state = SLOT_SENT;
-  set[(*ns)++] = &ec->xs;
+  for (int g = 0; g < ec->ngroups; g++)
+    if (ec->out[g].state == SLOT_SENT || ec->out[g].state == SLOT_FAILED)
+      return false;
   return true;
 }
 
-/* The split plan (docs/echocat.md "Timing"): outputs at once, inputs read late. */
-static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
+/* The split plan (docs/echocat.md "Timing"): outputs at once, inputs read
+ * late. `defer` (may_defer): one wake-up per cycle. The read goes out at the
+ * same point, but its reply is left in the NIC's ring; the next call takes it
+ * when it wakes to send its own read (the reply had most of a cycle to
+ * arrive) and returns those inputs: one cycle older, the ack of a command one
+ * cycle later, no wait for a reply. A reply still missing then makes that
+ * cycle lost, as a reply missing at the deadline does without deferral. The
+ * first deferring call has no earlier read to return: a stale cycle. */
+static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res, bool defer) {
   const uint16_t n = ec->n;
-  resolve_previous(ec);
+  bool prev_read = defer && ec->rd_pending;
+  if (!defer) {
+    /* A read left by a deferring call: the bounded wait below takes it (it
+     * went out after any outputs still missing); this call reads anew. */
+    resolve_previous(ec);
+  }
+  ec->rd_pending = false;
   uint64_t now = autd3__now_ns();
   /* 0. The one-image rule must not rest on the phase estimate: outputs may
    * only leave once the devices' clock is provably past the edge the previous
@@ -182,20 +242,60 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   ec->first_call = false; /* the gap between open and the caller's first cycle is no late wake-up */
   slot_t *set[MAX_GROUPS + 2];
   int ns = 0;
-  send_outputs(ec, tx, set, &ns);
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
+    uint32_t log = (uint32_t)first * OUT_BYTES;
+    echocat__slot_start(ec, s, true);
+    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    /* The reference clock's system time right after the outputs passed it:
+     * tells, in the devices' own time base, whether they had the image
+     * before the edge (no host-side estimate involved). */
+    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
+    echocat__slot_send(ec, s); /* a failed send leaves the slot FAILED: counted as lost below */
+    set[ns++] = s;
+  }
   uint64_t next_edge_host = (uint64_t)((int64_t)(slot + ec->period) - ec->off);
   uint64_t deadline = next_edge_host - ec->read_ahead;
   ec->last_slot = slot; /* until the replies say otherwise (after step 3) */
 
   /* 2. The read frame, `read_ahead` before the following edge. The output
-   * replies waited in the socket meanwhile: take them first without polling
-   * (one system call per frame instead of poll + receive). */
+   * replies (and a deferred read's) waited in the socket meanwhile: take
+   * them first without polling (no system call at all from the ring). */
   sleep_until(ec, deadline, ec->opt.spin_ns);
+  slot_t *r = &ec->rd;
+  if (defer) {
+    if (prev_read)
+      set[ns++] = r;
+    echocat__collect(ec, set, ns, 0);
+    outputs_done(ec, slot, res);
+    if (prev_read) {
+      read_done(ec, rx, res);
+    } else {
+      res->all_op = false; /* no earlier read to return: stale, not lost */
+    }
+    read_send(ec, deadline);
+    ec->rd_pending = r->state == SLOT_SENT;
+    atomic_fetch_add_explicit(&ec->frames, (uint64_t)ec->ngroups + 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ec->deferred, 1, memory_order_relaxed);
+    echocat__update_read_ahead(ec);
+    atomic_store_explicit(&ec->diag_ra, ec->read_ahead, memory_order_relaxed);
+    atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
+    return AUTD3_OK;
+  }
   echocat__collect(ec, set, ns, 0);
-  slot_t *r = send_read(ec);
-  jitter_record(ec, (int64_t)(r->sent_ns - deadline));
+  read_send(ec, deadline);
   set[ns++] = r;
-  bool mbx = send_posted(ec, set, &ns);
+  int mb = MBX_POSTED;
+  bool mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
+  if (mbx) {
+    ec->xs.state = SLOT_IDLE;
+    ec->xs.sent_ns = autd3__now_ns();
+    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
+      ec->xs.state = SLOT_SENT;
+    set[ns++] = &ec->xs;
+  }
   atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
 
@@ -204,63 +304,10 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   if (rx_deadline < r->sent_ns + 100000u)
     rx_deadline = r->sent_ns + 100000u;
   echocat__collect(ec, set, ns, rx_deadline); /* an I/O error shows as missing replies */
-  /* The output replies waited in the socket while we slept (one wake-up per
-   * cycle less). The devices took the outputs at `slot` only if the reference
-   * read its clock early enough (account_outputs); if that is not proven
-   * (late wake-up, lost reply) they may be taken at the edge after, which
-   * must then stay free. */
-  bool proven = true;
-  double fwd = 0;
-  for (int g = 0; g < ec->ngroups; g++) {
-    slot_t *s = &ec->out[g];
-    if (s->state != SLOT_DONE || s->dg[1].wkc != 1) {
-      proven = false;
-      continue;
-    }
-    /* how long the outputs took to reach the reference, in DC time */
-    double v = (double)(int64_t)(ecat_get64(s->f.buf + ec->out_dc[g]) - (uint64_t)((int64_t)s->sent_ns + ec->off));
-    if (v > fwd)
-      fwd = v;
-  }
-  account_outputs(ec);
-  if (!proven || ec->last_slot != slot)
-    atomic_fetch_add_explicit(&ec->unproven, 1, memory_order_relaxed);
-  if (!proven && ec->last_slot < slot + ec->opt.ethercat.sync0_period_ns)
-    ec->last_slot = slot + ec->opt.ethercat.sync0_period_ns;
-  if (proven && fwd > 0 && fwd < (double)ec->period)
-    ec->out_rtt_ns += (fwd - ec->out_rtt_ns) / 16;
+  outputs_done(ec, slot, res);
   if (mbx)
     atomic_store(&ec->mbx, ec->xs.state == SLOT_DONE ? MBX_DONE : MBX_FAILED);
-
-  res->lost = false;
-  res->wkc_ok = true;
-  for (int g = 0; g < ec->ngroups; g++) {
-    slot_t *s = &ec->out[g];
-    uint16_t m = (uint16_t)(n - 2 * g < 2 ? n - 2 * g : 2);
-    if (s->state != SLOT_DONE) {
-      res->lost = true;
-      res->wkc_ok = false;
-    } else if (s->dg[0].wkc != m || s->dg[1].wkc != 1) {
-      res->wkc_ok = false;
-    }
-  }
-  res->all_op = false;
-  if (r->state == SLOT_DONE)
-    ec->silent = false;
-  if (r->state != SLOT_DONE) {
-    res->lost = true;
-    res->wkc_ok = false;
-  } else {
-    if (r->dg[0].wkc != n || r->dg[1].wkc != n)
-      res->wkc_ok = false;
-    else
-      memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
-    res->all_op = r->dg[2].wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
-    if (r->dg[0].wkc)
-      echocat__dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
-    double v = (double)(r->rx_ns - r->sent_ns);
-    ec->rd_rtt_ns += (v - ec->rd_rtt_ns) / 16;
-  }
+  read_done(ec, rx, res);
   echocat__update_read_ahead(ec);
   atomic_store_explicit(&ec->diag_ra, ec->read_ahead, memory_order_relaxed);
   atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
@@ -360,11 +407,34 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
 
   /* The read frame first (and a posted transaction: both come back at once). */
   ns = 0;
-  slot_t *r = send_read(ec);
+  slot_t *r = &ec->rd;
+  echocat__slot_start(ec, r, true);
+  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+  uint32_t inlog = (uint32_t)n * OUT_BYTES;
+  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
+  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+  echocat__slot_send(ec, r);
   jitter_record(ec, (int64_t)(r->sent_ns - (uint64_t)((int64_t)(floor - credit) - ec->off)));
   set[ns++] = r;
-  bool mbx = send_posted(ec, set, &ns);
-  send_outputs(ec, tx, set, &ns);
+  int mb = MBX_POSTED;
+  bool mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
+  if (mbx) {
+    ec->xs.state = SLOT_IDLE;
+    ec->xs.sent_ns = autd3__now_ns();
+    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
+      ec->xs.state = SLOT_SENT;
+    set[ns++] = &ec->xs;
+  }
+  for (int g = 0; g < ec->ngroups; g++) {
+    slot_t *s = &ec->out[g];
+    uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
+    uint32_t log = (uint32_t)first * OUT_BYTES;
+    echocat__slot_start(ec, s, true);
+    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
+    echocat__slot_send(ec, s);
+    set[ns++] = s;
+  }
   ec->last_slot = ec->burst_slot = slot;
   atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
@@ -403,7 +473,7 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
 autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
   if (ec->burst)
     return cycle_burst(ec, tx, rx, res);
-  return cycle_split(ec, tx, rx, res);
+  return cycle_split(ec, tx, rx, res, may_defer(ec));
 }
 
 /* Another master's frames reached us: the devices execute its frames as
@@ -429,6 +499,7 @@ autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *
   }
   cycle_res_t res;
   autd3_err_t e = echocat__cycle_core(ec, tx, rx, &res);
+  ec->hooked = false;
   atomic_store(&ec->owner, OWN_NONE);
   if (e != AUTD3_OK)
     return e;
@@ -450,9 +521,12 @@ autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *
  * cycle() runs moves: it decides the edge, the phase guard and the late
  * wake-up accounting itself, as without this wait (a late wake-up aims at
  * the next edge; cycle() without a wait sends at once, as before). No NIC
- * access, no lock, no allocation. */
+ * access, no lock, no allocation. A caller that uses this hook and then
+ * skips it before a cycle() has more frames queued: that cycle may defer its
+ * read's reply to the next call (may_defer). */
 autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
   echocat_t *ec = (echocat_t *)link;
+  ec->hooked = ec->hook_seen = true; /* this cycle's caller may wait for its acks: no deferral */
   if (!ec->off_valid)
     return AUTD3_OK;
   uint64_t now = autd3__now_ns();

@@ -180,18 +180,20 @@ static size_t ec_diagnostics(struct autd3_link *link, char *buf, size_t cap) {
                    "phase guard waits    : %" PRIu64 "\n"
                    "frames per cycle     : %.2f\n"
                    "wake-ups per cycle   : %.2f (sleeps and receives that waited, wait_next_cycle included)\n"
+                   "one-wake-up cycles   : %" PRIu64 " (read's reply taken at the next call: the caller had more queued)\n"
                    "read ahead of SYNC0  : %.0f us\n"
                    "outputs to reference : %.0f us\n"
                    "ignored frames       : %" PRIu64 "\n"
                    "foreign master frames: %" PRIu64 "%s%s\n"
-                   "captured frames      : %" PRIu64 "\n",
+                   "captured frames      : %" PRIu64 "\n"
+                   "nic receive path     : %s\n",
                    n ? jit_pct(ec, n, 50) : 0, n ? jit_pct(ec, n, 99) : 0, (double)atomic_load(&ec->jit_max) / 1000.0,
                    (uint64_t)atomic_load(&ec->late), (uint64_t)atomic_load(&ec->unproven),
                    (uint64_t)atomic_load(&ec->guard_waits), cyc ? (double)atomic_load(&ec->frames) / (double)cyc : 0.0,
-                   cyc ? (double)atomic_load(&ec->wakeups) / (double)cyc : 0.0,
+                   cyc ? (double)atomic_load(&ec->wakeups) / (double)cyc : 0.0, (uint64_t)atomic_load(&ec->deferred),
                    (double)atomic_load(&ec->diag_ra) / 1000.0, (double)atomic_load(&ec->diag_out) / 1000.0,
                    autd3__nic_ignored(ec->nic), foreign, foreign ? " from " : "", foreign ? fmac : "",
-                   autd3__capture_tap_frames(ec->cap));
+                   autd3__capture_tap_frames(ec->cap), ec->nic ? autd3__nic_io_path(ec->nic) : "closed");
   if (w < 0)
     return 0;
   return (size_t)w < cap ? (size_t)w : cap - 1;

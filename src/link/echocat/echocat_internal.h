@@ -67,6 +67,7 @@ typedef struct slot {
   size_t wire;
   int state;
   bool accounted; /* output slot: its reference time was taken into last_slot */
+  bool stamped;   /* rx_ns is the NIC's arrival stamp (autd3__nic_rx_ns), not the time it was taken */
   uint64_t sent_ns, rx_ns;
   ecat_dg_t dg[64];
 } slot_t;
@@ -110,6 +111,13 @@ typedef struct echocat {
   double out_rtt_ns;      /* EMA: outputs sent -> the reference reads its clock behind them */
   double rd_rtt_ns;       /* EMA: read frame round trip */
   uint64_t read_ahead;    /* read frame leaves this long before an edge */
+  /* One wake-up per cycle (docs/echocat.md "Wake-ups and CPU"): a caller that
+   * uses wait_next_cycle and skips it before a cycle() has more frames queued;
+   * that cycle leaves its read's reply in the NIC's ring for the next call. */
+  bool hooked;            /* wait_next_cycle ran since the last cycle() */
+  bool hook_seen;         /* the caller has used wait_next_cycle */
+  bool rd_pending;        /* rd was sent by a deferring cycle(); its reply is the next call's inputs */
+  bool rd_stamped;        /* the last read reply taken carried the NIC's arrival stamp */
   /* Long-chain plan (docs/echocat.md "Long chains"): one burst per cycle. */
   bool burst;             /* chosen at open from the wire budget (wire.c) */
   uint64_t w0_ns;         /* line time of the first output frame */
@@ -139,6 +147,7 @@ typedef struct echocat {
   atomic_uint jit[JIT_BUCKETS + 1];
   atomic_uint_fast64_t jit_n, jit_max, late, frames, cyc, guard_waits, unproven;
   atomic_uint_fast64_t wakeups; /* blocking waits of the cycling thread (sleeps, receives that waited) */
+  atomic_uint_fast64_t deferred; /* cycles that left their read's reply for the next call */
   /* EtherCAT frames received that echocat did not send (another master on
    * the chain): counted by whoever drives the NIC; the first one's source
    * MAC is written before the count leaves 0 (release/acquire). */

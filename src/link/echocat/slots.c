@@ -11,6 +11,7 @@ void echocat__slot_start(echocat_t *ec, slot_t *s, bool bus) {
   ecat_frame_init(&s->f, ec->mac, idx);
   s->state = SLOT_IDLE;
   s->accounted = false;
+  s->stamped = false;
 }
 
 autd3_err_t echocat__slot_send(echocat_t *ec, slot_t *s) {
@@ -54,7 +55,12 @@ autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t 
       if (s->state == SLOT_SENT && s->f.idx == idx && s->f.ndg <= 64 &&
           ecat_reply_matches(&s->f, s->wire, ec->rxbuf, len, s->dg)) {
         memcpy(s->f.buf, ec->rxbuf, len);
-        s->rx_ns = t;
+        /* The NIC's arrival stamp where it has one: a reply taken from the
+         * ring long after it arrived still proves how far the devices' clock
+         * has got (the lower bound of dc.c) and gives a true round trip. */
+        uint64_t k = autd3__nic_rx_ns(ec->nic);
+        s->stamped = k != 0 && k >= s->sent_ns && k <= t;
+        s->rx_ns = s->stamped ? k : t;
         s->state = SLOT_DONE;
         pending--;
         break;
