@@ -40,6 +40,9 @@ exec unshare -rn sh -c '
         # own, started here (beside the peer), not one lingering in another
         # case namespace: stop any first, and this one at the end.
         "$WINESERVER" -k 2>/dev/null || true
+        # -k only signals: wait until that server is gone, or the case could
+        # still reach it (and see the other namespace: "adapters: none").
+        "$WINESERVER" -w 2>/dev/null || true
         [ -z "${AUTD3_PEER_READY:-}" ] || rm -f "$AUTD3_PEER_READY"
         "$@" >/dev/null 2>&1 &
         peer=$!
