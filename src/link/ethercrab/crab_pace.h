@@ -25,12 +25,15 @@
 /* What the devices get after a SYNC0 edge to take the image, process it and
  * publish (ack, data) before this link's frame reads the inputs. The
  * emulator's default device model publishes 100 us after the take
- * (docs/device-model.md); 50 us more of margin. Frames arrive at or after
- * their aim, so the rest of the period (850 us at 1 ms, 350 us at 500 us)
- * absorbs lateness before a frame would miss its edge; on a loaded 2-core
- * machine 300 us cost ~6 % of the streaming slots that way
- * (docs/ethercrab.md "Pacing"). A device that needs longer: add it with
- * sync0_shift_ns. */
+ * (docs/device-model.md); 50 us more of margin. Frames arrive at their aim
+ * or later, so the rest of the period (850 us at 1 ms, 350 us at 500 us)
+ * absorbs lateness before a frame misses its edge and costs a slot: a longer
+ * allowance (300 us, echocat's) skipped visibly more streaming slots on a
+ * loaded 2-core machine. A device that needs longer: add it with
+ * sync0_shift_ns. (Frames can also arrive a few us *before* their aim, by
+ * what `est` rose since its last low sample, so a shift that puts the aim
+ * right on an edge, -150 us, risks two images at one edge, as the aim at
+ * the edge itself did before.) */
 #define CRAB_PUBLISH_NS 150000u
 
 typedef struct crab_pace {
