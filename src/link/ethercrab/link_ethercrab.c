@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "crab_pace.h"
 
 /* Everything this library needs of libautd3 besides the public API (time,
  * the pacer, threads' RT policy, the capture tap, the one-master guard, the
@@ -116,11 +117,7 @@ typedef struct ethercrab_link {
    * time), unanchored = at once (right after open); its counters are the
    * late wake-up diagnostics */
   autd3_link_pacer_t pace;
-  /* Host <-> DC mapping for the pacing: est = lower envelope of (DC time at
-   * which a frame reached the reference - host time the exchange started). */
-  bool have_est;
-  int64_t est_ns;
-  uint64_t target_dc_ns; /* DC time the next frame should reach the reference: SYNC0 edge + shift */
+  crab_pace_t dc; /* when the next frame goes, from the DC time of the last reply (crab_pace.h) */
   bool waited;            /* wait_next_cycle already slept for the coming cycle */
   uint16_t expected_wkc;
   char ifname[64];
@@ -129,11 +126,10 @@ typedef struct ethercrab_link {
   _Atomic uint32_t last_wkc;
   _Atomic uint64_t exchange_max_ns;  /* longest send->all groups received */
   _Atomic uint64_t exchange_last_ns;
-  /* DC phase of each frame: (DC system time at the reference - shift) mod period,
-   * i.e. how long after the target SYNC0 edge (+ shift) the frame got there. */
-  uint64_t shift_mod_ns;
+  /* DC phase of each frame: how long after its aim point (SYNC0 edge + shift
+   * + publish allowance, crab_pace.h) the frame reached the reference. */
   _Atomic uint64_t phase_last_ns;
-  _Atomic uint64_t phase_early; /* arrived in the half period before the target edge */
+  _Atomic uint64_t phase_early; /* arrived in the half period before its aim point */
   _Atomic uint64_t phase_samples;
 } ethercrab_link_t;
 
@@ -164,48 +160,10 @@ static autd3_err_t map_code(int32_t code) {
   }
 }
 
-/* Bus thread: when to send next. EtherCrab's own rule (autd3-sdk cycle.rs,
- * §4.3) is next = exchange start + next_cycle_wait, i.e. re-anchored on every
- * reply. Any jitter of the send path (EtherCrab's tx/rx thread has to wake up)
- * or of the reply then moves the next frame by the same amount, and a frame
- * that reaches the devices before its SYNC0 edge replaces the previous image
- * before it was taken (measured on veth: ~7 % of frames early at shift 0,
- * streaming throughput ~550 cmd/s). So the deadline is computed from the same
- * DC time, but through a filtered host<->DC offset: `est` follows the lowest
- * observed (DC arrival - host start) immediately and rises by at most 200 ppm
- * of the period per cycle (clock drift), so a frame sent at target - est can
- * only arrive at or after its target edge; targets step one send period on the
- * SYNC0 grid (+ shift), skipping slots only after a late wake-up. */
-static void pace(ethercrab_link_t *L, uint64_t t0, uint64_t dc_ns, uint64_t phase) {
-  if (dc_ns != 0) {
-    int64_t off = (int64_t)(dc_ns - t0);
-    int64_t slew = (int64_t)(L->period_ns / 5000);
-    int64_t jump = (int64_t)L->period_ns * 50;
-    /* The reference clock jumped (power-cycled, re-synchronised) or this is
-     * the first reply: re-anchor the grid on this frame. */
-    if (L->have_est && (off < L->est_ns - jump || off > L->est_ns + jump)) L->have_est = false;
-    if (!L->have_est || off < L->est_ns) L->est_ns = off;
-    else L->est_ns = L->est_ns + slew < off ? L->est_ns + slew : off;
-    if (!L->have_est) L->target_dc_ns = dc_ns - phase; /* the edge (+ shift) this frame belonged to */
-    L->have_est = true;
-  }
-  if (!L->have_est) {
-    S->pacer_anchor(&L->pace, 0);
-    return;
-  }
-  L->target_dc_ns += L->send_period_ns;
-  uint64_t send = L->target_dc_ns - (uint64_t)L->est_ns;
-  uint64_t now = S->now_ns();
-  if ((int64_t)(send - now) < 0) { /* late: skip to the first slot still ahead */
-    uint64_t n = (now - send) / L->send_period_ns + 1;
-    L->target_dc_ns += n * L->send_period_ns;
-    send += n * L->send_period_ns;
-  }
-  if (send - now > 2 * L->send_period_ns) { /* never sleep on a stale grid: send now, re-anchor on the reply */
-    L->have_est = false;
-    send = 0;
-  }
-  S->pacer_anchor(&L->pace, send);
+/* Bus thread: when to send next (crab_pace.c: on the aim points of the DC
+ * grid, through a filtered host<->DC offset, one image per SYNC0 edge). */
+static void pace(ethercrab_link_t *L, uint64_t t0, uint64_t dc_ns) {
+  S->pacer_anchor(&L->pace, crab_pace_next(&L->dc, t0, dc_ns, S->now_ns()));
 }
 
 /* Bus thread: sleep (absolute deadline) until the next DC-aligned send.
@@ -247,19 +205,19 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   if (rc == CRAB_OK) {
     *rx_valid = out.rx_valid != 0;
     atomic_store_explicit(&L->last_wkc, out.working_counter, memory_order_relaxed);
-    uint64_t phase = (out.dc_system_time_ns + L->period_ns - L->shift_mod_ns) % L->period_ns;
+    uint64_t phase = crab_pace_phase(&L->dc, out.dc_system_time_ns);
     atomic_store_explicit(&L->phase_last_ns, phase, memory_order_relaxed);
     atomic_fetch_add_explicit(&L->phase_samples, 1, memory_order_relaxed);
     if (phase >= L->period_ns / 2) atomic_fetch_add_explicit(&L->phase_early, 1, memory_order_relaxed);
-    pace(L, t0, out.dc_system_time_ns, phase);
+    pace(L, t0, out.dc_system_time_ns);
     autd3_link_count_cycle(l, *rx_valid, false);
     return AUTD3_OK;
   }
   if (rc == CRAB_LOST) {
     /* No reply (PDU timeout) or a working-counter error: the frame is lost.
-     * Keep the grid: the next frame goes at the next SYNC0 edge + shift. */
+     * Keep the grid: the next frame goes at the next aim point. */
     atomic_store_explicit(&L->last_wkc, 0, memory_order_relaxed);
-    pace(L, t0, 0, 0);
+    pace(L, t0, 0);
     autd3_link_count_cycle(l, false, true);
     return AUTD3_OK;
   }
@@ -373,15 +331,19 @@ static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
                    "skipped cycles : %llu\n"
                    "exchange last : %.3f us\n"
                    "exchange max : %.3f us\n"
-                   "dc phase last : %.3f us after SYNC0+shift\n"
-                   "dc phase early : %llu of %llu frames reached the devices before SYNC0+shift\n"
+                   "dc aim : SYNC0 + %.3f us (shift + time for the devices to publish)\n"
+                   "dc phase last : %.3f us after the aim\n"
+                   "dc phase early : %llu of %llu frames reached the devices in the half period before the aim\n"
+                   "edge skips : %llu (slots passed over: the frame before was taken at their edge)\n"
                    "ignored replies : %llu\n"
                    "foreign master frames : %llu\n",
                    L->ifname, (unsigned)L->expected_wkc, (unsigned)atomic_load(&L->last_wkc),
                    (unsigned long long)atomic_load(&L->pace.late),
                    (unsigned long long)atomic_load(&L->pace.skipped), (double)atomic_load(&L->exchange_last_ns) / 1e3,
-                   (double)atomic_load(&L->exchange_max_ns) / 1e3, (double)atomic_load(&L->phase_last_ns) / 1e3,
-                   (unsigned long long)atomic_load(&L->phase_early), (unsigned long long)atomic_load(&L->phase_samples),
+                   (double)atomic_load(&L->exchange_max_ns) / 1e3, (double)L->dc.aim_mod_ns / 1e3,
+                   (double)atomic_load(&L->phase_last_ns) / 1e3, (unsigned long long)atomic_load(&L->phase_early),
+                   (unsigned long long)atomic_load(&L->phase_samples),
+                   (unsigned long long)atomic_load(&L->dc.edge_skips),
                    /* late replies to timed-out PDUs etc., dropped by the shim's tx/rx driver */
                    (unsigned long long)autd3crab_ignored_replies(L->crab),
                    (unsigned long long)S->tap_foreign(L->cap, NULL));
@@ -466,8 +428,7 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   L->send_period_ns = e->send_cycle_ns != 0 ? e->send_cycle_ns : e->sync0_period_ns;
   S->pacer_init(&L->pace, L->send_period_ns, 0);
   L->expected_wkc = info.expected_wkc;
-  L->shift_mod_ns = (uint64_t)(((int64_t)e->sync0_shift_ns % (int64_t)e->sync0_period_ns + (int64_t)e->sync0_period_ns) %
-                               (int64_t)e->sync0_period_ns);
+  crab_pace_init(&L->dc, e->sync0_period_ns, L->send_period_ns, e->sync0_shift_ns);
   memcpy(L->ifname, info.interface, sizeof L->ifname);
   L->ifname[sizeof L->ifname - 1] = 0;
   *out = &L->base;
