@@ -7,6 +7,7 @@
  * Tests that need the namespace re-run themselves inside autd3-netns through
  * the one emulated-chain harness (tests/harness/emu_chain.h).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,54 @@ TEST(control_silence_drop_delay) {
   ctl_ok("delay 0", r, sizeof r);
   ctl_ok("status", r, sizeof r);
   ASSERT_CONTAINS(r, "dropped 1");
+  autd3__nic_close(g_nic);
+}
+
+/* The wire model starts a frame's line time when the frame reached the
+ * interface (the kernel's receive stamp, tools/emu/rx_clock.h), not when
+ * autd3-emu got round to reading it: two frames sent 20 ms apart while the
+ * emulator is stopped reach the reference clock at least 20 ms apart. Timed
+ * by the read, both would be read together after SIGCONT and lie one frame
+ * time apart. Only a lower bound is asserted (the sleep guarantees it). */
+TEST(wire_model_times_arrival_not_read) {
+  autd3_test_in_emu_chain("wire_model_times_arrival_not_read", 1, "--wire", false);
+  const char *pid = getenv("AUTD3_EMU_PID");
+  ASSERT_TRUE(pid != NULL);
+  ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &g_nic));
+  uint16_t v = 0;
+  ASSERT_EQ(one(BRD, 0, 0x0000, &v), 1); /* the emulator runs */
+  fr_t f[2];
+  size_t off[2];
+  for (int i = 0; i < 2; i++) {
+    fr_init(&f[i]);
+    off[i] = fr_add(&f[i], APRD, 0, 0x0910, NULL, 8); /* the reference's system time */
+    f[i].b[16 + 1] = (uint8_t)(0x40 + i);
+  }
+  ASSERT_EQ(kill((pid_t)atoi(pid), SIGSTOP), 0);
+  ASSERT_OK(autd3__nic_send(g_nic, f[0].b, f[0].len));
+  autd3__sleep_ns(20000000);
+  ASSERT_OK(autd3__nic_send(g_nic, f[1].b, f[1].len));
+  ASSERT_EQ(kill((pid_t)atoi(pid), SIGCONT), 0);
+  uint64_t t[2] = {0, 0};
+  uint64_t deadline = autd3__now_ns() + REPLY_WAIT_NS;
+  while (!t[0] || !t[1]) {
+    uint8_t buf[AUTD3_NIC_MAX_FRAME];
+    size_t len;
+    ASSERT_OK(autd3__nic_recv(g_nic, buf, sizeof buf, &len, deadline));
+    int i = buf[17] - 0x40;
+    if (len != f[0].len || i < 0 || i > 1) continue;
+    memcpy(f[i].b, buf, len);
+    ASSERT_EQ(fr_wkc(&f[i], off[i]), 1);
+    uint64_t x = 0;
+    for (int b = 7; b >= 0; b--) x = (x << 8) | fr_data(&f[i], off[i])[b];
+    t[i] = x;
+  }
+  printf("reference time between the two frames: %llu ns\n", (unsigned long long)(t[1] - t[0]));
+  ASSERT_GE(t[1] - t[0], 20000000ull);
+  char r[256];
+  ctl_ok("rx-clock", r, sizeof r);
+  printf("%s\n", r);
+  ASSERT_CONTAINS(r, "read 0");
   autd3__nic_close(g_nic);
 }
 

@@ -29,6 +29,7 @@
 #include "nic/nic.h"
 #include "platform/platform.h"
 #include "numopt.h"
+#include "rx_clock.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
@@ -49,6 +50,19 @@ static unsigned g_qhead, g_qlen;
 /* ---- pcap capture (--capture): the shared writer of src/nic/capture.c ---- */
 static autd3_capture_t g_cap;
 static void cap_write(const uint8_t *f, size_t len) { autd3__capture_write(&g_cap, f, len, autd3__realtime_ns()); }
+
+/* Send every queued reply that is due by now. Called between received frames
+ * too: a reply is due at its model time whatever the master sends meanwhile
+ * (a burst of frames must not hold back the replies of earlier ones). */
+static void send_due(autd3_nic_t *nic) {
+  uint64_t now = autd3__now_ns();
+  while (g_qlen && g_q[g_qhead].due <= now) {
+    cap_write(g_q[g_qhead].buf, g_q[g_qhead].len);
+    autd3__nic_send(nic, g_q[g_qhead].buf, g_q[g_qhead].len);
+    g_qhead = (g_qhead + 1) % QLEN;
+    g_qlen--;
+  }
+}
 
 static void usage(FILE *o) {
   fprintf(o,
@@ -82,6 +96,7 @@ typedef struct {
   autd3_emu_t *emu;
   uint32_t delay_us;
   int nic_fd;
+  emu_rx_clock_t rx_clock; /* when each frame arrived (the wire model's start) */
 } ctx_t;
 
 /* Time-driven work (the SM watchdog above all) may run at time t only once every
@@ -217,8 +232,11 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
     }
   } else if (!strcmp(cmd, "ping")) {
     snprintf(reply, cap, "ok autd3-emu %u devices", (unsigned)emu->cfg.devices);
+  } else if (!strcmp(cmd, "rx-clock")) {
+    snprintf(reply, cap, "ok rx-clock kernel %llu read %llu", (unsigned long long)c->rx_clock.kernel,
+             (unsigned long long)c->rx_clock.read);
   } else {
-    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, log K, output K, ping)", line);
+    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, log K, output K, ping, rx-clock)", line);
   }
 }
 
@@ -370,6 +388,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   c.nic_fd = autd3__nic_fd(nic);
+  emu_rx_clock_init(&c.rx_clock, c.nic_fd); /* before the master's first frame: it must carry a stamp */
   if (capture && autd3__capture_open(&g_cap, capture) != AUTD3_OK) {
     fprintf(stderr, "autd3-emu: --capture: %s\n", autd3_last_error());
     rc = 1;
@@ -430,8 +449,11 @@ int main(int argc, char **argv) {
     if (r > 0 && (p[0].revents & POLLIN)) {
       for (int k = 0; k < 64; k++) { /* bounded batch, then serve the rest */
         size_t len;
+        send_due(nic);
         if (autd3__nic_recv(nic, buf, AUTD3_NIC_MAX_FRAME, &len, 0) != AUTD3_OK) break;
-        uint64_t t = autd3__now_ns();
+        /* The devices see the frame from when it reached the interface, not
+         * from when this process got to read it (rx_clock.h). */
+        uint64_t t = emu_rx_clock_arrival(&c.rx_clock);
         cap_write(buf, len);
         if (g_qlen == QLEN) { /* no room for the reply: lost before it reaches the devices */
           emu->dropped++;
@@ -440,7 +462,7 @@ int main(int argc, char **argv) {
         if (!autd3_emu_process(emu, buf, len, t)) continue;
         /* the wire model's ring time (emu->reply_ns; t without it), then "delay US" */
         uint64_t due = emu->reply_ns + (uint64_t)c.delay_us * 1000u;
-        if (due <= t && g_qlen == 0) {
+        if (due <= autd3__now_ns() && g_qlen == 0) {
           cap_write(buf, len);
           if (autd3__nic_send(nic, buf, len) != AUTD3_OK && verbose) fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
         } else {
@@ -462,14 +484,8 @@ int main(int argc, char **argv) {
         }
       }
     }
-    /* due replies */
+    send_due(nic);
     now = autd3__now_ns();
-    while (g_qlen && g_q[g_qhead].due <= now) {
-      cap_write(g_q[g_qhead].buf, g_q[g_qhead].len);
-      autd3__nic_send(nic, g_q[g_qhead].buf, g_q[g_qhead].len);
-      g_qhead = (g_qhead + 1) % QLEN;
-      g_qlen--;
-    }
     if (now - last_tick >= 1000000 && tick_if_drained(emu, c.nic_fd)) last_tick = now;
     /* control socket */
     if (lfd >= 0 && r > 0) {
@@ -515,7 +531,8 @@ int main(int argc, char **argv) {
   if (verbose) {
     static char st[32768];
     autd3_emu_status(emu, st, sizeof st);
-    fprintf(stderr, "autd3-emu: stopping\n%s", st);
+    fprintf(stderr, "autd3-emu: stopping (frames timed by the kernel's receive stamp %llu, by the read %llu)\n%s",
+            (unsigned long long)c.rx_clock.kernel, (unsigned long long)c.rx_clock.read, st);
   }
   for (int i = 0; i < MAX_CLIENTS; i++)
     if (cl[i].fd >= 0) close(cl[i].fd);

@@ -325,121 +325,198 @@ static uint64_t burst_aim(const echocat_t *ec, uint64_t now) {
   return slot;
 }
 
-/* How early (DC time) before the edge `slot - period` a burst may leave: its
- * first output frame queues behind the read frame, and no device holds an
- * image before the read frame and the first device's 626 bytes crossed the
- * line (credit_ns, set at open), so the image reaches it after that edge even
- * when sent this much before. Only on a line measured to serialise (the
- * reference read the first outputs' clock >= 3/4 w0_ns after they left, 8
- * bursts in a row): a veth without the wire model delivers at once. */
+/* How early (DC time) before the edge `slot - period` an output frame may be
+ * handed to the NIC: no device holds its image before the frame's headers and
+ * its first device's 626 bytes crossed the line (credit_ns, set at open), so
+ * the image reaches it after that edge even when sent this much before. Only
+ * on a line measured to serialise (the reference read the first outputs'
+ * clock >= 3/4 w0_ns after they left, 8 bursts in a row): a veth without the
+ * wire model delivers at once. */
 static uint64_t burst_credit(const echocat_t *ec) { return ec->serial_n >= 8 ? ec->credit_ns : 0; }
+
+/* Every slot with a frame in flight: a receive matches replies only against
+ * the set it is given and drops the rest, so each wait gets all of them. */
+static int in_flight(echocat_t *ec, slot_t **set, bool mbx) {
+  int ns = 0;
+  for (int g = 0; g < ec->ngroups; g++)
+    if (ec->out[g].state == SLOT_SENT)
+      set[ns++] = &ec->out[g];
+  if (ec->rd.state == SLOT_SENT)
+    set[ns++] = &ec->rd;
+  if (mbx && ec->xs.state == SLOT_SENT)
+    set[ns++] = &ec->xs;
+  return ns;
+}
+
+/* The read frame's reference read as a lower bound of the devices' clock.
+ * Its reply cannot be back before the frame went from the reference round
+ * the chain behind it and back (ring_ns, measured by the reference's port
+ * receive times at open; less RING_MARGIN_NS for the bytes of the frame ahead
+ * of the FRMW), provided the frame went round the chain measured then: every
+ * device handled its FRMW (working counter n). */
+static void read_bound(echocat_t *ec) {
+  const slot_t *r = &ec->rd;
+  if (r->state != SLOT_DONE || r->dg[0].wkc == 0)
+    return;
+  uint64_t dc = ecat_get64(r->f.buf + ec->rd_frmw);
+  if (r->dg[0].wkc == ec->n && ec->ring_ns > RING_MARGIN_NS)
+    dc += ec->ring_ns - RING_MARGIN_NS;
+  echocat__dc_bound(ec, dc, r->rx_ns);
+}
+
+/* Outputs may leave once the devices' clock is provably past `dc` (the lower
+ * bound of the reference reads, echocat__dc_bound): sleep until then, or spin
+ * when that is less than BURST_SPIN_MAX_NS away; look again after each wait
+ * (a sleep is at most two cycles). */
+static void burst_guard(echocat_t *ec, uint64_t dc) {
+  bool waited = false;
+  while (ec->lb_t) {
+    uint64_t now = autd3__now_ns();
+    int64_t short_by = (int64_t)(dc - ec->lb_dc) - (int64_t)(now - ec->lb_t);
+    if (short_by <= 0)
+      break;
+    if (!waited)
+      atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
+    waited = true;
+    if ((uint64_t)short_by <= BURST_SPIN_MAX_NS)
+      autd3__sleep_until_ns(now + (uint64_t)short_by, (uint32_t)short_by);
+    else
+      sleep_until(ec, now + ((uint64_t)short_by < 2 * ec->period ? (uint64_t)short_by : 2 * ec->period), ec->opt.spin_ns);
+  }
+}
+
+/* The previous burst's frame of pair g (`old`, same slot) must have its fate
+ * known before the pair's new outputs leave: its reference read says at which
+ * edge the pair took that image, and the new one must follow it. Wait for its
+ * reply, bounded (RESOLVE_CAP_NS; only a look while the last such wait got
+ * nothing back at all) and not beyond the reply of a read frame sent after it
+ * on the same line: once that is back, a missing frame is lost, not late. */
+static void await_old(echocat_t *ec, const slot_t *old, bool mbx) {
+  slot_t *set[MAX_GROUPS + 2];
+  const slot_t *r = &ec->rd;
+  uint64_t cap = autd3__now_ns() + (ec->out_silent ? 0 : RESOLVE_CAP_NS);
+  for (;;) {
+    /* in steps, so that such a read's reply ends the wait */
+    uint64_t now = autd3__now_ns(), step = now + ec->period / 4;
+    echocat__collect_until(ec, set, in_flight(ec, set, mbx), step < cap ? step : cap, old);
+    bool read_after = r->state == SLOT_DONE && (int64_t)(r->sent_ns - old->sent_ns) > 0;
+    if (old->state != SLOT_SENT || read_after || autd3__now_ns() >= cap)
+      break;
+  }
+  ec->out_silent = old->state == SLOT_SENT && !(r->state == SLOT_DONE && (int64_t)(r->sent_ns - old->sent_ns) > 0);
+}
 
 /* The long-chain plan (docs/echocat.md "Long chains"): when the outputs need
  * most of the cycle, one burst per cycle carries the read frame first (it
  * reads the inputs the devices published since the last edge and comes back
  * at once), then every output frame back to back, aimed at the edge after
- * next-but-the-line: they leave up to w0_ns before the edge they must follow,
- * so the whole cycle is line time. The output replies come back while the
- * caller works and are accounted at the next call (their reference reads say
- * at which edge each pair of devices took its image; one missing counts as
- * taken one edge later). The one-image rule is the split plan's. */
+ * next-but-the-line: they leave up to credit_ns before the edge they must
+ * follow, so the whole cycle is line time. The output replies come back while
+ * the caller works and are accounted at the next call, pair by pair: a pair's
+ * new outputs leave once its previous ones are accounted (their reference read
+ * says at which edge the pair took its image; one missing counts as taken one
+ * edge later), so the last pair's reply, due just before the next burst, holds
+ * up only that pair, whose frame queues last on the line anyway. The
+ * one-image rule is the split plan's, per pair. */
 static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
   const uint16_t n = ec->n;
   resolve_previous(ec); /* a stalled peer: outputs and the read after them missing */
   slot_t *set[MAX_GROUPS + 2];
-  int ns = 0;
+  bool any = false;
   for (int g = 0; g < ec->ngroups; g++)
-    if (ec->out[g].state == SLOT_SENT)
-      set[ns++] = &ec->out[g];
-  if (ns > 0) {
-    /* Still in flight (a late peer, or a caller without wait_next_cycle):
-     * their fate decides which edge the next burst may aim at, and the read
-     * frame went out before them, so its reply proves nothing about them.
-     * Wait for them (bounded; only a look while none came back last time). */
-    echocat__collect(ec, set, ns, ec->out_silent ? 0 : autd3__now_ns() + RESOLVE_CAP_NS);
-    bool got = false;
-    for (int i = 0; i < ns; i++)
-      got = got || set[i]->state == SLOT_DONE;
-    ec->out_silent = !got;
-  }
-  bool prev_lost = false, prev_wkc = true, any = false;
-  for (int g = 0; g < ec->ngroups; g++) {
-    slot_t *s = &ec->out[g];
-    uint16_t m = (uint16_t)(n - 2 * g < 2 ? n - 2 * g : 2);
-    if (s->state == SLOT_SENT || s->state == SLOT_FAILED)
-      prev_lost = true;
-    else if (s->state == SLOT_DONE && (s->dg[0].wkc != m || s->dg[1].wkc != 1))
-      prev_wkc = false;
-    any = any || s->state != SLOT_IDLE;
-  }
-  if (any) {
-    account_outputs(ec);
-    slot_t *s0 = &ec->out[0];
-    if (s0->state == SLOT_DONE && s0->dg[1].wkc == 1) {
-      double v = (double)(int64_t)(ecat_get64(s0->f.buf + ec->out_dc[0]) - (uint64_t)((int64_t)s0->sent_ns + ec->off));
-      ec->serial_n = v >= 0.75 * (double)ec->w0_ns ? ec->serial_n + 1 : 0;
-    }
-    if (prev_lost && ec->last_slot < ec->burst_slot + ec->period)
-      ec->last_slot = ec->burst_slot + ec->period; /* fate unknown: as if taken one edge later */
-    if (prev_lost || ec->last_slot != ec->burst_slot)
-      atomic_fetch_add_explicit(&ec->unproven, 1, memory_order_relaxed);
-  }
+    any = any || ec->out[g].state != SLOT_IDLE;
+  /* What of the previous burst is back already: taken without waiting. */
+  echocat__collect(ec, set, in_flight(ec, set, false), 0);
+  account_outputs(ec);
 
-  /* The edge to aim at; the burst leaves once the devices' clock is provably
-   * past the edge before it, less the first frame's line time (credit). */
+  /* The edge to aim at (pairs of the previous burst still in flight count as
+   * taken where they aimed until their replies say otherwise, below). */
   uint64_t now = autd3__now_ns();
-  uint64_t slot = burst_aim(ec, now);
-  uint64_t floor = slot - ec->period, credit = burst_credit(ec);
-  if (ec->lb_t) {
-    int64_t short_by = (int64_t)(floor + 1000u - credit - ec->lb_dc) - (int64_t)(now - ec->lb_t);
-    if (short_by > 0) {
-      if ((uint64_t)short_by > 2 * ec->period)
-        short_by = (int64_t)(2 * ec->period);
-      sleep_until(ec, now + (uint64_t)short_by, ec->opt.spin_ns);
-      now = autd3__now_ns();
-      atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
-    }
-  }
+  uint64_t slot = burst_aim(ec, now), credit = burst_credit(ec);
   uint64_t prev = ec->last_slot;
   if (prev && slot > prev + ec->period && !ec->first_call)
     atomic_fetch_add_explicit(&ec->late, (slot - prev) / ec->period - 1, memory_order_relaxed);
   ec->first_call = false;
 
-  /* The read frame first (and a posted transaction: both come back at once). */
-  ns = 0;
+  /* The outputs, pair by pair, each once the previous burst's frame of its
+   * pair is accounted and the devices' clock is past the edge before its aim
+   * less the credit. */
   slot_t *r = &ec->rd;
-  echocat__slot_start(ec, r, true);
-  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
-  uint32_t inlog = (uint32_t)n * OUT_BYTES;
-  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
-  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
-  echocat__slot_send(ec, r);
-  jitter_record(ec, (int64_t)(r->sent_ns - (uint64_t)((int64_t)(floor - credit) - ec->off)));
-  set[ns++] = r;
-  int mb = MBX_POSTED;
-  bool mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
-  if (mbx) {
-    ec->xs.state = SLOT_IDLE;
-    ec->xs.sent_ns = autd3__now_ns();
-    if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
-      ec->xs.state = SLOT_SENT;
-    set[ns++] = &ec->xs;
-  }
+  bool mbx = false, prev_lost = false, prev_wkc = true;
+  int frames = 0;
+  uint64_t aim = slot;
   for (int g = 0; g < ec->ngroups; g++) {
     slot_t *s = &ec->out[g];
     uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
+    if (s->state == SLOT_SENT) {
+      await_old(ec, s, mbx);
+      account_outputs(ec);
+    }
+    if (s->state == SLOT_SENT || s->state == SLOT_FAILED) {
+      prev_lost = true;
+      if (ec->last_slot < ec->burst_slot + ec->period)
+        ec->last_slot = ec->burst_slot + ec->period; /* fate unknown: as if taken one edge later */
+    } else if (s->state == SLOT_DONE && (s->dg[0].wkc != m || s->dg[1].wkc != 1)) {
+      prev_wkc = false;
+    }
+    if (g == 0 && s->state == SLOT_DONE && s->dg[1].wkc == 1) {
+      double v = (double)(int64_t)(ecat_get64(s->f.buf + ec->out_dc[0]) - (uint64_t)((int64_t)s->sent_ns + ec->off));
+      ec->serial_n = v >= 0.75 * (double)ec->w0_ns ? ec->serial_n + 1 : 0;
+    }
+    if (g == 0 && ec->wake_target) {
+      /* How long after its wake-up target the burst is ready: wait_next_cycle
+       * wakes that much earlier. Its 95th percentile (a step up 19 times the
+       * step down balances at 5 % above): ready early costs a spin in the
+       * guard, ready late an edge. */
+      uint64_t v = autd3__now_ns() - ec->wake_target;
+      if (v < ec->period / 4)
+        ec->wake_lat_ns += (double)v > ec->wake_lat_ns ? 19 * WAKE_LAT_STEP_NS : -(double)WAKE_LAT_STEP_NS;
+      if (ec->wake_lat_ns < 0)
+        ec->wake_lat_ns = 0;
+      ec->wake_target = 0;
+    }
+    if (ec->last_slot >= aim) { /* this pair (or one before it) took its last image late: follow it */
+      uint64_t later = ec->last_slot + ec->period;
+      atomic_fetch_add_explicit(&ec->late, (later - aim) / ec->period, memory_order_relaxed);
+      aim = later;
+    }
+    burst_guard(ec, aim - ec->period + 1000u - credit);
+    if (g == 0) {
+      /* The read frame first, right before the first outputs (and a posted
+       * transaction: both come back at once). */
+      echocat__slot_start(ec, r, true);
+      ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+      uint32_t inlog = (uint32_t)n * OUT_BYTES;
+      ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
+      ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+      echocat__slot_send(ec, r);
+      jitter_record(ec, (int64_t)(r->sent_ns - (uint64_t)((int64_t)(aim - ec->period - credit) - ec->off)));
+      frames++;
+      int mb = MBX_POSTED;
+      mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
+      if (mbx) {
+        ec->xs.state = SLOT_IDLE;
+        ec->xs.sent_ns = autd3__now_ns();
+        if (autd3__nic_send(ec->nic, ec->xs.f.buf, ec->xs.wire) == AUTD3_OK)
+          ec->xs.state = SLOT_SENT;
+        frames++;
+      }
+    }
     uint32_t log = (uint32_t)first * OUT_BYTES;
     echocat__slot_start(ec, s, true);
     ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
     ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
     echocat__slot_send(ec, s);
-    set[ns++] = s;
+    frames++;
   }
-  ec->last_slot = ec->burst_slot = slot;
-  atomic_fetch_add_explicit(&ec->frames, (uint64_t)ns, memory_order_relaxed);
+  if (any && (prev_lost || ec->last_slot != ec->burst_slot))
+    atomic_fetch_add_explicit(&ec->unproven, 1, memory_order_relaxed);
+  ec->last_slot = ec->burst_slot = aim;
+  atomic_fetch_add_explicit(&ec->frames, (uint64_t)frames, memory_order_relaxed);
   atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
 
   /* The read's reply (output replies arriving first are kept for the next call). */
+  int ns = in_flight(ec, set, mbx);
   echocat__collect_until(ec, set, ns, r->sent_ns + ec->period / 2, mbx ? NULL : r);
   if (mbx && ec->xs.state != SLOT_DONE)
     echocat__collect_until(ec, set, ns, r->sent_ns + ec->period / 2, &ec->xs);
@@ -454,11 +531,13 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     res->wkc_ok = false;
   } else {
     ec->silent = false;
+    ec->out_silent = false;
     if (r->dg[0].wkc != n || r->dg[1].wkc != n)
       res->wkc_ok = false;
     else
       memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
     res->all_op = r->dg[2].wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+    read_bound(ec);
     if (r->dg[0].wkc) {
       echocat__dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
     }
@@ -531,11 +610,15 @@ autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
     return AUTD3_OK;
   uint64_t now = autd3__now_ns();
   if (ec->burst) {
-    /* Wake when the burst may leave (cycle_burst's guard), plus how far the
-     * proven lower bound lags the estimate, so that the guard rarely sleeps again. */
+    /* Wake so that the burst is ready when its first outputs may leave
+     * (cycle_burst's guard): that moment less the usual delay from the
+     * wake-up target to ready (wake_lat_ns, ~p95), plus how far the proven
+     * lower bound lags the estimate. Early costs a short spin in the guard. */
     uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now);
     uint64_t lag = ec->lb_t && est > ec->lb_dc + (now - ec->lb_t) ? est - (ec->lb_dc + (now - ec->lb_t)) : 0;
-    uint64_t wake = (uint64_t)((int64_t)(floor + 2000u + lag - burst_credit(ec)) - ec->off);
+    uint64_t lead = burst_credit(ec) + (uint64_t)ec->wake_lat_ns;
+    uint64_t wake = (uint64_t)((int64_t)(floor + 2000u + lag - lead) - ec->off);
+    ec->wake_target = wake;
     if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
       wake = now + 2 * ec->period;
     if ((int64_t)(wake - now) > 0)

@@ -70,6 +70,9 @@ autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, boo
     ecat_dc_line_delays(ec->n, rt0, rt1, delay);
     for (int k = 0; k < ec->n; k++)
       ec->sl[k].delay = delay[k];
+    /* the loop behind the reference, as its port 1 measured it (cycle.c's bound) */
+    int32_t behind = ec->n > 1 ? (int32_t)(rt1[0] - rt0[0]) : 0;
+    ec->ring_ns = behind > 0 ? (uint64_t)behind : 0;
   } else {
     /* only the reference and the slaves in list are read */
     uint16_t rl[AUTD3_MAX_DEVICES + 1];

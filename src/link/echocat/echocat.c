@@ -419,8 +419,9 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   ec->rd_rtt_ns = 100000.0;
   ec->w0_ns = echocat__out_wire_ns(ec->n < 2 ? ec->n : 2);
   ec->lead_ns = echocat__cycle_wire_ns(ec->n) + 2000u;
-  /* preamble 8 + Ethernet 14 + EtherCAT 2 + datagram header 10 + the first device's outputs */
-  ec->credit_ns = echocat__read_wire_ns(ec->n) + (uint64_t)(8 + 14 + 2 + 10 + OUT_BYTES) * 80u - 5000u;
+  /* an output frame's preamble 8 + Ethernet 14 + EtherCAT 2 + datagram header 10 + its first device's outputs */
+  ec->credit_ns = (uint64_t)(8 + 14 + 2 + 10 + OUT_BYTES) * 80u - 5000u;
+  ec->wake_lat_ns = 50000.0;
   ec->burst = echocat__out_wire_ns(ec->n) + (uint64_t)ec->n * HOP_MAX_NS + GUARD_NS + SPLIT_HOST_NS > ec->period;
   echocat__update_read_ahead(ec);
   uint8_t *rx = ec->zero_tx + (size_t)ec->n * OUT_BYTES;

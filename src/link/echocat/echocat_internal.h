@@ -52,6 +52,13 @@
  * wake-up latency and the caller's turnaround. A chain whose outputs leave
  * less runs the long-chain plan (docs/echocat.md "Long chains"). */
 #define SPLIT_HOST_NS 200000u
+/* A frame's reply is back no sooner than ring_ns after the reference read it, less
+ * this (the bytes ahead of the reading datagram, latch jitter). */
+#define RING_MARGIN_NS 5000u
+/* A guard shorter than this is spun rather than slept: a wake-up on a loaded
+ * host costs more than that (docs/echocat.md "Long chains"). */
+#define BURST_SPIN_MAX_NS 100000u
+#define WAKE_LAT_STEP_NS 1000u
 #define RESOLVE_CAP_NS 20000000u
 #define WAIT_SEEN_NS 5000u /* a receive that took longer slept (the diagnostics' wake-up count) */ /* wait at most this long for outputs of unknown fate */
 #define STATION(k) ((uint16_t)(0x1000 + (k) + 1))
@@ -104,6 +111,7 @@ typedef struct echocat {
   int64_t off;            /* DC system time - host monotonic, filtered */
   bool off_valid;
   uint64_t rtt_floor;     /* fastest recent round trip with a reference read */
+  uint64_t ring_ns;       /* a frame's way from the reference round the chain back to it (DC port times at open) */
   uint64_t lb_dc, lb_t;   /* DC lower bound: system time >= lb_dc + (now - lb_t) */
   bool silent;            /* the bus answered nothing to the last resolve wait */
   bool first_call;        /* next cycle is the caller's first after open */
@@ -121,11 +129,13 @@ typedef struct echocat {
   /* Long-chain plan (docs/echocat.md "Long chains"): one burst per cycle. */
   bool burst;             /* chosen at open from the wire budget (wire.c) */
   uint64_t w0_ns;         /* line time of the first output frame */
-  uint64_t credit_ns;     /* a burst's line time before its first device holds an image, less 5 µs */
+  uint64_t credit_ns;     /* an output frame's line time before its first device holds the image, less 5 µs */
   uint64_t lead_ns;       /* a burst's line time to the last device (echocat__cycle_wire_ns) */
   uint64_t burst_slot;    /* the edge the last burst aimed at */
   bool out_silent;        /* the last wait for a burst's output replies got none */
   uint32_t serial_n;      /* consecutive bursts whose first outputs took >= 3/4 w0_ns to the reference */
+  uint64_t wake_target;   /* host time wait_next_cycle aimed its wake-up at (0: no wait before this cycle) */
+  double wake_lat_ns;     /* ~p95 of the time from that target to the first outputs ready to leave (wake-up, staging, the read) */
   uint8_t bus_idx;        /* 0x00..0x7F rolling: cyclic frames */
   uint8_t x_idx;          /* 0x80..0xFF rolling: transactions */
   int ngroups;
