@@ -453,7 +453,7 @@ int main(int argc, char **argv) {
         if (autd3__nic_recv(nic, buf, AUTD3_NIC_MAX_FRAME, &len, 0) != AUTD3_OK) break;
         /* The devices see the frame from when it reached the interface, not
          * from when this process got to read it (rx_clock.h). */
-        uint64_t t = emu_rx_clock_arrival(&c.rx_clock);
+        uint64_t t = emu_rx_clock_arrival(&c.rx_clock, autd3__nic_rx_ns(nic));
         cap_write(buf, len);
         if (g_qlen == QLEN) { /* no room for the reply: lost before it reaches the devices */
           emu->dropped++;

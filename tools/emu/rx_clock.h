@@ -27,7 +27,10 @@ typedef struct emu_rx_clock {
 void emu_rx_clock_init(emu_rx_clock_t *c, int fd);
 
 /* Call right after a frame was received from c->fd: its arrival time in
- * autd3__now_ns() time (never later than now). */
-uint64_t emu_rx_clock_arrival(emu_rx_clock_t *c);
+ * autd3__now_ns() time (never later than now). `nic_rx_ns` is the NIC
+ * layer's own arrival stamp of that frame (autd3__nic_rx_ns: the PACKET_MMAP
+ * ring's per-frame stamp; 0 = none). It is preferred: a frame taken from the
+ * ring was never read through the socket, so SIOCGSTAMPNS knows nothing of it. */
+uint64_t emu_rx_clock_arrival(emu_rx_clock_t *c, uint64_t nic_rx_ns);
 
 #endif

@@ -27,8 +27,12 @@ void emu_rx_clock_init(emu_rx_clock_t *c, int fd) {
   c->on = ioctl(fd, SIOCGSTAMPNS, &ts) == 0 || errno == ENOENT;
 }
 
-uint64_t emu_rx_clock_arrival(emu_rx_clock_t *c) {
+uint64_t emu_rx_clock_arrival(emu_rx_clock_t *c, uint64_t nic_rx_ns) {
   uint64_t now = autd3__now_ns();
+  if (nic_rx_ns != 0 && nic_rx_ns <= now) {
+    c->kernel++;
+    return nic_rx_ns;
+  }
   struct timespec ts;
   if (c->on && ioctl(c->fd, SIOCGSTAMPNS, &ts) == 0) {
     uint64_t real = autd3__realtime_ns();
