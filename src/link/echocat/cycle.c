@@ -549,9 +549,32 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   return AUTD3_OK;
 }
 
+/* The burst plan's wake-up: so that the burst is ready when its first
+ * outputs may leave (cycle_burst's guard): that moment less the usual delay
+ * from the wake-up target to ready (wake_lat_ns, ~p95), plus how far the
+ * proven lower bound lags the estimate. Early costs a short spin in the guard. */
+static void burst_wake(echocat_t *ec, uint64_t now) {
+  uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now);
+  uint64_t lag = ec->lb_t && est > ec->lb_dc + (now - ec->lb_t) ? est - (ec->lb_dc + (now - ec->lb_t)) : 0;
+  uint64_t lead = burst_credit(ec) + (uint64_t)ec->wake_lat_ns;
+  uint64_t wake = (uint64_t)((int64_t)(floor + 2000u + lag - lead) - ec->off);
+  ec->wake_target = wake;
+  if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
+    wake = now + 2 * ec->period;
+  if ((int64_t)(wake - now) > 0)
+    sleep_until(ec, wake, ec->opt.spin_ns);
+}
+
 autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
-  if (ec->burst)
+  if (ec->burst) {
+    /* A streaming caller skips wait_next_cycle when its frame is decided
+     * already (client bus.c more_queued); the burst plan needs that wake-up
+     * all the same (the frame must not leave before its pairs' guard), so it
+     * takes it here. */
+    if (!ec->hooked && ec->off_valid)
+      burst_wake(ec, autd3__now_ns());
     return cycle_burst(ec, tx, rx, res);
+  }
   return cycle_split(ec, tx, rx, res, may_defer(ec));
 }
 
@@ -610,19 +633,7 @@ autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
     return AUTD3_OK;
   uint64_t now = autd3__now_ns();
   if (ec->burst) {
-    /* Wake so that the burst is ready when its first outputs may leave
-     * (cycle_burst's guard): that moment less the usual delay from the
-     * wake-up target to ready (wake_lat_ns, ~p95), plus how far the proven
-     * lower bound lags the estimate. Early costs a short spin in the guard. */
-    uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now);
-    uint64_t lag = ec->lb_t && est > ec->lb_dc + (now - ec->lb_t) ? est - (ec->lb_dc + (now - ec->lb_t)) : 0;
-    uint64_t lead = burst_credit(ec) + (uint64_t)ec->wake_lat_ns;
-    uint64_t wake = (uint64_t)((int64_t)(floor + 2000u + lag - lead) - ec->off);
-    ec->wake_target = wake;
-    if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
-      wake = now + 2 * ec->period;
-    if ((int64_t)(wake - now) > 0)
-      sleep_until(ec, wake, ec->opt.spin_ns);
+    burst_wake(ec, now);
     return AUTD3_OK;
   }
   uint64_t margin = ec->period / 5 < WAKE_MARGIN_NS ? ec->period / 5 : WAKE_MARGIN_NS;
