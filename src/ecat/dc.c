@@ -48,3 +48,24 @@ uint64_t ecat_dc_sync0_restart(uint64_t grid_start, uint32_t cycle_ns, int32_t s
     return ecat_dc_sync0_start(systime, cycle_ns ? cycle_ns : 1u, shift_ns);
   return ecat_dc_next_edge(grid_start, cycle_ns, systime + ECAT_DC_START_AHEAD_NS);
 }
+
+uint64_t ecat_dc_lower(uint64_t lb_dc, uint64_t lb_t, uint64_t now) {
+  uint64_t el = now > lb_t ? now - lb_t : 0;
+  return lb_dc + el - el / ECAT_DC_RATE_DIV;
+}
+
+uint64_t ecat_dc_lower_wait(uint64_t lb_dc, uint64_t lb_t, uint64_t now, uint64_t target) {
+  int64_t short_by = (int64_t)(target - ecat_dc_lower(lb_dc, lb_t, now));
+  if (short_by <= 0) return 0;
+  /* the bound advances (1 - 1/DIV) ns per host ns; +1 for the rounding */
+  return (uint64_t)short_by + (uint64_t)short_by / (ECAT_DC_RATE_DIV - 1u) + 1u;
+}
+
+bool ecat_dc_bound_update(uint64_t *lb_dc, uint64_t *lb_t, uint64_t dc, uint64_t t_recv) {
+  /* A read that came back before the bound's own is compared with the bound's read itself
+   * (stronger only if it is later; then it stays stronger at every later host time). */
+  if (*lb_t != 0 && (int64_t)(dc - ecat_dc_lower(*lb_dc, *lb_t, t_recv)) <= 0) return false;
+  *lb_dc = dc;
+  *lb_t = t_recv;
+  return true;
+}

@@ -13,6 +13,7 @@
 #define AUTD3_ECAT_DC_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* EtherCAT system time counts from 2000-01-01T00:00:00Z. */
@@ -49,5 +50,22 @@ uint64_t ecat_dc_rebase_offset(uint64_t ref_offset, uint64_t ref_system, uint64_
  * the slave's system time `systime`, so its pulses coincide with the others'.
  * grid_start 0 (unknown): the first-pulse rule ecat_dc_sync0_start(). */
 uint64_t ecat_dc_sync0_restart(uint64_t grid_start, uint32_t cycle_ns, int32_t shift_ns, uint64_t systime);
+
+
+/* A proven lower bound of the DC system time (echocat's one-image rule rests on it): a reference
+ * read `dc` that came back at host time t says the system time at host time now >= t is at least
+ * dc + (now - t)·(1 - 1/ECAT_DC_RATE_DIV). The factor is the slowest the reference clock may run
+ * against the host's: a bound that assumed the host's rate would run ahead of a slower reference
+ * by the difference, without end (it is only ever replaced by a stronger read, and a slow
+ * clock's reads never are), and everything aimed by it would drift away from the real edges.
+ * 1/500 = 2000 ppm: far beyond a quartz's ±100 ppm and the emulator's --drift-ppm (<= 1000);
+ * the price is a bound that lags the clock by 2 µs per ms since its read. */
+#define ECAT_DC_RATE_DIV 500u
+uint64_t ecat_dc_lower(uint64_t lb_dc, uint64_t lb_t, uint64_t now);
+/* Host ns from `now` until ecat_dc_lower(lb_dc, lb_t, ·) reaches `target` (0: it has). */
+uint64_t ecat_dc_lower_wait(uint64_t lb_dc, uint64_t lb_t, uint64_t now, uint64_t target);
+/* Keep the stronger of the bound (*lb_dc, *lb_t) (none yet: *lb_t == 0) and a new read `dc`
+ * that came back at host time t_recv. Returns true if the read replaced it. */
+bool ecat_dc_bound_update(uint64_t *lb_dc, uint64_t *lb_t, uint64_t dc, uint64_t t_recv);
 
 #endif

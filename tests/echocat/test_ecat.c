@@ -148,6 +148,54 @@ TEST(dc_sync0_start_and_edges) {
   ASSERT_EQ(ecat_dc_next_edge(1000, 500, 1999), 2000);
 }
 
+/* The one-image rule's lower bound of the DC time (ecat_dc_bound_update / ecat_dc_lower): fed
+ * one reference read per 1 ms cycle, with uneven reply delays and a few long stalls, for 60 s of
+ * simulated host time (no clock is read), it must never be above the reference's real system
+ * time, whether that clock runs slower or faster than the host's (a power-cycled reference that
+ * ran 500 ppm slow made a bound that assumed the host's rate lead the clock by 0.5 ms per second,
+ * and echocat's cycle rate collapse: docs/reliability.md "Availability"), and it must stay close
+ * to it (lag at most the reply delay plus a few µs), or the phase guard would stall the cycle. */
+static uint64_t sim_dc(int64_t ppm, uint64_t h) {
+  const uint64_t h0 = 1000000000ull, d0 = 800000000000000000ull; /* ~2025 in EtherCAT time */
+  int64_t el = (int64_t)(h - h0);
+  return d0 + (uint64_t)(el + el / 1000000 * ppm + (el % 1000000) * ppm / 1000000);
+}
+
+TEST(dc_lower_bound_holds_for_drifting_reference) {
+  const int64_t ppms[] = {-1000, -500, -20, 0, 20, 1000};
+  for (size_t c = 0; c < sizeof ppms / sizeof ppms[0]; c++) {
+    int64_t ppm = ppms[c];
+    uint64_t lb_dc = 0, lb_t = 0, rnd = 12345, max_lag = 0;
+    int replaced = 0;
+    for (int i = 0; i < 60000; i++) {
+      uint64_t sent = 1000000000ull + (uint64_t)i * 1000000u;
+      rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+      uint64_t to_ref = 5000 + (rnd >> 33) % 50000;       /* 5..55 µs to the reference */
+      uint64_t back = 5000 + (rnd >> 17) % 250000;        /* 5..255 µs back to the host */
+      if (i % 997 == 0) back += 5000000;                  /* a 5-ms stall of the receiving thread */
+      uint64_t t_read = sent + to_ref, t_recv = t_read + back;
+      replaced += ecat_dc_bound_update(&lb_dc, &lb_t, sim_dc(ppm, t_read), t_recv);
+      for (uint64_t later = 0; later <= 2000000u; later += 250000u) { /* until the next-but-one read */
+        uint64_t now = t_recv + later, truth = sim_dc(ppm, now), lb = ecat_dc_lower(lb_dc, lb_t, now);
+        if (lb > truth)
+          TEST_FAIL_("%lld ppm, read %d, +%llu ns: bound %llu ns above the clock", (long long)ppm, i,
+                     (unsigned long long)later, (unsigned long long)(lb - truth));
+        if (i > 100 && truth - lb > max_lag)
+          max_lag = truth - lb;
+        /* waiting as the phase guard does brings the bound to the target */
+        uint64_t w = ecat_dc_lower_wait(lb_dc, lb_t, now, lb + 700000u);
+        ASSERT_TRUE(ecat_dc_lower(lb_dc, lb_t, now + w) >= lb + 700000u);
+        ASSERT_TRUE(w <= 700000u + 700000u / (ECAT_DC_RATE_DIV - 1u) + 1u);
+      }
+    }
+    printf("%+lld ppm: bound replaced by %d of 60000 reads, max lag %.1f us\n", (long long)ppm, replaced,
+           (double)max_lag / 1000.0);
+    /* about the fastest recent delay back: far below a cycle (the guard would wait that much more) */
+    ASSERT_TRUE(max_lag < 1000000u);
+    ASSERT_TRUE(replaced > 1000); /* the bound keeps up with the clock, whatever its rate */
+  }
+}
+
 TEST(capture_file_format) {
   char path[] = "/tmp/echocat-cap-XXXXXX";
   int fd = mkstemp(path);

@@ -25,6 +25,7 @@ static uint8_t *g_exec[AUTD3_MAX_DEVICES]; /* saturating execution count per req
 static uint64_t g_foreign[AUTD3_MAX_DEVICES]; /* tagged entries with an index never sent */
 static uint64_t g_dropped[AUTD3_MAX_DEVICES];
 static uint64_t g_boots[AUTD3_MAX_DEVICES];
+static uint64_t g_stream_boot[AUTD3_MAX_DEVICES], g_stream_in_boot[AUTD3_MAX_DEVICES];
 
 static void grow(size_t need, size_t ndev) {
   if (need <= g_cap) return;
@@ -56,6 +57,11 @@ static bool drain_once(const eo_config_t *cfg, size_t ndev, size_t *total) {
         const autd3_exec_entry_t *e = &ent[i];
         if (e->boot > g_boots[d]) g_boots[d] = e->boot;
         if (e->cmd != AUTD3_CMD_XOR_HASH || (e->tag & 0xFF000000u) != EO_ID_MARK) continue; /* handshake, Reset, ... */
+        if (e->boot > g_stream_boot[d]) { /* the stream reached a later boot of this device */
+          g_stream_boot[d] = e->boot;
+          g_stream_in_boot[d] = 0;
+        }
+        if (e->boot == g_stream_boot[d]) g_stream_in_boot[d]++;
         size_t idx = e->tag & EO_MAX_REQUESTS;
         if (idx >= g_cap) {
           g_foreign[d]++;
@@ -259,7 +265,16 @@ void eo_finish(const eo_config_t *cfg, eo_result_t *res) {
       if (res->dev[d].phantom < 8) res->dev[d].first_phantom[res->dev[d].phantom] = UINT32_MAX; /* never sent */
     res->dev[d].log_dropped = g_dropped[d];
     res->dev[d].boots = g_boots[d];
+    res->dev[d].stream_boot = g_stream_boot[d];
+    res->dev[d].stream_in_last_boot = g_stream_in_boot[d];
   }
+}
+
+uint64_t eo_ok_from(const eo_result_t *res, size_t first) {
+  uint64_t n = 0;
+  for (size_t i = first; i < res->sent; i++)
+    n += g_rec[i].done && g_rec[i].send_err == AUTD3_OK && g_rec[i].wait_err == AUTD3_OK;
+  return n;
 }
 
 void eo_print(const eo_config_t *cfg, const eo_result_t *res) {
@@ -276,12 +291,13 @@ void eo_print(const eo_config_t *cfg, const eo_result_t *res) {
   for (size_t d = 0; d < res->ndev; d++) {
     const eo_dev_summary_t *s = &res->dev[d];
     printf("%s: dev %zu executed(log) %llu reported: executed %llu not-executed %llu unknown %llu (of which executed %llu) | "
-           "doubles %llu missing %llu phantom %llu unaccounted %llu log-dropped %llu last-boot-in-log %llu\n",
+           "doubles %llu missing %llu phantom %llu unaccounted %llu log-dropped %llu last-boot-in-log %llu "
+           "(stream frames in boot %llu: %llu)\n",
            nm, d, (unsigned long long)s->executed_log, (unsigned long long)s->reported_executed,
            (unsigned long long)s->reported_not, (unsigned long long)s->reported_unknown,
            (unsigned long long)s->unknown_executed, (unsigned long long)s->doubles, (unsigned long long)s->missing,
            (unsigned long long)s->phantom, (unsigned long long)s->unaccounted, (unsigned long long)s->log_dropped,
-           (unsigned long long)s->boots);
+           (unsigned long long)s->boots, (unsigned long long)s->stream_boot, (unsigned long long)s->stream_in_last_boot);
     static const char *kind[3] = {"double", "missing", "phantom"};
     const uint32_t *ids[3] = {s->first_double, s->first_missing, s->first_phantom};
     const uint64_t cnt[3] = {s->doubles, s->missing, s->phantom};

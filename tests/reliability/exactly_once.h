@@ -67,6 +67,8 @@ typedef struct eo_dev_summary {
   uint64_t unaccounted;        /* no outcome for this device */
   uint64_t log_dropped;        /* log entries lost (the proof is incomplete) */
   uint64_t boots;              /* highest boot number in the log's entries (power cycles before the last execution) */
+  uint64_t stream_boot;        /* highest boot number among the stream's (tagged) entries */
+  uint64_t stream_in_last_boot;/* tagged entries executed in that boot */
   uint32_t first_double[8], first_missing[8], first_phantom[8]; /* request indices, for the report */
 } eo_dev_summary_t;
 
@@ -87,6 +89,9 @@ void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res);
 void eo_finish(const eo_config_t *cfg, eo_result_t *res);
 /* Print one summary line per device (and a total line) to stdout. */
 void eo_print(const eo_config_t *cfg, const eo_result_t *res);
+/* After eo_finish: requests with index >= first that completed AUTD3_OK (the
+ * stream is back after a fault at send `first`). */
+uint64_t eo_ok_from(const eo_result_t *res, size_t first);
 /* True when every device is exact: no doubles, missing, phantom, unaccounted,
  * dropped log entries; the first violation is described in why. */
 bool eo_ok(const eo_result_t *res, char *why, size_t cap);

@@ -88,10 +88,8 @@ static void resolve_previous(echocat_t *ec) {
 /* The devices' DC time at host time `now`: the phase estimate, or the proven
  * lower bound if the estimate lags behind it. */
 static uint64_t dc_at(const echocat_t *ec, uint64_t now) {
-  uint64_t dc = (uint64_t)((int64_t)now + ec->off);
-  if (ec->lb_t && ec->lb_dc + (now - ec->lb_t) > dc)
-    dc = ec->lb_dc + (now - ec->lb_t);
-  return dc;
+  uint64_t dc = (uint64_t)((int64_t)now + ec->off), lb = echocat__dc_lower(ec, now);
+  return ec->lb_t && lb > dc ? lb : dc;
 }
 
 /* echocat's pacing is not the shared host-grid pacer (link/pacer.h) on
@@ -224,11 +222,11 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
    * only leave once the devices' clock is provably past the edge the previous
    * image was aimed at (normally true long before: the read frame proved it). */
   if (ec->last_slot && ec->lb_t) {
-    int64_t short_by = (int64_t)(ec->last_slot + 1000u - ec->lb_dc) - (int64_t)(now - ec->lb_t);
+    uint64_t short_by = ecat_dc_lower_wait(ec->lb_dc, ec->lb_t, now, ec->last_slot + 1000u);
     if (short_by > 0) {
-      if ((uint64_t)short_by > 2 * ec->period)
-        short_by = (int64_t)(2 * ec->period);
-      sleep_until(ec, now + (uint64_t)short_by, 0);
+      if (short_by > 2 * ec->period)
+        short_by = 2 * ec->period;
+      sleep_until(ec, now + short_by, 0);
       now = autd3__now_ns();
       atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
     }
@@ -372,16 +370,16 @@ static void burst_guard(echocat_t *ec, uint64_t dc) {
   bool waited = false;
   while (ec->lb_t) {
     uint64_t now = autd3__now_ns();
-    int64_t short_by = (int64_t)(dc - ec->lb_dc) - (int64_t)(now - ec->lb_t);
-    if (short_by <= 0)
+    uint64_t short_by = ecat_dc_lower_wait(ec->lb_dc, ec->lb_t, now, dc);
+    if (short_by == 0)
       break;
     if (!waited)
       atomic_fetch_add_explicit(&ec->guard_waits, 1, memory_order_relaxed);
     waited = true;
-    if ((uint64_t)short_by <= BURST_SPIN_MAX_NS)
-      autd3__sleep_until_ns(now + (uint64_t)short_by, (uint32_t)short_by);
+    if (short_by <= BURST_SPIN_MAX_NS)
+      autd3__sleep_until_ns(now + short_by, (uint32_t)short_by);
     else
-      sleep_until(ec, now + ((uint64_t)short_by < 2 * ec->period ? (uint64_t)short_by : 2 * ec->period), ec->opt.spin_ns);
+      sleep_until(ec, now + (short_by < 2 * ec->period ? short_by : 2 * ec->period), ec->opt.spin_ns);
   }
 }
 
@@ -554,8 +552,8 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
  * from the wake-up target to ready (wake_lat_ns, ~p95), plus how far the
  * proven lower bound lags the estimate. Early costs a short spin in the guard. */
 static void burst_wake(echocat_t *ec, uint64_t now) {
-  uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now);
-  uint64_t lag = ec->lb_t && est > ec->lb_dc + (now - ec->lb_t) ? est - (ec->lb_dc + (now - ec->lb_t)) : 0;
+  uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now), lb = echocat__dc_lower(ec, now);
+  uint64_t lag = ec->lb_t && est > lb ? est - lb : 0;
   uint64_t lead = burst_credit(ec) + (uint64_t)ec->wake_lat_ns;
   uint64_t wake = (uint64_t)((int64_t)(floor + 2000u + lag - lead) - ec->off);
   ec->wake_target = wake;

@@ -7,14 +7,16 @@
 #define _GNU_SOURCE
 #include "link/echocat/echocat_internal.h"
 
-/* The DC system time is at least dc + (h - t_recv) at host time h: the
- * reference read `dc` before the reply arrived at t_recv. Keep the strongest
- * such lower bound (it needs no estimate, so it guards the one-image rule). */
+/* The reference read `dc` before the reply arrived at t_recv: keep the
+ * strongest lower bound of the DC time (ecat_dc_lower: it needs no estimate,
+ * so it guards the one-image rule, and it holds for a reference clock slower
+ * than the host's). */
 void echocat__dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv) {
-  if (ec->lb_t == 0 || (int64_t)(dc - ec->lb_dc) > (int64_t)(t_recv - ec->lb_t)) {
-    ec->lb_dc = dc;
-    ec->lb_t = t_recv;
-  }
+  ecat_dc_bound_update(&ec->lb_dc, &ec->lb_t, dc, t_recv);
+}
+
+uint64_t echocat__dc_lower(const echocat_t *ec, uint64_t now) {
+  return ec->lb_t ? ecat_dc_lower(ec->lb_dc, ec->lb_t, now) : 0;
 }
 
 /* Filtered DC offset (system time - host monotonic) from one round trip with
@@ -217,7 +219,19 @@ autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt) {
  * give it an offset that continues the old base: one frame reads its system
  * time (position-addressed) and then device 1's, which the frame reaches
  * sl[1].delay later, so device 1 read (old base) T + delay at the moment
- * device 0 read T (new base). The residual (ns) is left to the drift control. */
+ * device 0 read T (new base). The residual (ns) is left to the drift control.
+ *
+ * The second frame also restarts its drift control and gives it its station
+ * address back, in that order and in one frame. While it has no address, the
+ * cyclic FRMW (addressed to STATION(0)) finds no reader, and every ESC that is
+ * not the reader writes: device 0 takes the frame's placeholder as a time
+ * compare, seconds off, and its control loop runs its clock as slow as it can
+ * (ETG.1000.4 FRMW; the emulator's loop saturates at -500 ppm). A reference
+ * gets no compares once it reads, so a restart followed by even one more
+ * cycle without its address (a separate transaction) left it running slow
+ * for good: the other clocks followed it, the cycle's lower bound of the DC
+ * time ran ahead of it and the cycle rate collapsed (docs/reliability.md
+ * "Availability"). */
 autd3_err_t echocat__rebase_reference(echocat_t *ec) {
   if (ec->n < 2)
     return AUTD3_OK; /* a single clock is its own base: the phase estimate re-locks (dc_sample) */
@@ -232,13 +246,20 @@ autd3_err_t echocat__rebase_reference(echocat_t *ec) {
   if (s->dg[0].wkc != 1 || s->dg[1].wkc != 1 || s->dg[2].wkc != 1)
     return autd3_set_error(AUTD3_E_IO, "echocat %s: device 0 or 1 did not answer the reference clock re-base", ec->ifname);
   uint64_t sys0 = ecat_get64(s->f.buf + o0), ofs0 = ecat_get64(s->f.buf + oo), sys1 = ecat_get64(s->f.buf + o1);
-  uint8_t v[8], sp[2], fl[2];
+  uint8_t v[8], sp[2], fl[2], ad[2];
   ecat_put64(v, ecat_dc_rebase_offset(ofs0, sys0, sys1 - ec->sl[1].delay));
   ecat_put16(sp, 0x1000); /* restart its drift filter, as reset_slaves does */
   ecat_put16(fl, 0x0C00);
+  ecat_put16(ad, STATION(0));
   echocat__slot_start(ec, s, false);
   ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCOFS, v, 8);
   ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCSPEED, sp, 2);
   ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCFILT, fl, 2);
-  return echocat__xfer(ec, s);
+  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_STADR, ad, 2);
+  if ((e = echocat__xfer(ec, s)) != AUTD3_OK)
+    return e;
+  if (s->dg[3].wkc != 1)
+    return autd3_set_error(AUTD3_E_IO, "echocat %s: device 0 did not take its station address at the clock re-base",
+                           ec->ifname);
+  return AUTD3_OK;
 }

@@ -112,7 +112,7 @@ typedef struct echocat {
   bool off_valid;
   uint64_t rtt_floor;     /* fastest recent round trip with a reference read */
   uint64_t ring_ns;       /* a frame's way from the reference round the chain back to it (DC port times at open) */
-  uint64_t lb_dc, lb_t;   /* DC lower bound: system time >= lb_dc + (now - lb_t) */
+  uint64_t lb_dc, lb_t;   /* DC lower bound from one reference read (ecat_dc_lower) */
   bool silent;            /* the bus answered nothing to the last resolve wait */
   bool first_call;        /* next cycle is the caller's first after open */
   uint64_t last_slot;     /* DC time of the SYNC0 edge the last outputs were aimed at */
@@ -202,6 +202,8 @@ autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, ui
 
 /* dc.c: distributed clocks */
 void echocat__dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv);
+uint64_t echocat__dc_lower(const echocat_t *ec, uint64_t now); /* the bound at host time now (0: none yet) */
+uint64_t echocat__dc_lower(const echocat_t *ec, uint64_t now); /* the bound at host time now (0: none yet) */
 autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, bool initial);
 void echocat__dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_recv);
 autd3_err_t echocat__rebase_reference(echocat_t *ec);
