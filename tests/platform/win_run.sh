@@ -54,8 +54,20 @@ exec unshare -rn sh -c '
         fi
       fi
       rc=0
-      # CASE unquoted: a case name, or the arguments of a program
-      "$WINE" "$WHAT" $CASE || rc=$?
+      # CASE unquoted: a case name, or the arguments of a program. A case that
+      # lost its wineserver ("wine client error", e.g. the shared server of
+      # another case'"'"'s namespace went away under it) never ran its test: it
+      # is run once more, and only then (the test'"'"'s own failures never are).
+      log=$(mktemp)
+      "$WINE" "$WHAT" $CASE 2> "$log" || rc=$?
+      if [ $rc -ne 0 ] && grep -q "wine client error" "$log"; then
+        cat "$log" >&2
+        echo "win_run.sh: wine lost its server; running the case once more" >&2
+        rc=0
+        "$WINE" "$WHAT" $CASE 2> "$log" || rc=$?
+      fi
+      cat "$log" >&2
+      rm -f "$log"
       if [ -n "$peer" ]; then
         "$WINESERVER" -k 2>/dev/null || true
         kill "$peer" 2>/dev/null || true
