@@ -190,3 +190,27 @@ autd3_err_t autd3__net_read_all(int fd, void *buf, size_t len, uint64_t deadline
   if (done) *done = off;
   return err;
 }
+
+/* mDNS send (net.h): to one address, or to the mDNS group out of every
+ * IPv4 interface that is up (a responder answers on each link it is on). */
+autd3_err_t autd3__net_udp_send4(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port) {
+  int err = 0;
+  if (ip) {
+    if (autd3__net_os_udp_sendto(fd, buf, len, ip, port, &err) < 0) return autd3__net_err(err, "mDNS: sendto");
+    return AUTD3_OK;
+  }
+  static const uint8_t group[4] = {224, 0, 0, 251};
+  uint8_t addrs[16][4];
+  size_t n = autd3__net_ipv4_addrs(addrs, 16);
+  bool sent = false;
+  for (size_t i = 0; i < n; i++) {
+    if (!autd3__net_os_mcast_if(fd, addrs[i])) continue;
+    if (autd3__net_os_udp_sendto(fd, buf, len, group, 5353, &err) >= 0) sent = true;
+  }
+  if (n == 0) { /* only loopback (e.g. a private namespace): the routing table picks */
+    (void)autd3__net_os_mcast_if(fd, NULL);
+    if (autd3__net_os_udp_sendto(fd, buf, len, group, 5353, &err) >= 0) sent = true;
+  }
+  if (!sent) return autd3__net_err(err, "mDNS: cannot send to 224.0.0.251");
+  return AUTD3_OK;
+}

@@ -58,4 +58,9 @@ bool autd3__net_os_peer_numeric(int fd, char *host, size_t host_cap, char *serv,
  * 0 = expired. Shared by the back ends' waits. */
 int autd3__net_ms_left(uint64_t deadline_ns);
 
+/* mDNS: one UDP datagram to ip:port (-1: failed with *err), and the interface that multicast leaves by
+ * (ip; NULL = let the routing table pick). */
+long autd3__net_os_udp_sendto(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port, int *err);
+bool autd3__net_os_mcast_if(int fd, const uint8_t ip[4]);
+
 #endif

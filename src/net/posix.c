@@ -373,36 +373,18 @@ autd3_err_t autd3__net_mdns_open(int *out) {
   return AUTD3_OK;
 }
 
-autd3_err_t autd3__net_udp_send4(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port) {
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  if (ip) {
-    memcpy(&a.sin_addr, ip, 4);
-    a.sin_port = htons(port);
-    if (sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a) < 0)
-      return autd3_set_error(AUTD3_E_IO, "mDNS: sendto: %s", strerror(errno));
-    return AUTD3_OK;
-  }
-  inet_pton(AF_INET, "224.0.0.251", &a.sin_addr);
-  a.sin_port = htons(5353);
-  uint8_t addrs[16][4];
-  size_t n = autd3__net_ipv4_addrs(addrs, 16);
-  bool sent = false;
-  int err = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct in_addr ifa;
-    memcpy(&ifa, addrs[i], 4);
-    if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof ifa) != 0) continue;
-    if (sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a) >= 0) sent = true;
-    else err = errno;
-  }
-  if (n == 0) { /* only loopback (e.g. a private namespace): the routing table picks */
-    struct in_addr any = {.s_addr = htonl(INADDR_ANY)};
-    (void)setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &any, sizeof any);
-    if (sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a) >= 0) sent = true;
-    else err = errno;
-  }
-  if (!sent) return autd3_set_error(AUTD3_E_IO, "mDNS: cannot send to 224.0.0.251: %s", strerror(err));
-  return AUTD3_OK;
+long autd3__net_os_udp_sendto(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port, int *err) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  memcpy(&a.sin_addr, ip, 4);
+  ssize_t r = sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof a);
+  if (r < 0) *err = errno;
+  return (long)r;
+}
+
+bool autd3__net_os_mcast_if(int fd, const uint8_t ip[4]) {
+  struct in_addr ifa = {.s_addr = htonl(INADDR_ANY)};
+  if (ip) memcpy(&ifa, ip, 4);
+  return setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof ifa) == 0;
 }
 
 long autd3__net_udp_recv4(int fd, void *buf, size_t cap, uint8_t ip[4], uint16_t *port) {

@@ -398,39 +398,22 @@ autd3_err_t autd3__net_mdns_open(int *out) {
   return AUTD3_OK;
 }
 
-autd3_err_t autd3__net_udp_send4(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port) {
+long autd3__net_os_udp_sendto(int fd, const void *buf, size_t len, const uint8_t ip[4], uint16_t port, int *err) {
   struct sockaddr_in a;
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
-  if (ip) {
-    memcpy(&a.sin_addr, ip, 4);
-    a.sin_port = htons(port);
-    if (sendto(S(fd), (const char *)buf, (int)len, 0, (struct sockaddr *)&a, sizeof a) == SOCKET_ERROR)
-      return autd3__net_err(WSAGetLastError(), "mDNS: sendto");
-    return AUTD3_OK;
-  }
-  inet_pton(AF_INET, "224.0.0.251", &a.sin_addr);
-  a.sin_port = htons(5353);
-  uint8_t addrs[16][4];
-  size_t n = autd3__net_ipv4_addrs(addrs, 16);
-  bool sent = false;
-  int err = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct in_addr ifa;
-    memcpy(&ifa, addrs[i], 4);
-    if (setsockopt(S(fd), IPPROTO_IP, IP_MULTICAST_IF, (const char *)&ifa, sizeof ifa) != 0) continue;
-    if (sendto(S(fd), (const char *)buf, (int)len, 0, (struct sockaddr *)&a, sizeof a) != SOCKET_ERROR) sent = true;
-    else err = WSAGetLastError();
-  }
-  if (n == 0) { /* only loopback: the routing table picks */
-    struct in_addr any;
-    any.s_addr = htonl(INADDR_ANY);
-    (void)setsockopt(S(fd), IPPROTO_IP, IP_MULTICAST_IF, (const char *)&any, sizeof any);
-    if (sendto(S(fd), (const char *)buf, (int)len, 0, (struct sockaddr *)&a, sizeof a) != SOCKET_ERROR) sent = true;
-    else err = WSAGetLastError();
-  }
-  if (!sent) return autd3__net_err(err, "mDNS: cannot send to 224.0.0.251");
-  return AUTD3_OK;
+  a.sin_port = htons(port);
+  memcpy(&a.sin_addr, ip, 4);
+  int r = sendto(S(fd), (const char *)buf, (int)len, 0, (struct sockaddr *)&a, sizeof a);
+  if (r == SOCKET_ERROR) *err = WSAGetLastError();
+  return r == SOCKET_ERROR ? -1 : (long)r;
+}
+
+bool autd3__net_os_mcast_if(int fd, const uint8_t ip[4]) {
+  struct in_addr ifa;
+  ifa.s_addr = htonl(INADDR_ANY);
+  if (ip) memcpy(&ifa, ip, 4);
+  return setsockopt(S(fd), IPPROTO_IP, IP_MULTICAST_IF, (const char *)&ifa, sizeof ifa) == 0;
 }
 
 long autd3__net_udp_recv4(int fd, void *buf, size_t cap, uint8_t ip[4], uint16_t *port) {
