@@ -482,13 +482,7 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     if (g == 0) {
       /* The read frame first, right before the first outputs (and a posted
        * transaction: both come back at once). */
-      echocat__slot_start(ec, r, true);
-      ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
-      uint32_t inlog = (uint32_t)n * OUT_BYTES;
-      ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
-      ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
-      echocat__slot_send(ec, r);
-      jitter_record(ec, (int64_t)(r->sent_ns - (uint64_t)((int64_t)(aim - ec->period - credit) - ec->off)));
+      read_send(ec, (uint64_t)((int64_t)(aim - ec->period - credit) - ec->off));
       frames++;
       int mb = MBX_POSTED;
       mbx = atomic_compare_exchange_strong(&ec->mbx, &mb, MBX_SENT);
