@@ -317,7 +317,9 @@ TEST(streaming_defers_reads) {
   ASSERT_TRUE(p != NULL);
   unsigned long deferred = strtoul(p + strlen("one-wake-up cycles   : "), NULL, 10);
   const char *ring = getenv("AUTD3_NIC_RING");
-  if (ring && strcmp(ring, "0") == 0) {
+  /* qemu-user (make test-aarch64 exports QEMU_LD_PREFIX) cannot set up PACKET_MMAP: the fallback path
+   * runs there, which must then never defer; natively the ring must be in use. */
+  if ((ring && strcmp(ring, "0") == 0) || (getenv("QEMU_LD_PREFIX") && strstr(diag, "AF_PACKET, recvfrom"))) {
     ASSERT_CONTAINS(diag, "nic receive path     : AF_PACKET, recvfrom");
     ASSERT_EQ(deferred, 0);
   } else {

@@ -168,6 +168,10 @@ TEST(afpacket_rx_ring) {
   autd3_nic_t *a, *b;
   ASSERT_OK(autd3__nic_open("h4a", AUTD3_NIC_AF_PACKET, &a));
   ASSERT_OK(autd3__nic_open("h4b", AUTD3_NIC_AF_PACKET, &b));
+  /* qemu-user (make test-aarch64 exports QEMU_LD_PREFIX) does not translate PACKET_RX_RING, so the
+   * socket takes its fallback there; natively the ring must be in use. */
+  if (getenv("QEMU_LD_PREFIX") && !strstr(autd3__nic_io_path(b), "PACKET_MMAP"))
+    SKIP("qemu-user cannot set up PACKET_MMAP (fell back to %s); the ring is tested natively", autd3__nic_io_path(b));
   ASSERT_CONTAINS(autd3__nic_io_path(b), "PACKET_MMAP RX ring");
   autd3_err_t e;
   for (unsigned i = 0; i < 1000; i++) {
