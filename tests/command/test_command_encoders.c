@@ -76,6 +76,22 @@ static void ours_one(result_t *r, autd3_err_t err, const autd3_command_t *c) {
   memcpy(r->payload[0], c->payload, AUTD3_PAYLOAD_BYTES);
 }
 
+/* Our frames for a request that makes several (or a refusal). */
+static void ours_many(result_t *r, autd3_err_t err, const autd3_command_t *cmds, size_t k) {
+  memset(r, 0, sizeof *r);
+  if (err != AUTD3_OK) {
+    fprintf(stderr, "  ours refuses: %s\n", autd3_last_error());
+    r->n = -1;
+    return;
+  }
+  ASSERT_TRUE(k <= MAX_FRAMES);
+  r->n = (int)k;
+  for (size_t i = 0; i < k; i++) {
+    r->cmd[i] = cmds[i].cmd;
+    memcpy(r->payload[i], cmds[i].payload, AUTD3_PAYLOAD_BYTES);
+  }
+}
+
 static void same(const char *what, const result_t *ref, const result_t *ours) {
   fprintf(stderr, "%-48s reference %d frame(s), ours %d\n", what, ref->n, ours->n);
   ASSERT_EQ(ours->n, ref->n);
@@ -130,18 +146,7 @@ static void modulation_case(const char *what, const autd3_modulation_t *m) {
   static autd3_command_t cmds[AUTD3_MODULATION_MAX_COMMANDS];
   size_t k = 0;
   autd3_err_t err = autd3_modulation_commands(m, cmds, AUTD3_MODULATION_MAX_COMMANDS, &k);
-  memset(&ours, 0, sizeof ours);
-  if (err != AUTD3_OK) {
-    fprintf(stderr, "  ours refuses: %s\n", autd3_last_error());
-    ours.n = -1;
-  } else {
-    ASSERT_TRUE(k <= MAX_FRAMES);
-    ours.n = (int)k;
-    for (size_t i = 0; i < k; i++) {
-      ours.cmd[i] = cmds[i].cmd;
-      memcpy(ours.payload[i], cmds[i].payload, AUTD3_PAYLOAD_BYTES);
-    }
-  }
+  ours_many(&ours, err, cmds, k);
   same(what, &ref, &ours);
 }
 
@@ -272,18 +277,7 @@ static void stm_case(const char *what, const autd3_pattern_stm_t *s, const char 
   static autd3_command_t cmds[AUTD3_PATTERN_STM_MAX_COMMANDS];
   size_t k = 0;
   autd3_err_t err = autd3_pattern_stm_commands(s, cmds, AUTD3_PATTERN_STM_MAX_COMMANDS, &k);
-  memset(&ours, 0, sizeof ours);
-  if (err != AUTD3_OK) {
-    fprintf(stderr, "  ours refuses: %s\n", autd3_last_error());
-    ours.n = -1;
-  } else {
-    ASSERT_TRUE(k <= MAX_FRAMES);
-    ours.n = (int)k;
-    for (size_t i = 0; i < k; i++) {
-      ours.cmd[i] = cmds[i].cmd;
-      memcpy(ours.payload[i], cmds[i].payload, AUTD3_PAYLOAD_BYTES);
-    }
-  }
+  ours_many(&ours, err, cmds, k);
   same(what, &ref, &ours);
 }
 
@@ -341,18 +335,7 @@ static void foci_case(const char *what, const autd3_foci_stm_t *s, float c) {
   size_t k = 0;
   autd3_err_t err = autd3_foci_stm_commands(s, g, 0, cmds, AUTD3_FOCI_STM_MAX_COMMANDS, &k);
   autd3_geometry_free(g);
-  memset(&ours, 0, sizeof ours);
-  if (err != AUTD3_OK) {
-    fprintf(stderr, "  ours refuses: %s\n", autd3_last_error());
-    ours.n = -1;
-  } else {
-    ASSERT_TRUE(k <= MAX_FRAMES);
-    ours.n = (int)k;
-    for (size_t i = 0; i < k; i++) {
-      ours.cmd[i] = cmds[i].cmd;
-      memcpy(ours.payload[i], cmds[i].payload, AUTD3_PAYLOAD_BYTES);
-    }
-  }
+  ours_many(&ours, err, cmds, k);
   same(what, &ref, &ours);
 }
 

@@ -60,6 +60,21 @@ fn emit(out: &mut impl Write, b: &DatagramBuilder<'_>) {
     writeln!(out, "end").unwrap();
 }
 
+/// An STM's loop and transition from the request's `<rep|inf> <later 0|1>` words: a finite loop
+/// switches at the sync index, an infinite one at once; `later` switches later.
+fn stm_loop(rep: &str, later: &str) -> (LoopBehavior, TransitionMode) {
+    let (mut lb, mut tm) = (LoopBehavior::Infinite, TransitionMode::Immediate);
+    if rep != "inf" {
+        let r: u16 = rep.parse().unwrap();
+        lb = LoopBehavior::Finite(NonZeroU16::new(r + 1).unwrap());
+        tm = TransitionMode::SyncIdx;
+    }
+    if later == "1" {
+        tm = TransitionMode::Later;
+    }
+    (lb, tm)
+}
+
 /// One foci STM step: intensity and (point, phase offset) per focus.
 type Step = (u8, Vec<(Point3<f32>, u8)>);
 
@@ -256,14 +271,7 @@ fn main() {
                     },
                     ..Default::default()
                 };
-                if w[3] != "inf" {
-                    let rep: u16 = w[3].parse().unwrap();
-                    option.loop_behavior = LoopBehavior::Finite(NonZeroU16::new(rep + 1).unwrap());
-                    option.transition_mode = TransitionMode::SyncIdx;
-                }
-                if w[4] == "1" {
-                    option.transition_mode = TransitionMode::Later;
-                }
+                (option.loop_behavior, option.transition_mode) = stm_loop(w[3], w[4]);
                 let mut b = builder();
                 b.push(PatternStm::new(SamplingConfig::new(div), &pats, option));
                 emit(&mut out, &b);
@@ -277,14 +285,7 @@ fn main() {
                     sound_speed: Velocity::from_m_s(w[6].parse().unwrap()),
                     ..Default::default()
                 };
-                if w[3] != "inf" {
-                    let rep: u16 = w[3].parse().unwrap();
-                    option.loop_behavior = LoopBehavior::Finite(NonZeroU16::new(rep + 1).unwrap());
-                    option.transition_mode = TransitionMode::SyncIdx;
-                }
-                if w[4] == "1" {
-                    option.transition_mode = TransitionMode::Later;
-                }
+                (option.loop_behavior, option.transition_mode) = stm_loop(w[3], w[4]);
                 let steps = parse_steps(&w[7..]);
                 match n {
                     1 => foci_stm::<1>(&mut out, &geometry, &steps, option, div),
