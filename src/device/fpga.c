@@ -257,17 +257,24 @@ static uint8_t config_pattern(autd3_fpga_t *f, const uint8_t *pl) {
   return AUTD3_DEV_ERR_NONE;
 }
 
-static uint8_t change_pattern_bank(autd3_fpga_t *f, const uint8_t *pl, uint64_t sys_time_ns) {
+
+static bool violates_mod_div(const autd3_fpga_t *f, uint16_t div) { return f->guard_strict && div < f->guard_steps_intensity; }
+
+/* ChangePatternBank and ChangeModulationBank: one payload, one check, on
+ * the pattern or the modulation sequencer (and its silencer guard). */
+static uint8_t change_bank(autd3_fpga_t *f, bool pattern, const uint8_t *pl, uint64_t sys_time_ns) {
+  autd3_fpga_seq_t *q = pattern ? &f->pattern : &f->modulation;
   uint8_t bank = pl[CB_BANK];
   if (bank >= AUTD3_FPGA_NUM_BANKS) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
   uint8_t mode = pl[CB_TRANSITION_MODE];
   uint64_t value = u64le(pl + CB_TRANSITION_VALUE);
-  uint8_t r = validate_change(violates_pattern_div(f, f->guard_pattern_div[bank]), bank, f->pattern.rep[bank], mode, value,
-                              u32le(pl + CB_MARGIN), sys_time_ns);
+  bool guard = pattern ? violates_pattern_div(f, f->guard_pattern_div[bank]) : violates_mod_div(f, f->guard_mod_div[bank]);
+  uint8_t r = validate_change(guard, bank, q->rep[bank], mode, value, u32le(pl + CB_MARGIN), sys_time_ns);
   if (r != AUTD3_DEV_ERR_NONE) return r;
-  write_change(&f->pattern, bank, mode, value);
-  f->guard_pattern_bank = bank;
-  seq_set(&f->pattern);
+  write_change(q, bank, mode, value);
+  if (pattern) f->guard_pattern_bank = bank;
+  else f->guard_mod_bank = bank;
+  seq_set(q);
   return AUTD3_DEV_ERR_NONE;
 }
 
@@ -301,7 +308,6 @@ static void write_mod(autd3_fpga_t *f, uint8_t bank, uint32_t offset, const uint
   if (len % 2 != 0 && offset + len < AUTD3_FPGA_MOD_SAMPLES) f->mod[bank][offset + len] = 0;
 }
 
-static bool violates_mod_div(const autd3_fpga_t *f, uint16_t div) { return f->guard_strict && div < f->guard_steps_intensity; }
 
 static uint8_t validate_mod_config(const autd3_fpga_t *f, uint8_t bank, uint16_t div, uint32_t size) {
   if (bank >= AUTD3_FPGA_NUM_BANKS || div == 0 || size < BUFFER_SIZE_MIN || size > AUTD3_FPGA_MOD_SAMPLES)
@@ -346,19 +352,6 @@ static uint8_t config_modulation(autd3_fpga_t *f, const uint8_t *pl) {
   return AUTD3_DEV_ERR_NONE;
 }
 
-static uint8_t change_modulation_bank(autd3_fpga_t *f, const uint8_t *pl, uint64_t sys_time_ns) {
-  uint8_t bank = pl[CB_BANK];
-  if (bank >= AUTD3_FPGA_NUM_BANKS) return AUTD3_DEV_ERR_INVALID_PAYLOAD;
-  uint8_t mode = pl[CB_TRANSITION_MODE];
-  uint64_t value = u64le(pl + CB_TRANSITION_VALUE);
-  uint8_t r = validate_change(violates_mod_div(f, f->guard_mod_div[bank]), bank, f->modulation.rep[bank], mode, value,
-                              u32le(pl + CB_MARGIN), sys_time_ns);
-  if (r != AUTD3_DEV_ERR_NONE) return r;
-  write_change(&f->modulation, bank, mode, value);
-  f->guard_mod_bank = bank;
-  seq_set(&f->modulation);
-  return AUTD3_DEV_ERR_NONE;
-}
 
 static uint8_t write_modulation_fused(autd3_fpga_t *f, const uint8_t *pl, uint64_t sys_time_ns) {
   uint8_t bank = pl[MF_BANK];
@@ -415,11 +408,11 @@ uint8_t autd3_fpga_exec(autd3_fpga_t *f, uint8_t cmd, const uint8_t *pl, uint64_
   switch (cmd) {
     case AUTD3_CMD_WRITE_PATTERN_BUFFER: return write_pattern(f, pl);
     case AUTD3_CMD_CONFIG_PATTERN: return config_pattern(f, pl);
-    case AUTD3_CMD_CHANGE_PATTERN_BANK: return change_pattern_bank(f, pl, sys_time_ns);
+    case AUTD3_CMD_CHANGE_PATTERN_BANK: return change_bank(f, true, pl, sys_time_ns);
     case AUTD3_CMD_WRITE_PATTERN_FUSED: return write_pattern_fused(f, pl, sys_time_ns);
     case AUTD3_CMD_WRITE_MODULATION_BUFFER: return write_modulation(f, pl);
     case AUTD3_CMD_CONFIG_MODULATION: return config_modulation(f, pl);
-    case AUTD3_CMD_CHANGE_MODULATION_BANK: return change_modulation_bank(f, pl, sys_time_ns);
+    case AUTD3_CMD_CHANGE_MODULATION_BANK: return change_bank(f, false, pl, sys_time_ns);
     case AUTD3_CMD_WRITE_MODULATION_FUSED: return write_modulation_fused(f, pl, sys_time_ns);
     case AUTD3_CMD_SET_SILENCER: return set_silencer(f, pl);
     case AUTD3_CMD_WRITE_PATTERN_COMPRESSED: return write_pattern_compressed(f, pl);
