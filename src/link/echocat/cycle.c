@@ -254,7 +254,10 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     set[ns++] = s;
   }
   uint64_t next_edge_host = (uint64_t)((int64_t)(slot + ec->period) - ec->off);
-  uint64_t deadline = next_edge_host - ec->read_ahead;
+  uint64_t ra = ec->read_ahead;
+  if (defer && ec->period > DEFER_READ_NS + 20000u && ra < ec->period - DEFER_READ_NS)
+    ra = ec->period - DEFER_READ_NS; /* read early: the caller's next outputs leave with it */
+  uint64_t deadline = next_edge_host - ra;
   ec->last_slot = slot; /* until the replies say otherwise (after step 3) */
 
   /* 2. The read frame, `read_ahead` before the following edge. The output

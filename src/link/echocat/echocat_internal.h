@@ -44,6 +44,13 @@
 /* Time the devices get after SYNC0 to take, process and publish before the
  * inputs are read (the default device model needs 100 µs in FIFO mode). */
 #define PROCESS_NS 300000u
+/* A deferring cycle (streaming, one wake-up per cycle) sends its read and, as
+ * soon as it returns, the caller's next outputs: it reads this long after the
+ * edge (the default device model publishes 100 µs after it), so that those
+ * outputs keep the rest of the cycle to make the next edge despite a late
+ * wake-up. A device slower to publish shows its ack one cycle later, never a
+ * wrong one (each image's ack carries its own sequence number). */
+#define DEFER_READ_NS 150000u
 /* Forwarding budget per device on the line (an ESC forwards in 0.2-0.6 µs,
  * Beckhoff ET1100 datasheet "forwarding delay"; 1 µs leaves a margin). */
 #define HOP_MAX_NS 1000u
