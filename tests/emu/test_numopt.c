@@ -130,6 +130,10 @@ TEST(other_tools_refuse_bad_numbers) {
       {"/tools/emu/autd3-emu-bench", "--cycles -1", "--cycles"},
       {"/tools/emu/autd3-emu-bench", "--cpu inf", "--cpu"},
       {"/tools/netns/autd3-netns", "--devices -1 -- true", "--devices '-1'"},
+      {"/tools/hostcheck/autd3-hostcheck", "--cycle-us 49", "--cycle-us"},
+      {"/tools/hostcheck/autd3-hostcheck", "--count 0", "--count"},
+      {"/tools/hostcheck/autd3-hostcheck", "--rt-priority 100", "--rt-priority"},
+      {"/tools/hostcheck/autd3-hostcheck", "--count", "missing value"},
   };
   char out[4096], cmd[512];
   int ran = 0;
@@ -144,4 +148,21 @@ TEST(other_tools_refuse_bad_numbers) {
     ran++;
   }
   if (ran == 0) SKIP("no tool built");
+}
+
+/* autd3-hostcheck measures and prints; what it measures is the host's, so only
+ * the report's shape is checked (no figure is asserted). */
+TEST(hostcheck_reports_sleep_and_spin) {
+  const char *tool = AUTD3_BINARY_DIR "/tools/hostcheck/autd3-hostcheck";
+  if (access(tool, X_OK) != 0) SKIP("autd3-hostcheck not built");
+  char out[4096], cmd[512];
+  snprintf(cmd, sizeof cmd, "%s --count 50 --cycle-us 500", tool);
+  ASSERT_EQ(run(cmd, out, sizeof out), 0);
+  ASSERT_CONTAINS(out, "one sleep per cycle, cycle 500 us, 50 cycles");
+  ASSERT_CONTAINS(out, "late p99");
+  ASSERT_CONTAINS(out, "late > cycle");
+  snprintf(cmd, sizeof cmd, "%s --count 20 --spin", tool);
+  ASSERT_EQ(run(cmd, out, sizeof out), 0);
+  ASSERT_CONTAINS(out, "spinning thread");
+  ASSERT_CONTAINS(out, "gaps > 10 us");
 }
