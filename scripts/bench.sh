@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
 # One benchmark session, the README's performance table: every link, 2 devices,
-# 1 ms, the default device model. B = a build dir (SOEM rows need -DSOEM_ROOT=...).
-# Takes about 10 minutes.
+# 1 ms, the default device model, and echocat's long-chain, 500 us and RT rows.
+# B = a build dir (SOEM rows need -DSOEM_ROOT=...). Every row runs RUNS times
+# (default 3), the whole set in turn so that each run sees every row in the same
+# machine state; the summary at the end gives each figure's median and range.
+# The raw runs stay in OUT (default a new directory under /tmp). About 10
+# minutes per run.
 B=${B:-build}
+RUNS=${RUNS:-3}
+OUT=${OUT:-$(mktemp -d /tmp/autd3-bench.XXXXXX)}
 P=$B/tools/perftest/autd3-perftest
+H=$B/tools/hostcheck/autd3-hostcheck
 N="$(dirname "$0")/../tools/netns/autd3-netns"
 sum() { grep -E "cmd / sec|^  mean|^  p50|^  p95|^  p99|^  max|^  min|stale cycles|lost cycles|timeouts|cpu  |late wake|jitter" ; }
+
+one_run() {
+# What the host costs a bus thread before any link works (autd3-hostcheck,
+# docs/echocat.md "What the host costs"): the floor under every row below.
+if [ -x "$H" ]; then
+echo "=== host: one timed wake-up per 1 ms cycle, 10000 cycles"; $H --count 10000 | grep -E "cpu  |late"
+if [ "$(id -u)" = 0 ]; then echo "=== host RT (SCHED_FIFO 80): one timed wake-up per 1 ms cycle, 10000 cycles"; $H --count 10000 --rt-priority 80 | grep -E "cpu  |late"; fi
+echo "=== host: spinning thread, 5 s"; $H --count 5000 --spin | grep -E "gap"
+fi
 echo "=== emulator link (in-process) streaming 100000"; $P --link emulator --devices 2 --count 100000 --mode streaming 2>/dev/null | sum
 echo "=== emulator link stop-and-wait 10000"; $P --link emulator --devices 2 --count 10000 --mode stop-and-wait 2>/dev/null | sum
 $N --devices 2 --build $B -- sh -c "
@@ -53,3 +69,37 @@ $B/tools/twincat-emu/autd3-twincat-emu --devices 2 --listen 127.0.0.1:48913 --fi
 sleep 1
 echo "=== v12 twincat stop-and-wait 2000"; $P --link twincat --twincat-server 127.0.0.1 --twincat-port 48913 --ams-net-id 127.0.0.1.1.1 --devices 2 --count 2000 --mode stop-and-wait --protocol v12 2>/dev/null | sum
 kill $TC12
+}
+
+for r in $(seq 1 "$RUNS"); do
+  echo "### run $r of $RUNS ($(date -u +%H:%M:%S) UTC)" >&2
+  one_run > "$OUT/run$r.txt" 2>&1
+done
+# The summary: for every row and figure, the median over the runs (the figure's
+# first number; its unit and words from the first run) and the range.
+awk -v runs="$RUNS" '
+  /^=== / { title = $0; if (!(title in seen)) { seen[title] = 1; order[++nt] = title } ; next }
+  /:/ {
+    i = index($0, ":"); label = substr($0, 1, i - 1); rest = substr($0, i + 1)
+    k = title SUBSEP label
+    if (!(k in nv)) { keys[title, ++nk[title]] = label; nv[k] = 0 }
+    if (match(rest, /-?[0-9]+(\.[0-9]+)?/)) {
+      v[k, ++nv[k]] = substr(rest, RSTART, RLENGTH) + 0
+      if (!(k in unit)) unit[k] = substr(rest, RSTART + RLENGTH)
+    } else if (!(k in text)) text[k] = rest
+  }
+  END {
+    printf "### summary: median (min .. max) of %d runs\n", runs
+    for (t = 1; t <= nt; t++) {
+      print order[t]
+      for (j = 1; j <= nk[order[t]]; j++) {
+        label = keys[order[t], j]; k = order[t] SUBSEP label; n = nv[k]
+        if (n == 0) { printf "%s:%s\n", label, text[k]; continue }
+        for (a = 1; a <= n; a++) s[a] = v[k, a]
+        for (a = 2; a <= n; a++) { x = s[a]; for (b = a - 1; b >= 1 && s[b] > x; b--) s[b + 1] = s[b]; s[b + 1] = x }
+        med = n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+        printf "%s: %g%s   (%g .. %g, %d runs)\n", label, med, unit[k], s[1], s[n], n
+      }
+    }
+  }' "$OUT"/run*.txt
+echo "raw runs: $OUT"
