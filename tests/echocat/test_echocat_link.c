@@ -255,6 +255,26 @@ TEST(chain_beyond_wire_limit) {
   autd3_geometry_free(g);
 }
 
+/* The same limit at 500 µs (docs/echocat.md "The wire limit"): 9 devices fit
+ * (496.8 µs of line), the 10th is refused naming 1000 us, and runs there. */
+TEST(chain_beyond_wire_limit_500us) {
+  in_netns("chain_beyond_wire_limit_500us", 10, "--wire", false);
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(10, NULL, &g));
+  autd3_link_option_t o = option();
+  o.u.echocat.ethercat.sync0_period_ns = 500000;
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_INVALID_OPTION);
+  ASSERT_CONTAINS(autd3_last_error(), "10 devices need");
+  ASSERT_CONTAINS(autd3_last_error(), "at least 1000 us");
+  ASSERT_TRUE(l == NULL);
+  o.u.echocat.ethercat.sync0_period_ns = 1000000;
+  ASSERT_OK(autd3_link_open(&o, g, &l));
+  every_image_executed(l, 10, 200, false);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}
+
 /* A chain whose outputs cannot cross a 100 Mbit/s line within one send cycle
  * is refused with a message that says how long the cycle must be; the same
  * chain opens with that longer cycle. */
