@@ -9,6 +9,7 @@
 B=${B:-build}
 RUNS=${RUNS:-3}
 OUT=${OUT:-$(mktemp -d /tmp/autd3-bench.XXXXXX)}
+mkdir -p "$OUT"
 P=$B/tools/perftest/autd3-perftest
 H=$B/tools/hostcheck/autd3-hostcheck
 N="$(dirname "$0")/../tools/netns/autd3-netns"
