@@ -79,9 +79,12 @@ done
 # The summary: for every row and figure, the median over the runs (the figure's
 # first number; its unit and words from the first run) and the range.
 awk -v runs="$RUNS" '
+  FNR == 1 { split("", occ) }
   /^=== / { title = $0; if (!(title in seen)) { seen[title] = 1; order[++nt] = title } ; next }
   /:/ {
     i = index($0, ":"); label = substr($0, 1, i - 1); rest = substr($0, i + 1)
+    # a label may repeat in a row (perftest: latency in ms, then in cycles): keep them apart
+    if (++occ[title SUBSEP label] > 1) label = label "#" occ[title SUBSEP label]
     k = title SUBSEP label
     if (!(k in nv)) { keys[title, ++nk[title]] = label; nv[k] = 0 }
     if (match(rest, /-?[0-9]+(\.[0-9]+)?/)) {
