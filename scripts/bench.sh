@@ -72,9 +72,18 @@ echo "=== v12 twincat stop-and-wait 2000"; $P --link twincat --twincat-server 12
 kill $TC12
 }
 
+# Time the hypervisor took from this guest during a run (/proc/stat "steal",
+# all CPUs; Linux guests only): a noisy neighbour shows here, not in the rows.
+steal() { awk '/^cpu /{ print $9 + 0; exit }' /proc/stat 2>/dev/null || echo 0; }
 for r in $(seq 1 "$RUNS"); do
   echo "### run $r of $RUNS ($(date -u +%H:%M:%S) UTC)" >&2
+  s0=$(steal); t0=$(date +%s)
   one_run > "$OUT/run$r.txt" 2>&1
+  s1=$(steal); t1=$(date +%s); hz=$(getconf CLK_TCK); cpus=$(nproc)
+  { echo "=== host: time stolen by the hypervisor during the run"
+    awk -v d=$((s1 - s0)) -v hz="$hz" -v c="$cpus" -v t=$((t1 - t0 > 0 ? t1 - t0 : 1)) \
+      'BEGIN { printf "  steal         : %.2f %% of %d CPUs over %d s\n", 100 * d / hz / c / t, c, t }'
+  } >> "$OUT/run$r.txt"
 done
 # The summary: for every row and figure, the median over the runs (the figure's
 # first number; its unit and words from the first run) and the range.
