@@ -97,8 +97,11 @@ awk -v runs="$RUNS" '
     k = title SUBSEP label
     if (!(k in nv)) { keys[title, ++nk[title]] = label; nv[k] = 0 }
     if (match(rest, /-?[0-9]+(\.[0-9]+)?/)) {
-      v[k, ++nv[k]] = substr(rest, RSTART, RLENGTH) + 0
-      if (!(k in unit)) unit[k] = substr(rest, RSTART + RLENGTH)
+      x = substr(rest, RSTART, RLENGTH) + 0; u = substr(rest, RSTART + RLENGTH)
+      # perftest prints a time in us or ms as it fits: the summary in ms
+      if (u ~ /^ us/) { x /= 1000; u = " ms" substr(u, 4) } else if (u ~ /^ s( |$)/) { x *= 1000; u = " ms" substr(u, 3) }
+      v[k, ++nv[k]] = x
+      if (!(k in unit)) unit[k] = u
     } else if (!(k in text)) text[k] = rest
   }
   END {
