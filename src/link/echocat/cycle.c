@@ -281,7 +281,7 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ec->deferred, 1, memory_order_relaxed);
     echocat__update_read_ahead(ec);
-    atomic_store_explicit(&ec->diag_ra, ec->read_ahead, memory_order_relaxed);
+    atomic_store_explicit(&ec->diag_ra, ra, memory_order_relaxed); /* this cycle's, DEFER_READ_NS included */
     atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
     return AUTD3_OK;
   }
