@@ -1,7 +1,7 @@
 /*
  * Fuzz the AMS/ADS parsers in both directions:
  *  - client side: the bytes as a TCP stream from a hostile ADS server,
- *    through the real client (ads_client_pump over a socketpair) and the
+ *    through the real client (autd3__ads_client_pump over a socketpair) and the
  *    reply / notification parsers of every command;
  *  - server side: the bytes as a client's stream into the emulated TwinCAT
  *    runtime (tcemu_fuzz_feed: router commands, every ADS service, oversized
@@ -35,16 +35,16 @@ static void client_side(const uint8_t *data, size_t len) {
   while (pos < len) {
     uint16_t tcmd;
     size_t flen;
-    if (ams_frame_peek(data + pos, len - pos, 1 << 16, &tcmd, &flen) != 1) break;
+    if (autd3__ams_frame_peek(data + pos, len - pos, 1 << 16, &tcmd, &flen) != 1) break;
     ams_header_t h;
     const uint8_t *d;
-    if (ams_frame_decode(data + pos, flen, &h, &d) == AUTD3_OK) {
+    if (autd3__ams_frame_decode(data + pos, flen, &h, &d) == AUTD3_OK) {
       uint32_t res, plen, aux;
       const uint8_t *p;
-      ads_reply_parse(h.cmd, d, h.length, &res, &p, &plen, &aux);
+      autd3__ads_reply_parse(h.cmd, d, h.length, &res, &p, &plen, &aux);
       ads_device_info_t info;
-      ads_device_info_parse(d, h.length, &res, &info);
-      ads_notification_parse(d, h.length, sample, &count);
+      autd3__ads_device_info_parse(d, h.length, &res, &info);
+      autd3__ads_notification_parse(d, h.length, sample, &count);
     }
     pos += flen;
   }
@@ -52,7 +52,7 @@ static void client_side(const uint8_t *data, size_t len) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0) return;
   ads_client_t c;
-  if (ads_client_init(&c, 2048, 10) != AUTD3_OK) {
+  if (autd3__ads_client_init(&c, 2048, 10) != AUTD3_OK) {
     close(sv[0]), close(sv[1]);
     return;
   }
@@ -62,7 +62,7 @@ static void client_side(const uint8_t *data, size_t len) {
   /* the fuzz input's first frame decides our source address, so frames can match */
   if (len >= AMS_FRAME_HDR_LEN) {
     ams_header_t h;
-    ams_header_peek(data, len, &h);
+    autd3__ams_header_peek(data, len, &h);
     c.source = h.target;
   }
   ssize_t w = send(sv[1], data, len, MSG_DONTWAIT);
@@ -71,13 +71,13 @@ static void client_side(const uint8_t *data, size_t len) {
   for (int k = 0; k < 64 && c.fd >= 0; k++) {
     bool got;
     ads_reply_t r;
-    if (ads_client_pump(&c, 1, autd3__now_ns(), true, &got, &r) != AUTD3_OK) break;
+    if (autd3__ads_client_pump(&c, 1, autd3__now_ns(), true, &got, &r) != AUTD3_OK) break;
     if (got) {
       ams_addr_t t = r.h.source;
-      ads_reply_check(&c, &t, r.h.cmd, &r, 0, 0);
+      autd3__ads_reply_check(&c, &t, r.h.cmd, &r, 0, 0);
     }
   }
-  ads_client_free(&c); /* closes sv[0] */
+  autd3__ads_client_free(&c); /* closes sv[0] */
   close(sv[1]);
 }
 

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t chunk = data[0];
   data++, size--;
   armt_parser_t p;
-  armt__parser_init(&p, AUTD3_MAX_DEVICES);
+  autd3__armt_parser_init(&p, AUTD3_MAX_DEVICES);
   size_t off = 0;
   int events = 0;
   while (off < size) {
@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t end = off + n;
     while (off < end) {
       armt_event_t ev;
-      size_t used = armt__parser_feed(&p, data + off, end - off, &ev);
+      size_t used = autd3__armt_parser_feed(&p, data + off, end - off, &ev);
       if (used > end - off) abort();
       off += used;
       if (ev == ARMT_EV_ERROR) {
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       if (ev == ARMT_EV_GEOMETRY) {
         if (p.num_devices < 1 || p.num_devices > AUTD3_MAX_DEVICES) abort();
-        armt__parser_set_frame(&p, frame);
+        autd3__armt_parser_set_frame(&p, frame);
       }
       if (ev == ARMT_EV_CLOSE) return 0;
       if (ev != ARMT_EV_NONE) events++;

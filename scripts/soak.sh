@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exactly-once soak (issue 11 item 6; docs/reliability.md has the method and the table):
+# Exactly-once soak (docs/reliability.md has the method and the table):
 # streaming tagged frames through echocat -> autd3-emu (2 devices) in a private
 # namespace, with frame loss, an unplug every 30 s and a power cycle every 2 min
 # (alternating device 1 and device 0, the DC reference), then compare the client's

@@ -97,8 +97,52 @@ AUTD3_EXTERN autd3_err_t autd3_client_config_validate(const autd3_client_config_
 
 /** Opaque client. */
 typedef struct autd3_client autd3_client_t;
-/** Opaque handle of one streaming send. */
+/** Opaque handle of one streaming send (a value, not an address: never dereference it). */
 typedef struct autd3_request autd3_request_t;
+
+/*
+ * Lifetime
+ * ========
+ * A client lives from autd3_client_open() until its memory is freed, which
+ * happens in the call that ends its last use: autd3_client_close() when no
+ * request handle is outstanding, otherwise the wait, poll, wait_for or detach
+ * that releases the last handle still outstanding after close.
+ *
+ * A request handle (from autd3_client_send()) is outstanding until one call
+ * ends it: autd3_request_wait(), autd3_request_poll() or
+ * autd3_request_wait_for() returning anything but AUTD3_E_PENDING or
+ * AUTD3_E_INVALID_HANDLE, or autd3_request_detach() returning AUTD3_OK.
+ * After that it is stale. Fire-and-forget sends (`req` NULL) give no handle.
+ *
+ * With a handle:
+ *  - outstanding: exactly one call at a time owns it; another wait, poll,
+ *    wait_for or detach on it from another thread meanwhile returns
+ *    AUTD3_E_INVALID_HANDLE (never a second owner, never a hang). PENDING
+ *    from poll or wait_for leaves it outstanding.
+ *  - stale (already waited on or detached, its slot since reused by later
+ *    sends, or its client freed): every call returns AUTD3_E_INVALID_HANDLE
+ *    and never another request's result. A handle is an integer: a call
+ *    reads no memory of a freed client through it. It would match a later
+ *    request of the same slot only after 2^32 further sends on that slot
+ *    (2^15 on a 32-bit platform). Using a stale handle while, on another
+ *    thread, its client is being freed is undefined.
+ *  - outstanding at close: still valid, for one call as above; the request
+ *    ended as it did (OK or a device's error) or, if it was still in flight
+ *    when the bus thread stopped, with AUTD3_E_CLOSED (LINK if the link had
+ *    failed). poll never answers PENDING then.
+ *
+ * With the client, after autd3_client_close() returned and while the client
+ * is not yet freed (handles outstanding): a second close, send,
+ * send_checked and the reads return AUTD3_E_CLOSED; senders that were
+ * blocked on back-pressure wake with AUTD3_E_CLOSED; num_devices, protocol,
+ * stats, device_resets and device_status answer with the last values;
+ * autd3_client_link() returns NULL (the link is closed: a link pointer taken
+ * before must not be used). Once the client is freed, every call with it is
+ * undefined (an AUTD3_SANITIZE build reports it).
+ *
+ * Tests: tests/client/test_handle.c (each statement above), test_client.c
+ * (close_wakes_blocked_sender, link_error_fails_pending, close_twice_is_refused).
+ */
 
 /**
  * What one device did with one frame (autd3_response_t.outcome[]).
@@ -142,7 +186,7 @@ AUTD3_EXTERN autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, con
  * allocation. On success `*req` is a handle to wait on, poll or detach
  * exactly once (a second use → AUTD3_E_INVALID_HANDLE); pass `req` NULL to
  * fire and forget (the frame is still tracked and acked). A closed client
- * (still alive, see Lifetime) → AUTD3_E_CLOSED.
+ * (closed but not yet freed, see Lifetime above) → AUTD3_E_CLOSED.
  */
 AUTD3_EXTERN autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, autd3_request_t **req);
 
@@ -156,9 +200,9 @@ AUTD3_EXTERN autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_
  * (the device did not ack it; the client resets it), OUTCOME_UNKNOWN (it may
  * or may not have run it: reset or stale inputs while the frame was in its
  * queue), SECOND_MASTER (another master drives the device); CLOSED or LINK
- * when the client stopped first. A handle already waited on or detached →
- * AUTD3_E_INVALID_HANDLE (never a hang; a stale handle is caught unless its
- * slot was reused a multiple of 16 times since).
+ * when the client stopped first. A handle already waited on or detached, or
+ * one another call owns → AUTD3_E_INVALID_HANDLE (never a hang, never another
+ * request's result: see Lifetime).
  */
 AUTD3_EXTERN autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp);
 /** Like autd3_request_wait() with a deadline: AUTD3_E_PENDING (handle still valid) if not done within `timeout_ms`. Blocks. */
@@ -172,7 +216,7 @@ AUTD3_EXTERN autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response
 /**
  * Give the handle up without waiting (the frame stays in flight). Never
  * blocks for long, no allocation. AUTD3_E_INVALID_HANDLE if the handle was
- * already waited on or detached.
+ * already waited on or detached (see Lifetime).
  */
 AUTD3_EXTERN autd3_err_t autd3_request_detach(autd3_request_t *req);
 
@@ -282,8 +326,8 @@ AUTD3_EXTERN autd3_err_t autd3_client_device_status_sized(const autd3_client_t *
  * frames in flight, at most close_timeout_ms, then about one bus cycle plus
  * the link's close. Senders blocked on back-pressure in other threads wake
  * and fail with AUTD3_E_CLOSED. A second close while the client is still
- * alive (see Lifetime above) is ignored (AUTD3_E_CLOSED); after that it is
- * undefined. @since 0.1.0; returns a result since 0.2.0.
+ * alive (handles outstanding, see Lifetime above) is ignored
+ * (AUTD3_E_CLOSED); once the client is freed it is undefined. @since 0.1.0; returns a result since 0.2.0.
  */
 AUTD3_EXTERN autd3_err_t autd3_client_close(autd3_client_t *c);
 

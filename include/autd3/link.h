@@ -19,10 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "autd3/emulator.h"
 #include "autd3/error.h"
 #include "autd3/geometry.h"
 #include "autd3/link_echocat.h"
+#include "autd3/link_emulator.h"
 #include "autd3/link_ethercat.h"
 #include "autd3/link_ethercrab.h"
 #include "autd3/link_remote.h"
@@ -178,6 +178,17 @@ AUTD3_EXTERN autd3_link_kind_t autd3_link_kind(const autd3_link_t *link);
  * Context: one thread at a time (the bus thread); blocks only on the link's own timer and socket; no allocation; takes no lock a caller can hold.
  */
 AUTD3_EXTERN autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
+/**
+ * autd3_link_cycle() with the inputs' validity per device: `dev_valid[d]`
+ * (d < the link's device count) true = device d's 2 bytes in `rx` are its
+ * answer to this cycle, even when `*rx_valid` is false because another
+ * device's are not (docs/reliability.md "A fault costs only its device").
+ * A link that cannot tell devices apart reports every device as
+ * `*rx_valid` says. `*rx_valid` is true only if every device's inputs are.
+ * Context: as autd3_link_cycle(). @since 0.4.0
+ */
+AUTD3_EXTERN autd3_err_t autd3_link_cycle_devices(autd3_link_t *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid,
+                                                  bool *dev_valid);
 /**
  * Optional pacing step: block until shortly before the next exchange (links
  * that do not implement it return at once). A bus loop that calls this, then

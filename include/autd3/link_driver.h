@@ -44,7 +44,8 @@ typedef struct autd3_link_vtable {
    * One bus cycle (see autd3_link_cycle()). Paces itself. Must not allocate,
    * must not take a lock that another thread can hold for long, must not block
    * on anything but its own I/O. Report stale/lost cycles through
-   * autd3_link_count_cycle().
+   * autd3_link_count_cycle(), and, if the link can tell, which devices'
+   * inputs are valid through autd3_link_report_inputs().
    */
   autd3_err_t (*cycle)(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
   /** State check and recovery (see autd3_link_check_state()); may run concurrently with cycle. */
@@ -94,6 +95,21 @@ AUTD3_EXTERN void autd3_link_init(struct autd3_link *link, const autd3_link_vtab
  * Context: the bus thread (from cycle); RT-safe.
  */
 AUTD3_EXTERN void autd3_link_count_cycle(struct autd3_link *link, bool rx_valid, bool lost);
+
+/**
+ * Optional: the validity of this cycle's inputs per device, for a link that
+ * can tell which devices answered (e.g. a working counter per device).
+ * `valid[d]` for each of the link's devices: device d's bytes in rx are its
+ * answer to this cycle. Call it from cycle(), before cycle returns; the
+ * cycle's own `*rx_valid` keeps its meaning (every device valid, and
+ * whatever else the link requires of a whole cycle). A link that never calls
+ * it reports every device as its `*rx_valid` says, so a cycle with one
+ * device missing costs every device its inputs (docs/reliability.md "A fault
+ * costs only its device"). Copies num_devices bools into the caller's buffer
+ * of autd3_link_cycle_devices(); outside such a call it does nothing.
+ * Context: the bus thread (from cycle); RT-safe; no allocation. @since 0.4.0
+ */
+AUTD3_EXTERN void autd3_link_report_inputs(struct autd3_link *link, const bool *valid);
 
 /**
  * Report evidence that device `dev` lost its firmware state (power-cycled and
@@ -228,8 +244,8 @@ typedef struct autd3_link_ecat_ops {
   /**
    * Optional: in PRE-OP, the device's DC system-time offset, delay and SYNC0
    * (and whatever else the link configures in PRE-OP). NULL: delay and SYNC0
-   * as read at creation, offset from a device in OP (services ecat_dc_offset),
-   * SYNC0 on the chain's grid (services ecat_dc_sync0_restart).
+   * as read at creation, offset from a device in OP (services autd3__ecat_dc_offset),
+   * SYNC0 on the chain's grid (services autd3__ecat_dc_sync0_restart).
    */
   autd3_err_t (*realign_dc)(void *ctx, uint16_t dev);
   /**
@@ -360,11 +376,11 @@ typedef struct autd3_link_services {
   /** Free (NULL is fine). Close time. */
   void (*ecat_recovery_free)(autd3_link_ecat_recovery_t *rec);
   /** DC offset (0x0920) making a clock whose local time read `local` agree with `ref_system` plus `delay` (src/ecat/dc.h). */
-  uint64_t (*ecat_dc_offset)(uint64_t ref_system, uint64_t local, uint32_t delay);
+  uint64_t (*autd3__ecat_dc_offset)(uint64_t ref_system, uint64_t local, uint32_t delay);
   /** Offset that continues the old time base for a restarted reference clock (src/ecat/dc.h). */
-  uint64_t (*ecat_dc_rebase_offset)(uint64_t ref_offset, uint64_t ref_system, uint64_t other_system);
+  uint64_t (*autd3__ecat_dc_rebase_offset)(uint64_t ref_offset, uint64_t ref_system, uint64_t other_system);
   /** SYNC0 start for a re-joining slave: the chain grid's next edge >= 100 ms after `systime` (src/ecat/dc.h). */
-  uint64_t (*ecat_dc_sync0_restart)(uint64_t grid_start, uint32_t cycle_ns, int32_t shift_ns, uint64_t systime);
+  uint64_t (*autd3__ecat_dc_sync0_restart)(uint64_t grid_start, uint32_t cycle_ns, int32_t shift_ns, uint64_t systime);
 } autd3_link_services_t;
 
 /**

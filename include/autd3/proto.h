@@ -33,6 +33,27 @@ extern "C" {
 #define AUTD3_NUM_TRANSDUCERS 249 /**< transducers per AUTD3 device */
 #define AUTD3_XOR_HASH_MAX_DATA 620 /**< XorHash data bytes at most */
 
+/**
+ * Firmware identity: the CPU and FPGA versions a device reports
+ * (autd3_client_read_firmware_version(); the emulators report
+ * AUTD3_FW_VERSION_DEFAULT unless told otherwise). Formerly in emulator.h,
+ * which still provides it (it includes this header). @since 0.1.0
+ */
+typedef struct autd3_fw_version {
+  uint8_t cpu_major, cpu_minor, cpu_patch;
+  uint8_t fpga_major, fpga_minor, fpga_patch;
+} autd3_fw_version_t;
+
+/**
+ * The firmware identity an emulated device reports unless told otherwise:
+ * CPU 0.9.0 and FPGA 0.9.0, the series the client's open sequence follows
+ * (crate autd3-rs 0.9.0; AUTD3_FW_SERIES_MAJOR/MINOR in client.h), so that
+ * `require_supported_firmware` accepts the emulator as it accepts a device of
+ * that generation. Before 0.2.0 the default was 0.1.0, which that check
+ * refuses. Use as an initializer: `autd3_fw_version_t v = AUTD3_FW_VERSION_DEFAULT;`
+ */
+#define AUTD3_FW_VERSION_DEFAULT {0, 9, 0, 0, 9, 0}
+
 /** Opcodes (byte 1 of a tx frame). */
 #define AUTD3_CMD_MAP(XX)                    \
   XX(RESET, 0x00)                            \

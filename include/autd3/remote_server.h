@@ -52,7 +52,7 @@ typedef struct autd3_remote_server_option {
   autd3_link_option_t link;      /**< the wrapped link; default emulator */
   uint16_t devices;              /**< 0 = open the link per client from its geometry (default); N = open at start */
   uint32_t handshake_timeout_ms; /**< hello + geometry must arrive within this after connecting; 1..3 600 000, default 10 000 */
-  uint32_t stall_timeout_ms;     /**< a started request must complete, and a reply be taken, within this; 1..3 600 000, default 5 000 */
+  uint32_t stall_timeout_ms;     /**< a started request must complete, and a reply be taken, within this (a client that keeps sending requests ahead of its replies for this long is not taking them); 1..3 600 000, default 5 000 */
   /** A session that has sent nothing for this long yields to the next client that completes a handshake (it is not
    * dropped while nobody else wants the bus); 1..3 600 000, default 10 000. @since 0.2.0 */
   uint32_t idle_timeout_ms;

@@ -76,8 +76,8 @@ static autd3_err_t handshake(struct autd3_client *c) {
   bool valid = false;
   /* Reset with seq 0 then seq 1: two different (seq, cmd) pairs, so at least
    * one passes the device's duplicate filter even if the last frame it saw
-   * was (0, Reset) (firmware recv_ethercat dedup; notes §1.2 step 3). The
-   * reference sends (0, Reset) reset_resend_cycles times. */
+   * was (0, Reset) (firmware/cpu/src/app.c recv_ethercat in shinolab/autd3-sdk;
+   * docs/device-model.md). Crate autd3-rs 0.9.0 sends (0, Reset) reset_resend_cycles times. */
   for (uint8_t seq = 0; seq < 2; seq++) {
     stage_reset(c, seq);
     autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
@@ -188,7 +188,7 @@ static void take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t dat
   }
   v->ack_g = end;
   v->last_ack = ack;
-  v->stale_mark = b->stale_epoch;
+  v->stale_mark = v->stale_epoch;
 }
 
 /* Start re-establishing device d (its open sequence, for it alone): Reset
@@ -201,6 +201,7 @@ static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
   v->phase = AUTD3__PH_RESET0;
   v->phase_cycles = 0;
   v->saw_ff = false;
+  v->odd_run = 0;
   v->rec_why = why;
   STAT_INC(c, st_resets);
   atomic_fetch_add(&c->ds_resets[d], 1);
@@ -270,10 +271,30 @@ static void stage(struct autd3_client *c) {
   uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
   uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
   if (head == tail || b->pend_len >= c->cfg.max_inflight) return; /* nothing new: tx keeps the last frame */
-  if (b->ghosts && !ghosts_allow_staging(c)) return;
   struct autd3__slot *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
+  if (b->ghosts && !ghosts_allow_staging(c)) {
+    /* No device answers and ghosts fill a window: nothing may be staged, and
+     * a chain that stays silent (or whose replies all come late) would hold
+     * the queued requests forever. After the stale budget the request at the
+     * head is completed without being sent, one per cycle while this lasts:
+     * it never reached any device, so NOT_EXECUTED everywhere is the truth
+     * (docs/reliability.md "Exactly once": every request completes). Only
+     * with nothing pending, so that requests still complete in order. */
+    if (!b->stale_block) {
+      b->stale_wait = 0;
+      return;
+    }
+    if (b->stale_wait < b->stale_limit) b->stale_wait++;
+    if (b->stale_wait < b->stale_limit || b->pend_len > 0) return;
+    atomic_store_explicit(&c->ring_head, (head + 1) & AUTD3__RING_MASK, memory_order_release);
+    for (size_t d = 0; d < n; d++)
+      resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_UNSENT_STALE, b->dev[d].last_ack);
+    autd3__client_complete(c, r, r->err_code);
+    return;
+  }
+  b->stale_wait = 0;
   /* Exclusive reads go out alone: only into an empty pipeline, and nothing
-   * joins them while they are in flight (notes §1.2 "stage"). */
+   * joins them while they are in flight (crate autd3-rs 0.9.0 src/client/rt.rs; docs/architecture.md "stage"). */
   if (b->pend_len > 0 && (r->exclusive || c->slots[pend_at(b, 0)->slot].exclusive)) return;
   atomic_store_explicit(&c->ring_head, (head + 1) & AUTD3__RING_MASK, memory_order_release);
 
@@ -341,7 +362,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
       v->saw_ff = true;
       if (in_window)
         resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, ack);
-      else if (b->stale_epoch != v->held_stale) /* an ack may have gone unseen */
+      else if (v->stale_epoch != v->held_stale) /* an ack may have gone unseen */
         resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_HUNG, ack);
       else
         resolve_outstanding(c, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_TIMEOUT, ack);
@@ -392,7 +413,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
         v->last_ack = v->rec_seq;
         v->base_seq = (uint8_t)(v->rec_seq + 1);
         v->base_g = v->done_g = v->ack_g = b->next_g;
-        v->stale_mark = b->stale_epoch;
+        v->stale_mark = v->stale_epoch;
         set_dev_state(c, d, AUTD3__DEV_RUN);
         b->recovering--;
         STAT_INC(c, st_reinits);
@@ -429,22 +450,31 @@ static void route_acks(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
-    if (v->state != AUTD3__DEV_RUN) continue;
+    if (v->state != AUTD3__DEV_RUN || !v->valid) continue; /* stale inputs: on_stale */
     const uint8_t *rx = b->rx + d * AUTD3_RX_FRAME_BYTES;
     uint8_t ack = rx[0];
+    bool odd = ack != v->last_ack && ack != 0xFF && ack_offset(v, ack) >= ack_window(b, v);
+    v->odd_run = odd ? v->odd_run + 1 : 0;
     if (ack == v->last_ack) continue; /* nothing new */
     if (ack_offset(v, ack) < ack_window(b, v)) {
-      if (ack == 0xFF && b->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
+      if (ack == 0xFF && v->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
         device_reset(c, d, AUTD3__WHY_ACK_FF_STALE, ack);
         continue;
       }
       take_acks(c, d, ack, rx[1]);
     } else if (ack == 0xFF) {
       device_reset(c, d, AUTD3__WHY_ACK_FF, ack);
-    } else {
-      /* Backwards, or a seq never sent: someone else writes this device's
-       * outputs. Its frames are failed (whether it ran them depends on the
-       * other writer's seqs) and it is left alone from now on. */
+    } else if (v->odd_run >= c->cfg.timeout_cycles) {
+      /* Backwards, or a seq never sent, in timeout_cycles valid cycles in a
+       * row: someone else writes this device's outputs. Its frames are failed
+       * (whether it ran them depends on the other writer's seqs) and it is
+       * left alone from now on. Not on the first such ack: a bit error the
+       * FCS did not catch (autd3-emu's "corrupt") gives one cycle an ack the
+       * device never made, and the next read shows its real ack again, while
+       * a device another master drives keeps showing that master's seqs (the
+       * firmware ignores ours). A glitch taken for a second master left the
+       * device unsilenced at close (SECOND_MASTER); meanwhile the odd ack is
+       * ignored and the device stays in the stream. */
       STAT_INC(c, st_foreign);
       resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_SECOND_MASTER, AUTD3__WHY_FOREIGN, ack);
       v->last_ack = ack;
@@ -501,10 +531,12 @@ static void age_head(struct autd3_client *c, bool progressed) {
   h->age = 0;
   /* A head held only by a device given up on already (its frames wait for
    * its Reset's confirmation, bounded in recover_step) needs no resync, and
-   * resync would stop new frames for the devices that are fine. */
+   * resync would stop new frames for the devices that are fine. Nor does one
+   * held only by devices whose inputs are stale: nothing says they missed a
+   * frame, and their stale run settles their frames (on_stale). */
   bool run_holds = false;
   for (size_t d = 0; d < c->num_devices && !run_holds; d++)
-    run_holds = b->dev[d].state == AUTD3__DEV_RUN && b->dev[d].done_g == h->g;
+    run_holds = b->dev[d].state == AUTD3__DEV_RUN && b->dev[d].valid && b->dev[d].done_g == h->g;
   if (!run_holds) {
     resync_clear(b);
     return;
@@ -518,53 +550,69 @@ static void age_head(struct autd3_client *c, bool progressed) {
   if (++b->resync_rounds < c->cfg.max_resync_rounds) return;
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
-    if (v->state != AUTD3__DEV_RUN || v->done_g != h->g) continue;
+    if (v->state != AUTD3__DEV_RUN || !v->valid || v->done_g != h->g) continue;
     STAT_INC(c, st_timeouts);
     v->held = true;
     v->held_end = b->next_g;
-    v->held_stale = b->stale_epoch;
+    v->held_stale = v->stale_epoch;
     recover_start(c, d, AUTD3__WHY_TIMEOUT);
   }
   resync_clear(b);
   pop_resolved(c);
 }
 
-/* Inputs stale for the whole budget: nothing tells what the devices did with
- * the frames in flight, so they are UNKNOWN on the devices that had them and
- * complete now. The devices most likely kept running (only their answers were
- * lost), so they stay in the stream: their window keeps those frames
- * ([ack_g, done_g), "ghosts") so that their later acks are still recognised,
+/* Device d's inputs stale for the whole budget: nothing tells what it did
+ * with the frames in flight, so they are UNKNOWN on it and complete now (as
+ * far as it is concerned). It most likely kept running (only its answers were
+ * lost), so it stays in the stream: its window keeps those frames
+ * ([ack_g, done_g), "ghosts") so that its later acks are still recognised,
  * and are never mistaken for another master. A device that never catches up
  * is given up on through the usual resync path (age_head) once new frames
- * wait on it, or in stage() if ghosts alone fill its window. */
-static void on_stale(struct autd3_client *c) {
+ * wait on it, or in stage() if ghosts alone fill its window. Per device: the
+ * others' inputs may be valid meanwhile (autd3_link_cycle_devices), and they
+ * lose nothing. Returns whether its budget ran out now. */
+static bool on_stale(struct autd3_client *c, size_t d) {
   autd3__bus_t *b = &c->bus;
-  b->stale_epoch++;
-  if (++b->stale_run < b->stale_limit) return;
-  b->stale_run = 0;
-  for (size_t d = 0; d < c->num_devices; d++) {
-    autd3__dev_t *v = &b->dev[d];
-    if (v->state != AUTD3__DEV_RUN || v->done_g == b->next_g) continue;
+  autd3__dev_t *v = &b->dev[d];
+  v->stale_epoch++;
+  if (++v->stale_run < b->stale_limit) return false;
+  v->stale_run = 0;
+  if (v->state == AUTD3__DEV_RUN && v->done_g != b->next_g) {
     resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_STALE, v->last_ack);
     b->ghosts = true;
   }
-  resync_clear(b);
-  pop_resolved(c);
+  return true;
 }
 
 /* stage(): may a new frame be staged? Not while ghosts fill some device's
- * window to max_inflight (its seqs would become ambiguous). With nothing
- * pending such a device can never catch up through new frames' resync: it is
- * re-established (its ghosts are UNKNOWN already). */
+ * window to max_inflight (its seqs would become ambiguous). Such a device
+ *  - whose inputs are stale while another device's are valid has left on its
+ *    own (unplugged, silent): it alone is given up on (what it still has
+ *    outstanding is UNKNOWN) and re-established once it answers, so the
+ *    others keep streaming;
+ *  - whose inputs are stale like every device's (the link cannot tell which
+ *    device is missing, or the whole chain is): staging waits, nobody is
+ *    re-established (a Clear would wipe the state of devices that may well
+ *    have kept running), their frames are UNKNOWN through on_stale;
+ *  - that answers but never acked its ghosts can never catch up through new
+ *    frames' resync: with nothing pending it is re-established. */
 static bool ghosts_allow_staging(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
-  bool any = false, allow = true;
+  bool any = false, allow = true, others = false;
+  b->stale_block = false;
+  for (size_t d = 0; d < c->num_devices && !others; d++) others = b->dev[d].state == AUTD3__DEV_RUN && b->dev[d].valid;
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
     if (v->state != AUTD3__DEV_RUN || v->ack_g == v->done_g) continue;
     any = true;
     if (b->next_g - v->ack_g < c->cfg.max_inflight) continue;
-    if (b->pend_len == 0) {
+    if (!v->valid && others) {
+      resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_STALE, v->last_ack);
+      recover_start(c, d, AUTD3__WHY_STALE);
+    } else if (!v->valid) {
+      allow = false;
+      b->stale_block = true;
+    } else if (b->pend_len == 0) {
       recover_start(c, d, AUTD3__WHY_STALE);
     } else {
       allow = false;
@@ -649,7 +697,7 @@ void *autd3__client_bus_main(void *arg) {
     bool valid = false;
     if (err == AUTD3_OK) {
       stage(c);
-      err = autd3_link_cycle(c->link, b->tx, b->rx, &valid);
+      err = autd3_link_cycle_devices(c->link, b->tx, b->rx, &valid, b->dev_valid);
     }
     STAT_INC(c, st_cycles);
     if (err != AUTD3_OK) {
@@ -661,17 +709,30 @@ void *autd3__client_bus_main(void *arg) {
       break;
     }
     check_link_evidence(c);
+    /* Per device (docs/reliability.md "A fault costs only its device"): a
+     * device's stale inputs cost it alone; `valid` (all of them) is the
+     * common case and costs one pass over the devices. */
+    bool any = valid, budget_out = false;
+    for (size_t d = 0; d < n; d++) {
+      autd3__dev_t *v = &b->dev[d];
+      v->valid = valid || b->dev_valid[d];
+      if (v->valid) {
+        v->stale_run = 0;
+        any = true;
+      }
+    }
     if (b->recovering > 0)
       for (size_t d = 0; d < n; d++)
-        if (b->dev[d].state == AUTD3__DEV_RECOVER) recover_step(c, d, valid);
-    if (valid) {
-      b->stale_run = 0;
+        if (b->dev[d].state == AUTD3__DEV_RECOVER) recover_step(c, d, b->dev[d].valid);
+    if (any) {
       route_acks(c);
       age_head(c, pop_resolved(c));
-    } else {
-      on_stale(c);
-      pop_resolved(c); /* frames the link's evidence resolved */
     }
+    if (!valid)
+      for (size_t d = 0; d < n; d++)
+        if (!b->dev[d].valid && on_stale(c, d)) budget_out = true;
+    if (budget_out && !any) resync_clear(b); /* the whole chain went stale: nothing to resync against */
+    pop_resolved(c); /* frames the link's evidence or a stale budget resolved */
   }
   /* The final CPU figure, for stats read after the thread has stopped (while
    * it runs, autd3_client_stats() reads the thread's CPU clock itself, so the

@@ -96,7 +96,6 @@ autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t
 /* What client_alloc() allocated (each may be NULL). */
 static void client_free_memory(struct autd3_client *c) {
   free(c->slots);
-  free(c->cells);
   free(c->slot_mem);
   free(c->bus.tx);
   free(c->bus.rx);
@@ -108,6 +107,7 @@ static void client_free(struct autd3_client *c) {
   autd3__sem_destroy(&c->free_sem);
   autd3__sem_destroy(&c->hs_done);
   autd3__mutex_destroy(&c->send_lock);
+  autd3__handle_unregister(c); /* its handles are refused from here on */
   atomic_store(&c->magic, 0);
   client_free_memory(c);
 }
@@ -122,7 +122,7 @@ static void client_unref(struct autd3_client *c) {
  * thread is joined). */
 static void slot_release(struct autd3__slot *r) {
   struct autd3_client *c = r->client;
-  atomic_store_explicit(&r->handle, r->gen << 2 | AUTD3__H_NONE, memory_order_relaxed);
+  atomic_store_explicit(&r->handle, (uint64_t)r->gen << 2 | AUTD3__H_NONE, memory_order_relaxed);
   atomic_store_explicit(&r->flags, 0, memory_order_relaxed);
   atomic_store_explicit(&r->state, AUTD3__SLOT_FREE, memory_order_release);
   if (r->index != c->num_slots - 1) autd3__sem_post(&c->free_sem); /* close's reserved slot is not in the count */
@@ -158,6 +158,7 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
   c->num_devices = (uint16_t)n;
   c->cfg = *cfg;
   atomic_init(&c->refs, 1);
+  c->entry = AUTD3__NO_ENTRY;
   /* Everything the bus thread touches is allocated here, once: slots with
    * room for a per-device frame, the tx/rx images. */
   size_t per_slot = n + n * AUTD3_PAYLOAD_BYTES + n + n;
@@ -165,11 +166,10 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
    * silencing frame must not depend on the user releasing handles). */
   const uint32_t nslots = cfg->max_inflight + 1;
   c->slots = calloc(nslots, sizeof *c->slots);
-  c->cells = calloc((size_t)nslots * AUTD3__HANDLE_CELLS, sizeof *c->cells);
   c->slot_mem = calloc(nslots, per_slot);
   c->bus.tx = calloc(n, AUTD3_TX_FRAME_BYTES);
   c->bus.rx = calloc(n, AUTD3_RX_FRAME_BYTES);
-  if (c->slots == NULL || c->cells == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
+  if (c->slots == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
     client_free_memory(c);
     return autd3_set_error(AUTD3_E_NOMEM, "client: out of memory for %u slots of %zu devices", cfg->max_inflight, n);
   }
@@ -206,9 +206,10 @@ static autd3_err_t client_alloc(struct autd3_client **out, autd3_link_t *link, c
     atomic_init(&r->flags, 0);
     atomic_init(&r->handle, 0);
   }
-  for (size_t i = 0; i < (size_t)c->num_slots * AUTD3__HANDLE_CELLS; i++) {
-    c->cells[i].slot = &c->slots[i / AUTD3__HANDLE_CELLS];
-    atomic_init(&c->cells[i].gen, UINT32_MAX);
+  autd3_err_t reg_err = autd3__handle_register(c); /* the slots' generations */
+  if (reg_err != AUTD3_OK) {
+    client_free(c);
+    return reg_err;
   }
   atomic_init(&c->magic, AUTD3__CLIENT_MAGIC);
   *out = c;
@@ -456,11 +457,9 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
     memcpy(r->cmds, frame->device_cmds, n);
     memcpy(r->payload, frame->device_payloads, n * AUTD3_PAYLOAD_BYTES);
   }
-  /* A new generation and its handle cell (client_internal.h). */
+  /* A new generation: the handle of every earlier send on this slot is stale from here on (handle.c). */
   r->gen++;
-  struct autd3_request *cell = &c->cells[(size_t)r->index * AUTD3__HANDLE_CELLS + r->gen % AUTD3__HANDLE_CELLS];
-  atomic_store_explicit(&cell->gen, r->gen, memory_order_relaxed);
-  atomic_store_explicit(&r->handle, r->gen << 2 | (req ? AUTD3__H_OUT : AUTD3__H_NONE), memory_order_release);
+  atomic_store_explicit(&r->handle, (uint64_t)r->gen << 2 | (req ? AUTD3__H_OUT : AUTD3__H_NONE), memory_order_release);
   /* Fire-and-forget: detached from the start, the bus thread frees it. */
   atomic_store_explicit(&r->flags, req ? 0u : AUTD3__REQ_DETACHED, memory_order_relaxed);
 
@@ -484,7 +483,7 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
     slot_release(r);
     return err;
   }
-  if (req) *req = cell;
+  if (req) *req = autd3__handle_of(r);
   return AUTD3_OK;
 }
 
@@ -543,28 +542,8 @@ autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, aut
 
 /* ---- handles ------------------------------------------------------------------------------ */
 
-/* Claim a handle for one operation: a single CAS checks that it is the
- * slot's current generation and that nobody else is waiting on it, so a
- * second wait, a wait after detach, or two concurrent waits fail with
- * INVALID_HANDLE instead of hanging on a semaphore nobody will post. */
-static autd3_err_t handle_claim(autd3_request_t *req, const char *fn, struct autd3__slot **out, uint32_t *gen) {
-  if (req == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "%s: NULL request", fn);
-  struct autd3__slot *r = req->slot;
-  uint32_t g = atomic_load_explicit(&req->gen, memory_order_relaxed);
-  uint32_t expect = g << 2 | AUTD3__H_OUT;
-  if (!atomic_compare_exchange_strong_explicit(&r->handle, &expect, g << 2 | AUTD3__H_WAITING, memory_order_acq_rel,
-                                               memory_order_relaxed))
-    return autd3_set_error(AUTD3_E_INVALID_HANDLE,
-                           "%s: the request handle was already waited on or detached (or is in use by another wait)", fn);
-  *out = r;
-  *gen = g;
-  return AUTD3_OK;
-}
-
-/* Give a claimed handle back (the request is still pending). */
-static void handle_unclaim(struct autd3__slot *r, uint32_t g) {
-  atomic_store_explicit(&r->handle, g << 2 | AUTD3__H_OUT, memory_order_release);
-}
+/* What a handle encodes and how a stale one is told apart: handle.c
+ * (autd3__handle_claim() / autd3__handle_unclaim()). */
 
 /* ---- completion ------------------------------------------------------------------------- */
 
@@ -606,6 +585,11 @@ static void set_request_error(struct autd3__slot *r) {
     case AUTD3__WHY_STALE:
       autd3_set_error(res, "frame (cmd 0x%02x %s): inputs stale for %u consecutive cycles, so whether device %d executed it "
                       "is unknown", cmd, name, c->cfg.timeout_cycles * c->cfg.max_resync_rounds, d);
+      break;
+    case AUTD3__WHY_UNSENT_STALE:
+      autd3_set_error(res, "frame (cmd 0x%02x %s) not sent: no device's inputs were valid for %u consecutive cycles and "
+                      "device %d's window is full of frames whose fate is unknown, so no device executed it", cmd, name,
+                      c->cfg.timeout_cycles * c->cfg.max_resync_rounds, d);
       break;
     case AUTD3__WHY_FOREIGN:
       autd3_set_error(res, "device %d answered ack 0x%02x, a seq this client did not send or one it had passed: another "
@@ -659,11 +643,11 @@ static autd3_err_t request_finish(struct autd3__slot *r, autd3_response_t *resp)
 autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp) {
   struct autd3__slot *r = NULL;
   uint32_t g = 0;
-  autd3_err_t err = handle_claim(req, "autd3_request_wait", &r, &g);
+  autd3_err_t err = autd3__handle_claim(req, "autd3_request_wait", &r, &g);
   if (err != AUTD3_OK) return err;
   err = autd3__sem_wait(&r->done);
   if (err != AUTD3_OK) {
-    handle_unclaim(r, g);
+    autd3__handle_unclaim(r, g);
     return err;
   }
   return request_finish(r, resp);
@@ -672,12 +656,12 @@ autd3_err_t autd3_request_wait(autd3_request_t *req, autd3_response_t *resp) {
 autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, autd3_response_t *resp) {
   struct autd3__slot *r = NULL;
   uint32_t g = 0;
-  autd3_err_t err = handle_claim(req, "autd3_request_wait_for", &r, &g);
+  autd3_err_t err = autd3__handle_claim(req, "autd3_request_wait_for", &r, &g);
   if (err != AUTD3_OK) return err;
   /* Monotonic (the seam's contract): a wall-clock step cannot stretch the wait. */
   err = autd3__sem_timedwait_ns(&r->done, (uint64_t)timeout_ms * 1000000ull);
   if (err != AUTD3_OK) {
-    handle_unclaim(r, g);
+    autd3__handle_unclaim(r, g);
     if (err == AUTD3_E_PENDING) return autd3_set_error(AUTD3_E_PENDING, "request not complete within %u ms", timeout_ms);
     return err;
   }
@@ -687,10 +671,10 @@ autd3_err_t autd3_request_wait_for(autd3_request_t *req, uint32_t timeout_ms, au
 autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp) {
   struct autd3__slot *r = NULL;
   uint32_t g = 0;
-  autd3_err_t err = handle_claim(req, "autd3_request_poll", &r, &g);
+  autd3_err_t err = autd3__handle_claim(req, "autd3_request_poll", &r, &g);
   if (err != AUTD3_OK) return err;
   if (!autd3__sem_trywait(&r->done)) {
-    handle_unclaim(r, g);
+    autd3__handle_unclaim(r, g);
     return autd3_set_error(AUTD3_E_PENDING, "request not complete yet");
   }
   return request_finish(r, resp);
@@ -699,7 +683,7 @@ autd3_err_t autd3_request_poll(autd3_request_t *req, autd3_response_t *resp) {
 autd3_err_t autd3_request_detach(autd3_request_t *req) {
   struct autd3__slot *r = NULL;
   uint32_t g = 0;
-  autd3_err_t err = handle_claim(req, "autd3_request_detach", &r, &g);
+  autd3_err_t err = autd3__handle_claim(req, "autd3_request_detach", &r, &g);
   if (err != AUTD3_OK) return err;
   uint32_t old = atomic_fetch_or_explicit(&r->flags, AUTD3__REQ_DETACHED, memory_order_acq_rel);
   if (old & AUTD3__REQ_COMPLETED) {

@@ -48,6 +48,7 @@ enum {
   AUTD3__WHY_TIMEOUT,        /* not acked after resync; the device then confirmed the client's Reset */
   AUTD3__WHY_HUNG,           /* not acked after resync and the Reset not confirmed: it may still run it */
   AUTD3__WHY_STALE,          /* inputs stale for the whole budget */
+  AUTD3__WHY_UNSENT_STALE,   /* never sent: every device stale for the whole budget, windows full */
   AUTD3__WHY_FOREIGN,        /* an ack the client never caused: another master */
   AUTD3__WHY_CLOSED,
   AUTD3__WHY_LINK,
@@ -61,22 +62,19 @@ enum { AUTD3__DEV_RUN = 0, AUTD3__DEV_RECOVER = 1, AUTD3__DEV_FOREIGN = 2 };
 /* Re-establishment phases of one device (bus.c recover_*). */
 enum { AUTD3__PH_RESET0 = 0, AUTD3__PH_RESET1, AUTD3__PH_SETMODE, AUTD3__PH_CLEAR, AUTD3__PH_SYNC };
 
-/* Handle cells per slot: a handle is the address of one cell, and the cell a
- * send uses rotates with the slot's generation, so a stale handle is caught
- * unless its slot was reused a multiple of this many times since. */
-#define AUTD3__HANDLE_CELLS 16u
-/* struct autd3__slot.handle = generation << 2 | one of: */
+/* struct autd3__slot.handle = generation << 2 | one of (handle.c): */
 #define AUTD3__H_NONE 0u    /* no user handle (free, fire-and-forget, or released) */
 #define AUTD3__H_OUT 1u     /* the user holds the handle */
 #define AUTD3__H_WAITING 2u /* a wait/poll/detach on the handle is in progress */
+#define AUTD3__NO_ENTRY UINT32_MAX /* struct autd3_client.entry before handle.c registered the client */
 
 /* One request slot = one frame and its response. */
 struct autd3__slot {
   struct autd3_client *client;
   _Atomic uint32_t state;  /* FREE / BUSY: who may acquire it */
   _Atomic uint32_t flags;  /* COMPLETED | DETACHED */
-  _Atomic uint32_t handle; /* generation << 2 | AUTD3__H_*: validates and claims user handles */
-  uint32_t gen;            /* sends on this slot so far (owner-written) */
+  _Atomic uint64_t handle; /* generation << 2 | AUTD3__H_*: validates and claims user handles */
+  uint32_t gen;            /* generation: sends on this slot so far, from the client's start (owner-written) */
   autd3__sem_t done;             /* posted once by the bus thread on completion unless detached */
   uint8_t index;           /* position in client->slots */
   bool broadcast;          /* cmds[0]/payload[0..624) for every device */
@@ -91,12 +89,6 @@ struct autd3__slot {
   uint8_t *payload;     /* N × 624 bytes (624 used when broadcast) */
   uint8_t *data;        /* N data bytes recorded from the acks */
   uint8_t *outcome;     /* N autd3_outcome_t */
-};
-
-/* The public handle: one cell of the handle table. */
-struct autd3_request {
-  struct autd3__slot *slot;
-  _Atomic uint32_t gen; /* generation of the send that handed this cell out */
 };
 
 /* One frame in flight, bus-thread-owned. Frames get consecutive ordinals
@@ -127,9 +119,15 @@ typedef struct autd3__dev {
   bool saw_ff;       /* recovery: an ack 0xFF seen since the Resets started */
   bool held;         /* frames [done_g, held_end) wait for the Reset's confirmation */
   uint32_t held_end;
-  uint32_t held_stale; /* bus stale_epoch when it was given up on */
+  uint32_t held_stale; /* its stale_epoch when it was given up on */
   uint32_t phase_cycles;
-  uint32_t stale_mark;  /* bus stale_epoch when this device last made progress */
+  /* Staleness is per device (docs/reliability.md "A fault costs only its
+   * device"): the link reports which devices' inputs a cycle carries. */
+  bool valid;           /* this device's inputs were valid in the last cycle */
+  uint32_t stale_run;   /* consecutive cycles with its inputs stale */
+  uint32_t stale_epoch; /* bumped on every cycle with its inputs stale */
+  uint32_t stale_mark;  /* its stale_epoch when it last made progress */
+  uint32_t odd_run;     /* valid cycles in a row with an ack outside the window (not 0xFF) */
   uint32_t link_resets; /* the link's reset count for this device, as last seen */
 } autd3__dev_t;
 
@@ -142,11 +140,13 @@ typedef struct autd3__bus {
   uint32_t next_g;
   bool resync_active;
   uint32_t resync_rounds;
-  uint32_t stale_run, stale_limit;
-  uint32_t stale_epoch; /* bumped on every stale cycle */
+  uint32_t stale_limit;
   uint32_t recovering;  /* devices not in RUN because of a recovery */
   uint32_t link_resets_any;
   bool ghosts; /* some device has ack_g != done_g (bus.c on_stale) */
+  bool stale_block;     /* ghosts_allow_staging refused because no device's inputs are valid */
+  uint32_t stale_wait;  /* consecutive stage() calls a request waited on stale_block */
+  bool dev_valid[AUTD3_MAX_DEVICES]; /* autd3_link_cycle_devices() of the last cycle */
   autd3__dev_t dev[AUTD3_MAX_DEVICES];
 } autd3__bus_t;
 
@@ -158,7 +158,6 @@ struct autd3_client {
 
   /* slot pool */
   struct autd3__slot *slots;
-  struct autd3_request *cells; /* num_slots × AUTD3__HANDLE_CELLS handles */
   uint32_t num_slots; /* = cfg.max_inflight + 1; the last slot is reserved for close's silencing frame */
   uint8_t *slot_mem;
   autd3__sem_t free_sem;          /* counts FREE slots (+1 "baton" once the bus thread is gone) */
@@ -169,6 +168,7 @@ struct autd3_client {
   _Atomic uint32_t ring_head; /* consumer position */
   _Atomic uint32_t ring_tail; /* producer position | RING_CLOSED */
 
+  uint32_t entry;         /* this client's entry in handle.c's table (AUTD3__NO_ENTRY: none) */
   _Atomic uint32_t magic; /* AUTD3__CLIENT_MAGIC while open; cleared by close */
   _Atomic bool closing; /* close() asked the bus thread to stop */
   _Atomic bool dead;    /* the bus thread stopped: new sends fail at once */
@@ -194,6 +194,18 @@ struct autd3_client {
 };
 
 #define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */
+
+/* handle.c: request handles (an integer in the pointer: generation, client
+ * entry, slot). register: take an entry and start the slots' generations
+ * (open; fails when the table is full); unregister: give it back (the
+ * client's memory is being freed). of: the handle of the slot's current
+ * generation. claim: check a handle and mark it in use by one wait/poll/
+ * detach (*gen gets its generation); unclaim: give it back still pending. */
+autd3_err_t autd3__handle_register(struct autd3_client *c);
+void autd3__handle_unregister(struct autd3_client *c);
+autd3_request_t *autd3__handle_of(const struct autd3__slot *r);
+autd3_err_t autd3__handle_claim(autd3_request_t *req, const char *fn, struct autd3__slot **out, uint32_t *gen);
+void autd3__handle_unclaim(struct autd3__slot *r, uint32_t gen);
 
 /* client.c: queue one frame from close (the magic is already cleared); a
  * slot is waited for until `deadline_ns` (autd3__now_ns() time base; 0 = no limit). */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "client/client_internal.h"
+#include "core/error_context.h"
 
 #define STAT_INC(c, f) atomic_fetch_add_explicit(&(c)->f, 1, memory_order_relaxed)
 
@@ -133,7 +134,7 @@ void *autd3__legacy_bus_main(void *arg) {
       }
     }
     bool valid = false;
-    if (err == AUTD3_OK) err = autd3_link_cycle(c->link, b->tx, b->rx, &valid);
+    if (err == AUTD3_OK) err = autd3_link_cycle_devices(c->link, b->tx, b->rx, &valid, b->dev_valid);
     STAT_INC(c, st_cycles);
     if (err != AUTD3_OK) {
       keep_message(c->link_msg, sizeof c->link_msg, "");
@@ -142,22 +143,22 @@ void *autd3__legacy_bus_main(void *arg) {
     }
     check_link_evidence(c, cur, acked, &left);
     if (cur == NULL) continue;
-    if (valid) {
-      for (size_t d = 0; d < n; d++) {
-        if (acked[d]) continue;
-        uint8_t ack = b->rx[d * AUTD3_RX_FRAME_BYTES + 1];
-        uint8_t e = (uint8_t)(ack >> 4);
-        if ((ack & 0x0F) != msg_id && e != AUTD3_V12_ERR_INVALID_MSG_ID) continue;
-        acked[d] = true;
-        left--;
-        cur->data[d] = b->rx[d * AUTD3_RX_FRAME_BYTES];
-        cur->outcome[d] = AUTD3_OUTCOME_EXECUTED;
-        /* It ran, and failed: the request fails with the device's error. */
-        if (e != 0) fail_dev(cur, d, AUTD3_OUTCOME_EXECUTED, AUTD3_E_DEVICE, AUTD3__WHY_V12_ERR, ack);
-      }
-    } else {
-      STAT_INC(c, st_retransmits); /* the frame is simply written again */
+    /* Per device (docs/reliability.md "A fault costs only its device"): a
+     * device whose inputs the link vouches for acks on its own, whatever the
+     * others' inputs are; one whose inputs are stale is written again. */
+    for (size_t d = 0; d < n; d++) {
+      if (acked[d] || !(valid || b->dev_valid[d])) continue;
+      uint8_t ack = b->rx[d * AUTD3_RX_FRAME_BYTES + 1];
+      uint8_t e = (uint8_t)(ack >> 4);
+      if ((ack & 0x0F) != msg_id && e != AUTD3_V12_ERR_INVALID_MSG_ID) continue;
+      acked[d] = true;
+      left--;
+      cur->data[d] = b->rx[d * AUTD3_RX_FRAME_BYTES];
+      cur->outcome[d] = AUTD3_OUTCOME_EXECUTED;
+      /* It ran, and failed: the request fails with the device's error. */
+      if (e != 0) fail_dev(cur, d, AUTD3_OUTCOME_EXECUTED, AUTD3_E_DEVICE, AUTD3__WHY_V12_ERR, ack);
     }
+    if (!valid) STAT_INC(c, st_retransmits); /* the frame is simply written again */
     if (left > 0 && autd3__now_ns() >= deadline) {
       for (size_t d = 0; d < n; d++)
         if (!acked[d]) {
@@ -309,9 +310,7 @@ autd3_err_t autd3__legacy_silence(struct autd3_client *c) {
   autd3_response_t resp;
   autd3_err_t err = send_ops(c, clear, 2, NULL, 0, deadline_ns, &resp);
   if (err != AUTD3_OK) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", autd3_last_error());
-    return autd3_set_error(err, "close: the silencing Clear failed (devices may still be emitting): %s", msg);
+    return autd3__error_context(err, "close: the silencing Clear failed (devices may still be emitting)");
   }
   return AUTD3_OK;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client/client_internal.h"
+#include "core/error_context.h"
 
 /* ---- the silencing frame ------------------------------------------------------------- */
 
@@ -217,10 +218,8 @@ autd3_err_t autd3__client_open_sequence(struct autd3_client *c) {
   /* As the reference, the identity is read even when the check is off; a
    * failed read fails the open only when the check was asked for. */
   autd3_err_t err = autd3__client_read_identity(c, v, known, functions);
-  char msg[512];
   if (err != AUTD3_OK && c->cfg.require_supported_firmware) {
-    snprintf(msg, sizeof msg, "%s", autd3_last_error()); /* the message buffer is about to be rewritten */
-    return autd3_set_error(err, "reading the firmware version failed: %s", msg);
+    return autd3__error_context(err, "reading the firmware version failed");
   }
   if (err == AUTD3_OK && c->cfg.require_supported_firmware) {
     for (size_t d = 0; d < c->num_devices; d++) {
@@ -240,8 +239,7 @@ autd3_err_t autd3__client_open_sequence(struct autd3_client *c) {
     autd3_frame_t f = autd3_frame_simple(init_cmds[i]);
     err = autd3_client_send_checked(c, &f, NULL);
     if (err != AUTD3_OK) {
-      snprintf(msg, sizeof msg, "%s", autd3_last_error());
-      return autd3_set_error(err, "%s failed: %s", autd3_cmd_name(init_cmds[i]), msg);
+      return autd3__error_context(err, "%s failed", autd3_cmd_name(init_cmds[i]));
     }
   }
   return AUTD3_OK;

@@ -5,9 +5,11 @@
 #endif
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "autd3/error.h"
 #include "autd3/link_driver.h"
+#include "core/error_context.h"
 
 /* One message per thread: the bus thread's errors are copied into the
  * caller's thread by the client before it returns them. */
@@ -46,5 +48,22 @@ autd3_err_t autd3_set_error(autd3_err_t err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);
   va_end(ap);
+  return err;
+}
+
+autd3_err_t autd3__error_context(autd3_err_t err, const char *fmt, ...) {
+  char prefix[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  const size_t cap = sizeof last_error - 1; /* characters, without the NUL */
+  size_t p = strlen(prefix), head = p + 2, old = strlen(last_error);
+  if (head > cap) head = cap;
+  if (old > cap - head) old = cap - head;
+  memmove(last_error + head, last_error, old); /* the previous message moves right, in place */
+  memcpy(last_error, prefix, p < head ? p : head);
+  if (head > p) memcpy(last_error + p, ": ", head - p);
+  last_error[head + old] = 0;
   return err;
 }

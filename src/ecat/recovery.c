@@ -184,7 +184,7 @@ static autd3_err_t generic_realign(autd3_link_ecat_recovery_t *r, uint16_t dev) 
     put64(b, 0);
     if ((e = wr(r, dev, REG_DCOFS, b, 8)) == AUTD3_OK && (e = rd64(r, (uint16_t)src, REG_DCSYS, &t1)) == AUTD3_OK &&
         (e = rd64(r, dev, REG_DCSYS, &local)) == AUTD3_OK && (e = rd64(r, (uint16_t)src, REG_DCSYS, &t2)) == AUTD3_OK) {
-      put64(b, ecat_dc_offset(t1 / 2 + t2 / 2 + ((t1 & 1) + (t2 & 1)) / 2, local, 0));
+      put64(b, autd3__ecat_dc_offset(t1 / 2 + t2 / 2 + ((t1 & 1) + (t2 & 1)) / 2, local, 0));
       e = wr(r, dev, REG_DCOFS, b, 8);
     }
   }
@@ -199,7 +199,7 @@ static autd3_err_t generic_realign(autd3_link_ecat_recovery_t *r, uint16_t dev) 
   uint64_t now = 0;
   if ((e = wr(r, dev, REG_DCACT, &off, 1)) != AUTD3_OK || (e = rd64(r, dev, REG_DCSYS, &now)) != AUTD3_OK)
     return e;
-  put64(b, ecat_dc_sync0_restart(s->sync0_start, s->sync0_cycle, 0, now));
+  put64(b, autd3__ecat_dc_sync0_restart(s->sync0_start, s->sync0_cycle, 0, now));
   if ((e = wr(r, dev, REG_DCSTART0, b, 8)) != AUTD3_OK)
     return e;
   put32(b, s->sync0_cycle);
@@ -280,8 +280,10 @@ static void step(autd3_link_ecat_recovery_t *r, uint16_t k, bool answered, uint1
     out->state[k] = AUTD3_DEVICE_OTHER;
     out->al_state[k] = (uint8_t)al;
     /* Back in INIT: its firmware state is gone. Reported before the bring-up
-     * requests OP, i.e. before any valid cycle carries its post-reset inputs
-     * (a valid cycle needs every device in OP). */
+     * restores its SyncManagers and FMMUs, i.e. before any cycle carries its
+     * post-reset inputs as valid (a link's per-device validity rests on the
+     * device answering its input read, which it cannot before the restore;
+     * a whole cycle's needs every device in OP besides). */
     if (st == AL_INIT)
       report_reset(r, k);
     if (d->failures && now < d->retry_at_ns) {

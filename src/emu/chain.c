@@ -118,6 +118,7 @@ bool autd3_emu_process(autd3_emu_t *emu, uint8_t *f, size_t len, uint64_t now_ns
   uint16_t present = emu->faults.present;
   uint32_t hop = emu->cfg.hop_ns;
   for (uint16_t i = 0; i < present; i++) {
+    if (emu->faults.mute[i]) continue; /* forwarded untouched */
     autd3_esc_t *e = &emu->esc[i];
     uint64_t t = now_ns + (uint64_t)i * hop;
     uint64_t ret_t = now_ns + (uint64_t)(2u * (present - 1u) - i) * hop;
@@ -157,6 +158,10 @@ autd3_err_t autd3_emu_unplug(autd3_emu_t *emu, uint16_t k) {
   if (k > emu->cfg.devices)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "autd3-emu: unplug %u: chain has %u devices", (unsigned)k,
                            (unsigned)emu->cfg.devices);
+  if (k < emu->faults.present) { /* the cable between k-1 and k comes out: both ends lose the link */
+    if (k > 0) autd3_emu_link_lost(emu, (uint16_t)(k - 1u), 1);
+    autd3_emu_link_lost(emu, k, 0);
+  }
   emu->faults.present = k;
   set_last(emu);
   return AUTD3_OK;
@@ -177,6 +182,9 @@ autd3_err_t autd3_emu_power_cycle(autd3_emu_t *emu, uint16_t k, uint64_t now_ns)
   e->dev.counters = keep; /* counters survive, as autd3_dev_power_cycle keeps them */
   autd3_exec_log_note_boot(&e->log);
   e->v12.counters = keep12;
+  /* its neighbours saw the link go down (its own counters restart at 0) */
+  if (k > 0 && k < emu->faults.present) autd3_emu_link_lost(emu, (uint16_t)(k - 1u), 1);
+  if (k + 1u < emu->faults.present) autd3_emu_link_lost(emu, (uint16_t)(k + 1u), 0);
   set_last(emu);
   return AUTD3_OK;
 }

@@ -88,6 +88,10 @@ typedef struct autd3_emu_faults {
   double corrupt;   /* fraction of answered frames with one bit flipped in the EtherCAT payload */
   bool silence;     /* answer nothing */
   uint16_t present; /* devices present on the wire (unplug K → K); == devices when plugged */
+  /* Per device (mute K): its ESC passes every frame on untouched, no data and
+   * no working-counter count, while the line through it stays intact: one
+   * device gone silent in the middle of a chain. */
+  bool mute[AUTD3_MAX_DEVICES];
 } autd3_emu_faults_t;
 
 /* Per-ESC state: one emulated device. */
@@ -175,6 +179,21 @@ autd3_err_t autd3_emu_unplug(autd3_emu_t *emu, uint16_t k);
 void autd3_emu_replug(autd3_emu_t *emu);
 /* Power-cycle device k: ESC registers, DC clock and firmware back to power-on (INIT). */
 autd3_err_t autd3_emu_power_cycle(autd3_emu_t *emu, uint16_t k, uint64_t now_ns);
+
+/* ESC error counters 0x0300-0x0313 (errors.c, docs/emulator.md "Error counters"). */
+typedef enum autd3_emu_err_kind {
+  AUTD3_EMU_ERR_CRC,      /* invalid frames (CRC) at a port: 0x0300+2p, and forwarded errors downstream */
+  AUTD3_EMU_ERR_PHY,      /* PHY RX errors at a port: 0x0301+2p */
+  AUTD3_EMU_ERR_FWD,      /* forwarded RX errors at a port: 0x0308+p */
+  AUTD3_EMU_ERR_PU,       /* ECAT processing unit errors: 0x030C */
+  AUTD3_EMU_ERR_PDI,      /* PDI errors: 0x030D */
+  AUTD3_EMU_ERR_LOST_LINK /* lost link at a port: 0x0310+p */
+} autd3_emu_err_kind_t;
+/* Record n errors of `kind` at device k's `port` (0..3; ignored by PU/PDI); counters stop at 0xFF.
+ * Errors: INVALID_OPTION (device, port, kind). */
+autd3_err_t autd3_emu_inject_errors(autd3_emu_t *emu, uint16_t k, autd3_emu_err_kind_t kind, uint8_t port, uint32_t n);
+/* Device k lost the link at `port` (one more in its lost link counter). */
+void autd3_emu_link_lost(autd3_emu_t *emu, uint16_t k, uint8_t port);
 
 /* One text line per device: "dev K state S[+ERR] code 0xC rx R exec E ack A" (+ a chain line).
  * Returns the length written (truncated to cap-1). */

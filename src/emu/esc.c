@@ -429,7 +429,7 @@ static bool reg_writable(uint32_t r) {
   if (r >= 0x0108 && r <= 0x0109) return true;
   if (r >= 0x0120 && r <= 0x0121) return true;  /* AL control */
   if (r >= 0x0200 && r <= 0x0201) return true;  /* event mask */
-  if (r >= 0x0300 && r <= 0x0313) return true;  /* error counters (writes clear) */
+  /* 0x0300-0x0313 error counters: a write clears (esc_write), the value is not stored */
   if (r == 0x0400 || r == 0x0401 || r == 0x0410 || r == 0x0411 || r == 0x0420 || r == 0x0421) return true;
   if (r == 0x0500 || (r >= 0x0502 && r <= 0x050F)) return true; /* SII interface (0x0501 PDI-owned) */
   if (r >= REG_FMMU0 && r < REG_FMMU0 + 0x100) return true;
@@ -477,7 +477,15 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
     if (overlaps(a, n, REG_ALCTL, 1)) al_control(e, rd16(m + REG_ALCTL));
     if (overlaps(a, n, REG_EEPCTL + 1, 1)) eeprom_command(e);
     else if (overlaps(a, n, REG_EEPCTL, 1)) m[REG_EEPCTL] = (uint8_t)(eep_idle(e) | (m[REG_EEPCTL] & 1));
-    if (overlaps(a, n, 0x0300, 0x14)) memset(m + 0x0300, 0, 0x14);
+    /* Error counters (errors.c): a write to any RX error counter (invalid
+     * frame, RX error, forwarded: 0x0300-0x030B) clears all of them; 0x030C
+     * and 0x030D clear on their own write; a write to any lost link counter
+     * clears the four (Beckhoff ESC datasheet section II; SOEM clears with
+     * one BWR of 8 bytes at 0x0300, IgH's `crc -r` writes 0x0300-0x0313). */
+    if (overlaps(a, n, 0x0300, 0x0C)) memset(m + 0x0300, 0, 0x0C);
+    if (overlaps(a, n, 0x030C, 1)) m[0x030C] = 0;
+    if (overlaps(a, n, 0x030D, 1)) m[0x030D] = 0;
+    if (overlaps(a, n, 0x0310, 4)) memset(m + 0x0310, 0, 4);
     if (a <= REG_DCRT0 && a + n > REG_DCRT0) dc_latch(e, t, ret_t, last);
     if (a <= REG_DCSYS && a + n > REG_DCSYS)
       dc_compare(e, in + (REG_DCSYS - a), REG_DCSYS, (uint16_t)(a + n - REG_DCSYS), t);

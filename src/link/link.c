@@ -285,6 +285,41 @@ autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx, uint8_t *rx,
   return link->vt->cycle(link, tx, rx, rx_valid);
 }
 
+/* Per-device input validity (autd3_link_report_inputs): the caller's buffer
+ * for the cycle running on this thread. A thread-local rather than a field of
+ * the link header or a vtable member: both are laid out by links built
+ * against older headers, which must keep working unchanged; a link that
+ * never reports leaves `reported` false and every device gets *rx_valid. */
+static _Thread_local struct {
+  const struct autd3_link *link;
+  bool *out;
+  bool reported;
+} inputs_;
+
+void autd3_link_report_inputs(struct autd3_link *link, const bool *valid) {
+  if (link == NULL || valid == NULL || inputs_.link != link) return;
+  memcpy(inputs_.out, valid, link->num_devices);
+  inputs_.reported = true;
+}
+
+autd3_err_t autd3_link_cycle_devices(autd3_link_t *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid, bool *dev_valid) {
+  inputs_.link = link;
+  inputs_.out = dev_valid;
+  inputs_.reported = false;
+  *rx_valid = false;
+  autd3_err_t err = link->vt->cycle(link, tx, rx, rx_valid);
+  bool all = true;
+  if (err == AUTD3_OK && inputs_.reported) {
+    for (size_t d = 0; d < link->num_devices; d++) all = all && dev_valid[d];
+  } else {
+    memset(dev_valid, err == AUTD3_OK && *rx_valid, link->num_devices);
+  }
+  /* "every device valid" never claims more than the devices do */
+  if (!all) *rx_valid = false;
+  inputs_.link = NULL;
+  return err;
+}
+
 autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link) {
   return link->vt->wait_next_cycle ? link->vt->wait_next_cycle(link) : AUTD3_OK;
 }

@@ -110,9 +110,9 @@ static const autd3_link_services_t services = {
     .ecat_recovery_create = autd3__ecat_recovery_create,
     .ecat_recovery_check = autd3__ecat_recovery_check,
     .ecat_recovery_free = autd3__ecat_recovery_free,
-    .ecat_dc_offset = ecat_dc_offset,
-    .ecat_dc_rebase_offset = ecat_dc_rebase_offset,
-    .ecat_dc_sync0_restart = ecat_dc_sync0_restart,
+    .autd3__ecat_dc_offset = autd3__ecat_dc_offset,
+    .autd3__ecat_dc_rebase_offset = autd3__ecat_dc_rebase_offset,
+    .autd3__ecat_dc_sync0_restart = autd3__ecat_dc_sync0_restart,
 };
 
 const autd3_link_services_t *autd3_link_services(uint32_t version) {

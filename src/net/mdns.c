@@ -74,7 +74,7 @@ static void w_end(w_t *w, size_t len_at) {
   w->p[len_at + 1] = (uint8_t)n;
 }
 
-size_t mdns__build_query(uint8_t *out, size_t cap, uint16_t id, const char *name, uint16_t type) {
+size_t autd3__mdns_build_query(uint8_t *out, size_t cap, uint16_t id, const char *name, uint16_t type) {
   w_t w = {out, cap, 0, true};
   w_u16(&w, id);
   w_u16(&w, 0);      /* flags: standard query */
@@ -86,7 +86,7 @@ size_t mdns__build_query(uint8_t *out, size_t cap, uint16_t id, const char *name
   return w.ok ? w.at : 0;
 }
 
-size_t mdns__build_response(uint8_t *out, size_t cap, uint16_t id, const mdns_service_t *s) {
+size_t autd3__mdns_build_response(uint8_t *out, size_t cap, uint16_t id, const mdns_service_t *s) {
   w_t w = {out, cap, 0, true};
   w_u16(&w, id);
   w_u16(&w, 0x8400); /* response, authoritative */
@@ -167,7 +167,7 @@ static bool read_name(const uint8_t *pkt, size_t len, size_t *at, char *out) {
   return true;
 }
 
-bool mdns__parse(const uint8_t *pkt, size_t len, void (*fn)(void *ctx, const mdns_record_t *r), void *ctx) {
+bool autd3__mdns_parse(const uint8_t *pkt, size_t len, void (*fn)(void *ctx, const mdns_record_t *r), void *ctx) {
   if (len < 12) return false;
   size_t counts[4] = {g16(pkt + 4), g16(pkt + 6), g16(pkt + 8), g16(pkt + 10)};
   size_t at = 12;
@@ -222,13 +222,13 @@ bool mdns__parse(const uint8_t *pkt, size_t len, void (*fn)(void *ctx, const mdn
 
 static char lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c; }
 
-bool mdns__name_eq(const char *a, const char *b) {
+bool autd3__mdns_name_eq(const char *a, const char *b) {
   for (; *a && *b; a++, b++)
     if (lower(*a) != lower(*b)) return false;
   return *a == *b;
 }
 
-bool mdns__txt_get(const uint8_t *txt, size_t len, const char *key, char *out, size_t cap) {
+bool autd3__mdns_txt_get(const uint8_t *txt, size_t len, const char *key, char *out, size_t cap) {
   size_t kl = strlen(key), i = 0;
   while (i < len) {
     size_t n = txt[i++];

@@ -37,9 +37,9 @@ typedef struct mdns_service {
 } mdns_service_t;
 
 /* One question for `name` of `type` (QU bit clear: answers come by multicast). Returns the length, 0 if it does not fit. */
-size_t mdns__build_query(uint8_t *out, size_t cap, uint16_t id, const char *name, uint16_t type);
+size_t autd3__mdns_build_query(uint8_t *out, size_t cap, uint16_t id, const char *name, uint16_t type);
 /* A response (id echoed for legacy unicast queries, else 0) carrying PTR, SRV, TXT and the A records. 0 if it does not fit. */
-size_t mdns__build_response(uint8_t *out, size_t cap, uint16_t id, const mdns_service_t *s);
+size_t autd3__mdns_build_response(uint8_t *out, size_t cap, uint16_t id, const mdns_service_t *s);
 
 /* One record (or question, with is_question) of a parsed message. */
 typedef struct mdns_record {
@@ -56,10 +56,10 @@ typedef struct mdns_record {
 
 /* Walk every question and record of `pkt`, calling fn for each; stops at the first malformed byte. Returns false if
  * the message is malformed (records before that point were delivered). */
-bool mdns__parse(const uint8_t *pkt, size_t len, void (*fn)(void *ctx, const mdns_record_t *r), void *ctx);
+bool autd3__mdns_parse(const uint8_t *pkt, size_t len, void (*fn)(void *ctx, const mdns_record_t *r), void *ctx);
 /* TXT rdata: the value of `key` (case-insensitive) into out (NUL-terminated, truncated); false if absent. */
-bool mdns__txt_get(const uint8_t *txt, size_t len, const char *key, char *out, size_t cap);
+bool autd3__mdns_txt_get(const uint8_t *txt, size_t len, const char *key, char *out, size_t cap);
 /* Case-insensitive name equality (DNS names compare ASCII case-insensitively). */
-bool mdns__name_eq(const char *a, const char *b);
+bool autd3__mdns_name_eq(const char *a, const char *b);
 
 #endif

@@ -61,6 +61,9 @@ autd3_err_t autd3__net_connect_addr(const char *addr, uint32_t timeout_ms, const
 autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out);
 /* Accept one pending connection (non-blocking, TCP_NODELAY); -1 when none is pending. peer (may be NULL) = "ip:port". */
 int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap);
+/* Fix the kernel's send buffer of `fd` at about `bytes` (no autotuning): a server bounds what a peer that
+ * does not read can leave queued, so its own send blocks soon and its send-progress timeout can act. */
+void autd3__net_cap_send_buffer(int fd, int bytes);
 
 /* "ip:port" / "[v6]:port" of the peer (or "?"). */
 void autd3__net_peer_name(int fd, char *buf, size_t cap);

@@ -225,6 +225,10 @@ int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
   return fd;
 }
 
+void autd3__net_cap_send_buffer(int fd, int bytes) {
+  (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes); /* Linux doubles it (bookkeeping) */
+}
+
 long autd3__net_os_recv(int fd, void *buf, size_t len, int *err) {
   for (;;) {
     ssize_t r = recv(fd, buf, len, 0);

@@ -236,6 +236,10 @@ int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
   return fd;
 }
 
+void autd3__net_cap_send_buffer(int fd, int bytes) {
+  (void)setsockopt(S(fd), SOL_SOCKET, SO_SNDBUF, (const char *)&bytes, sizeof bytes);
+}
+
 /* Winsock sends never raise a signal (no SIGPIPE to suppress), nor fail with EINTR. */
 long autd3__net_os_recv(int fd, void *buf, size_t len, int *err) {
   int r = recv(S(fd), buf, len > INT_MAX ? INT_MAX : (int)len, 0);

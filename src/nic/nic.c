@@ -83,6 +83,11 @@ int autd3__nic_fd(const autd3_nic_t *nic) { return nic->ops->fd(nic); }
 uint64_t autd3__nic_ignored(const autd3_nic_t *nic) { return nic->ignored; }
 const char *autd3__nic_io_path(const autd3_nic_t *nic) { return nic->io_path ? nic->io_path : "unknown"; }
 
+void autd3__nic_sends_to_taps(autd3_nic_t *nic) {
+  if (nic && nic->ops->sends_to_taps)
+    nic->ops->sends_to_taps(nic);
+}
+
 void autd3__nic_close(autd3_nic_t *nic) {
   if (!nic)
     return;

@@ -71,6 +71,12 @@ uint64_t autd3__nic_rx_ns(const autd3_nic_t *nic);
  * (TPACKET_V2, 256 frames)", "AF_PACKET, recvfrom" (the fallback; also forced
  * by AUTD3_NIC_RING=0 in the environment), "libpcap". Static text. */
 const char *autd3__nic_io_path(const autd3_nic_t *nic);
+/* Make this handle's sends visible to the adapter's capture taps
+ * (autd3__nic_open_tap): AF_PACKET sends bypass the qdisc for latency, and
+ * such frames never reach a tap; a link that captures calls this once after
+ * open (its sends then pay the qdisc's few µs). No-op where sends are
+ * visible already (libpcap). Open time only. */
+void autd3__nic_sends_to_taps(autd3_nic_t *nic);
 void autd3__nic_close(autd3_nic_t *nic);
 
 /* Adapters that are up (loopback excluded), names of any length: name[i] is

@@ -34,7 +34,7 @@
  * Tap mode (autd3__nic_open_tap, for capture files): none of the send-side
  * options, bound to all EtherTypes, outgoing frames kept. Frames sent with
  * PACKET_QDISC_BYPASS (this back end's own sends) skip the kernel's taps, so
- * a link on this layer writes its own frames to its capture (echocat does).
+ * a link that captures turns the bypass off (autd3__nic_sends_to_taps).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -233,7 +233,15 @@ static void afp_close(autd3_nic_t *nic) {
   free(a);
 }
 
-static const autd3_nic_ops_t afp_ops = {afp_send, afp_recv, afp_fd, afp_close};
+/* Back through the qdisc: only that path copies a send to the adapter's
+ * ETH_P_ALL sockets (dev_queue_xmit_nit), i.e. to a capture tap. */
+static void afp_sends_to_taps(autd3_nic_t *nic) {
+  afp_t *a = (afp_t *)nic;
+  int zero = 0;
+  (void)setsockopt(a->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &zero, sizeof zero);
+}
+
+static const autd3_nic_ops_t afp_ops = {afp_send, afp_recv, afp_fd, afp_close, afp_sends_to_taps};
 
 /* The RX ring, set up before bind (nothing can be queued outside it yet).
  * Any refusal leaves the socket as it was: the recvfrom path. */

@@ -12,6 +12,8 @@ typedef struct autd3_nic_ops {
   autd3_err_t (*recv)(autd3_nic_t *nic, uint8_t *buf, size_t cap, size_t *len, uint64_t deadline_ns);
   int (*fd)(const autd3_nic_t *nic);
   void (*close)(autd3_nic_t *nic);
+  /* optional (NULL: sends are visible already): let the adapter's taps see this handle's sends */
+  void (*sends_to_taps)(autd3_nic_t *nic);
 } autd3_nic_ops_t;
 
 struct autd3_nic {

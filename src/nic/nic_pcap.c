@@ -85,7 +85,7 @@ static void pc_close(autd3_nic_t *nic) {
   free(c);
 }
 
-static const autd3_nic_ops_t pc_ops = {pc_send, pc_recv, pc_fd, pc_close};
+static const autd3_nic_ops_t pc_ops = {pc_send, pc_recv, pc_fd, pc_close, NULL};
 
 autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
   const autd3__pcap_api_t *api;

@@ -8,6 +8,7 @@
 #include "autd3/autd3.h"
 #include "autd3/link_driver.h"
 #include "autd3/remote_server.h"
+#include "core/error_context.h"
 #include "harness/test.h"
 
 #if AUTD3_TEST_HAVE_CXX
@@ -92,4 +93,22 @@ TEST(count_cycle_lost_is_stale) {
 TEST(device_state_values) {
   ASSERT_EQ(AUTD3_DEVICE_UNKNOWN, 0);
   ASSERT_NE(AUTD3_DEVICE_OP, 0);
+}
+
+/* Context goes in front of the thread's message, in place (the message buffer
+ * is the one autd3_last_error() returns), and a long message is cut, never overrun. */
+TEST(error_context_prefixes_the_last_error) {
+  autd3_set_error(AUTD3_E_IO, "connection refused");
+  ASSERT_ERR(autd3__error_context(AUTD3_E_LINK, "opening %s", "eth0"), AUTD3_E_LINK);
+  ASSERT_STREQ(autd3_last_error(), "opening eth0: connection refused");
+  autd3__error_context(AUTD3_E_LINK, "client open");
+  ASSERT_STREQ(autd3_last_error(), "client open: opening eth0: connection refused");
+  char big[600];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  autd3_set_error(AUTD3_E_IO, "%s", big);
+  autd3__error_context(AUTD3_E_IO, "ctx");
+  const char *m = autd3_last_error();
+  ASSERT_EQ(strncmp(m, "ctx: xxx", 8), 0);
+  ASSERT_EQ(strlen(m), 511);
 }

@@ -223,7 +223,7 @@ TEST(output_structs_never_written_past_size) {
   memset(buf, CANARY, sizeof buf);
   ASSERT_OK(autd3_client_device_status_sized(c, 1, (autd3_client_device_status_t *)(void *)buf, ds_small));
   assert_untouched(buf, ds_small, sizeof buf);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 
   /* server stats (a server that is never run: counters zero) */

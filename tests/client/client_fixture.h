@@ -92,8 +92,9 @@ __attribute__((unused)) static struct {
    * it has seq hook_seq (not a Reset), before the device sees that frame:
    * FX_HOOK_REBOOT power-cycles it without telling the client (a link with no
    * reset evidence), FX_HOOK_FOREIGN moves it to ack foreign_ack as if another
-   * master had driven it there. From that cycle on, hook_stale cycles report
-   * invalid inputs. */
+   * master had driven it there, FX_HOOK_GLITCH flips bit 3 of its ack in
+   * that cycle's inputs only (a bit error on the wire). From that cycle on,
+   * hook_stale cycles report invalid inputs. */
   _Atomic int hook_kind; /* FX_HOOK_*; 0 = none; set last by the test thread */
   int hook_dev;
   uint8_t hook_seq, foreign_ack;
@@ -111,6 +112,7 @@ __attribute__((unused)) static struct {
 #define FX_HOOK_REBOOT 1
 #define FX_HOOK_FOREIGN 2
 #define FX_HOOK_DESYNC 3 /* the device loses its place in the numbering (alive, ignores our seqs) */
+#define FX_HOOK_GLITCH 4
 
 typedef struct {
   struct autd3_link hdr;
@@ -135,12 +137,15 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
   }
   uint64_t now = autd3__now_ns();
   int kind = atomic_load(&fx_tl.hook_kind);
+  bool glitch = false;
   if (kind != 0 && fx_tl.hook_dev < t->n) {
     const uint8_t *htx = tx + (size_t)fx_tl.hook_dev * AUTD3_TX_FRAME_BYTES;
     if (htx[0] == fx_tl.hook_seq && htx[1] != AUTD3_CMD_RESET) {
       autd3_dev_t *hd = &t->devs[fx_tl.hook_dev];
       if (kind == FX_HOOK_REBOOT) {
         autd3_dev_power_cycle(hd, now);
+      } else if (kind == FX_HOOK_GLITCH) {
+        glitch = true;
       } else if (kind == FX_HOOK_DESYNC) {
         hd->expected_seq = (uint8_t)(hd->expected_seq + 100); /* ignores every frame from now on */
       } else {
@@ -159,6 +164,7 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
     rx[d * 2] = t->devs[d].ack;
     rx[d * 2 + 1] = t->devs[d].data;
   }
+  if (glitch) rx[fx_tl.hook_dev * 2] ^= 0x08;
   bool valid = fx_tl.stale_left == 0;
   if (!valid) fx_tl.stale_left--;
   *rx_valid = valid;

@@ -88,7 +88,7 @@ TEST(no_allocation_in_cycle_path) {
   uint64_t a = atomic_load(&allocs), fr = atomic_load(&frees);
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   ASSERT_EQ(s.completed, FX_OPEN_SENT + 10000);
   ASSERT_EQ(a, 0);
   ASSERT_EQ(fr, 0);

@@ -399,8 +399,8 @@ TEST(services_offer_recovery_from_version_2) {
   ASSERT_GE(s->size, sizeof(autd3_link_services_t));
   ASSERT_TRUE(s->ecat_recovery_create == autd3__ecat_recovery_create);
   ASSERT_TRUE(s->ecat_recovery_check == autd3__ecat_recovery_check);
-  ASSERT_TRUE(s->ecat_recovery_free != NULL && s->ecat_dc_offset != NULL && s->ecat_dc_rebase_offset != NULL &&
-              s->ecat_dc_sync0_restart != NULL);
+  ASSERT_TRUE(s->ecat_recovery_free != NULL && s->autd3__ecat_dc_offset != NULL && s->autd3__ecat_dc_rebase_offset != NULL &&
+              s->autd3__ecat_dc_sync0_restart != NULL);
   ASSERT_TRUE(autd3_link_services(1) == s); /* a version-1 link gets the same table: it only grew */
   ASSERT_TRUE(autd3_link_services(AUTD3_LINK_SERVICES_VERSION + 1) == NULL);
 }
@@ -409,32 +409,32 @@ TEST(services_offer_recovery_from_version_2) {
 
 TEST(dc_offset_makes_the_clock_agree) {
   /* reference system time 5000 when the slave's local clock read 1200, 30 ns downstream */
-  uint64_t o = ecat_dc_offset(5000, 1200, 30);
+  uint64_t o = autd3__ecat_dc_offset(5000, 1200, 30);
   ASSERT_EQ(1200 + o, 5030);
   /* wraps modulo 2^64: a local clock ahead of the reference */
-  o = ecat_dc_offset(100, 900, 0);
+  o = autd3__ecat_dc_offset(100, 900, 0);
   ASSERT_EQ((uint64_t)(900 + o), 100);
 }
 
 TEST(dc_rebase_continues_the_old_base) {
   /* restarted reference: local 50, offset 7 -> system 57, while the others read 1000057 */
-  uint64_t o = ecat_dc_rebase_offset(7, 57, 1000057);
+  uint64_t o = autd3__ecat_dc_rebase_offset(7, 57, 1000057);
   ASSERT_EQ(50 + o, 1000057);
-  o = ecat_dc_rebase_offset(1000000, 1000500, 400); /* the old base behind the new one */
+  o = autd3__ecat_dc_rebase_offset(1000000, 1000500, 400); /* the old base behind the new one */
   ASSERT_EQ((uint64_t)(500 + o), 400);
 }
 
 TEST(dc_sync0_restart_keeps_the_grid) {
   /* unknown grid: the first-pulse rule */
-  ASSERT_EQ(ecat_dc_sync0_restart(0, 1000000, 0, 123456789), ecat_dc_sync0_start(123456789, 1000000, 0));
-  ASSERT_EQ(ecat_dc_sync0_restart(0, 500000, 250000, 123456789), 223750000ull);
+  ASSERT_EQ(autd3__ecat_dc_sync0_restart(0, 1000000, 0, 123456789), autd3__ecat_dc_sync0_start(123456789, 1000000, 0));
+  ASSERT_EQ(autd3__ecat_dc_sync0_restart(0, 500000, 250000, 123456789), 223750000ull);
   /* a running chain: its grid's next edge at least 100 ms ahead */
-  ASSERT_EQ(ecat_dc_sync0_restart(1000, 500, 0, 0), 100000000ull); /* 1000 + 199998 periods */
-  ASSERT_EQ(ecat_dc_sync0_restart(1000, 500, 0, 1), 100000500ull);
-  uint64_t s = ecat_dc_sync0_restart(GRID, CYCLE, 0, 987654321012ull);
+  ASSERT_EQ(autd3__ecat_dc_sync0_restart(1000, 500, 0, 0), 100000000ull); /* 1000 + 199998 periods */
+  ASSERT_EQ(autd3__ecat_dc_sync0_restart(1000, 500, 0, 1), 100000500ull);
+  uint64_t s = autd3__ecat_dc_sync0_restart(GRID, CYCLE, 0, 987654321012ull);
   ASSERT_EQ((s - GRID) % CYCLE, 0);
   ASSERT_GE(s, 987654321012ull + ECAT_DC_START_AHEAD_NS);
   ASSERT_LT(s, 987654321012ull + ECAT_DC_START_AHEAD_NS + CYCLE);
   /* a grid still ahead of the device's time stays as it is */
-  ASSERT_EQ(ecat_dc_sync0_restart(GRID, CYCLE, 0, 0), GRID);
+  ASSERT_EQ(autd3__ecat_dc_sync0_restart(GRID, CYCLE, 0, 0), GRID);
 }

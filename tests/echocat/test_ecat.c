@@ -13,20 +13,20 @@ static const uint8_t MAC[6] = {0x02, 0x10, 0x20, 0x30, 0x40, 0x50};
 
 TEST(frame_build_and_parse) {
   ecat_frame_t f;
-  ecat_frame_init(&f, MAC, 0x42);
+  autd3__ecat_frame_init(&f, MAC, 0x42);
   uint8_t v[2] = {0x11, 0x00};
-  uint16_t o1 = ecat_dg_add(&f, ECAT_BWR, 0, REG_ALCTL, v, 2);
-  uint16_t o2 = ecat_dg_add(&f, ECAT_FPRD, 0x1001, REG_ALSTAT, NULL, 6);
+  uint16_t o1 = autd3__ecat_dg_add(&f, ECAT_BWR, 0, REG_ALCTL, v, 2);
+  uint16_t o2 = autd3__ecat_dg_add(&f, ECAT_FPRD, 0x1001, REG_ALSTAT, NULL, 6);
   ASSERT_EQ(o1, 14 + 2 + 10);
   ASSERT_EQ(o2, o1 + 2 + 2 + 10);
-  size_t wire = ecat_frame_finish(&f);
+  size_t wire = autd3__ecat_frame_finish(&f);
   ASSERT_EQ(wire, 60); /* 44 bytes padded to the Ethernet minimum */
   ASSERT_EQ(f.buf[12], 0x88);
   ASSERT_EQ(f.buf[13], 0xA4);
   ASSERT_EQ(ecat_get16(f.buf + 14), 0x1000 | (14 + 18)); /* type 1, length of the datagrams only */
   ASSERT_MEMEQ(f.buf + 6, MAC, 6);
   ecat_dg_t d[4];
-  ASSERT_EQ(ecat_parse(f.buf, wire, d, 4), 2);
+  ASSERT_EQ(autd3__ecat_parse(f.buf, wire, d, 4), 2);
   ASSERT_EQ(d[0].cmd, ECAT_BWR);
   ASSERT_EQ(d[0].idx, 0x42);
   ASSERT_EQ(d[0].ado, REG_ALCTL);
@@ -41,79 +41,79 @@ TEST(frame_build_and_parse) {
 
 TEST(frame_room_limits) {
   ecat_frame_t f;
-  ecat_frame_init(&f, MAC, 1);
-  ASSERT_EQ(ecat_frame_room(&f), ECAT_MAX_PAYLOAD - ECAT_DG_OVERHEAD);
+  autd3__ecat_frame_init(&f, MAC, 1);
+  ASSERT_EQ(autd3__ecat_frame_room(&f), ECAT_MAX_PAYLOAD - ECAT_DG_OVERHEAD);
   /* two AUTD3 devices' outputs (1252 bytes) plus the DC datagram fit one frame */
-  ASSERT_NE(ecat_dg_add(&f, ECAT_FRMW, 0x1001, REG_DCSYS, NULL, 8), 0);
-  ASSERT_NE(ecat_dg_add(&f, ECAT_LWR, 0, 0, NULL, 1252), 0);
-  ASSERT_EQ(ecat_dg_add(&f, ECAT_LWR, 0, 0, NULL, 626), 0); /* a third does not */
+  ASSERT_NE(autd3__ecat_dg_add(&f, ECAT_FRMW, 0x1001, REG_DCSYS, NULL, 8), 0);
+  ASSERT_NE(autd3__ecat_dg_add(&f, ECAT_LWR, 0, 0, NULL, 1252), 0);
+  ASSERT_EQ(autd3__ecat_dg_add(&f, ECAT_LWR, 0, 0, NULL, 626), 0); /* a third does not */
   int n = 0;
-  ecat_frame_init(&f, MAC, 1);
-  while (ecat_dg_add(&f, ECAT_FPRD, 0, 0, NULL, 8))
+  autd3__ecat_frame_init(&f, MAC, 1);
+  while (autd3__ecat_dg_add(&f, ECAT_FPRD, 0, 0, NULL, 8))
     n++;
   ASSERT_EQ(n, ECAT_MAX_PAYLOAD / 20);
-  ASSERT_LE(ecat_frame_finish(&f), 1514);
-  ecat_frame_init(&f, MAC, 1);
-  ASSERT_EQ(ecat_dg_add(&f, ECAT_LRD, 0, 0, NULL, 0x800), 0); /* length field is 11 bits */
+  ASSERT_LE(autd3__ecat_frame_finish(&f), 1514);
+  autd3__ecat_frame_init(&f, MAC, 1);
+  ASSERT_EQ(autd3__ecat_dg_add(&f, ECAT_LRD, 0, 0, NULL, 0x800), 0); /* length field is 11 bits */
 }
 
 TEST(reply_matching) {
   ecat_frame_t f;
-  ecat_frame_init(&f, MAC, 7);
-  ecat_dg_add(&f, ECAT_APWR, 0, REG_STADR, NULL, 2);
-  ecat_dg_add(&f, ECAT_APWR, 0xFFFF, REG_STADR, NULL, 2);
-  size_t wire = ecat_frame_finish(&f);
+  autd3__ecat_frame_init(&f, MAC, 7);
+  autd3__ecat_dg_add(&f, ECAT_APWR, 0, REG_STADR, NULL, 2);
+  autd3__ecat_dg_add(&f, ECAT_APWR, 0xFFFF, REG_STADR, NULL, 2);
+  size_t wire = autd3__ecat_frame_finish(&f);
   uint8_t r[64];
   ecat_dg_t d[4];
   memcpy(r, f.buf, wire);
   r[6] |= 0x02;                      /* the first ESC marks the source MAC */
   ecat_put16(r + 16 + 2, 1);         /* ADP incremented on the way */
   ecat_put16(r + 16 + 10 + 2, 1);    /* WKC */
-  ASSERT_TRUE(ecat_reply_matches(&f, wire, r, wire, d));
+  ASSERT_TRUE(autd3__ecat_reply_matches(&f, wire, r, wire, d));
   ASSERT_EQ(d[0].wkc, 1);
   ASSERT_EQ(d[0].adp, 1);
-  ASSERT_FALSE(ecat_reply_matches(&f, wire, r, wire - 1, d)); /* length differs */
+  ASSERT_FALSE(autd3__ecat_reply_matches(&f, wire, r, wire - 1, d)); /* length differs */
   r[17] = 8;                                                  /* another frame's idx */
-  ASSERT_FALSE(ecat_reply_matches(&f, wire, r, wire, d));
+  ASSERT_FALSE(autd3__ecat_reply_matches(&f, wire, r, wire, d));
   r[17] = 7;
   r[16] = ECAT_APRD; /* command changed */
-  ASSERT_FALSE(ecat_reply_matches(&f, wire, r, wire, d));
+  ASSERT_FALSE(autd3__ecat_reply_matches(&f, wire, r, wire, d));
 }
 
 TEST(parse_rejects_malformed) {
   ecat_frame_t f;
-  ecat_frame_init(&f, MAC, 1);
-  ecat_dg_add(&f, ECAT_BRD, 0, 0, NULL, 2);
-  ecat_dg_add(&f, ECAT_BRD, 0, 0, NULL, 2);
-  size_t wire = ecat_frame_finish(&f);
+  autd3__ecat_frame_init(&f, MAC, 1);
+  autd3__ecat_dg_add(&f, ECAT_BRD, 0, 0, NULL, 2);
+  autd3__ecat_dg_add(&f, ECAT_BRD, 0, 0, NULL, 2);
+  size_t wire = autd3__ecat_frame_finish(&f);
   ecat_dg_t d[4];
   uint8_t r[64];
   memcpy(r, f.buf, wire);
-  ASSERT_EQ(ecat_parse(r, wire, d, 4), 2);
-  ASSERT_EQ(ecat_parse(r, 20, d, 4), -1);    /* truncated */
+  ASSERT_EQ(autd3__ecat_parse(r, wire, d, 4), 2);
+  ASSERT_EQ(autd3__ecat_parse(r, 20, d, 4), -1);    /* truncated */
   r[13] = 0x00;                              /* not EtherCAT */
-  ASSERT_EQ(ecat_parse(r, wire, d, 4), -1);
+  ASSERT_EQ(autd3__ecat_parse(r, wire, d, 4), -1);
   memcpy(r, f.buf, wire);
   ecat_put16(r + 14, 0x4000 | 28);           /* type 4 (network variables) is not for us */
-  ASSERT_EQ(ecat_parse(r, wire, d, 4), -1);
+  ASSERT_EQ(autd3__ecat_parse(r, wire, d, 4), -1);
   memcpy(r, f.buf, wire);
   ecat_put16(r + 14, 0x1000 | 200);          /* length field beyond the frame */
-  ASSERT_EQ(ecat_parse(r, wire, d, 4), -1);
+  ASSERT_EQ(autd3__ecat_parse(r, wire, d, 4), -1);
   memcpy(r, f.buf, wire);
   ecat_put16(r + 16 + 6, 0x8000 | 30);       /* first datagram overruns the chain */
-  ASSERT_EQ(ecat_parse(r, wire, d, 4), -1);
+  ASSERT_EQ(autd3__ecat_parse(r, wire, d, 4), -1);
   memcpy(r, f.buf, wire);
   ecat_put16(r + 16 + 14 + 6, 0x8000 | 2);   /* "more follow" on the last: runs off the end */
-  ASSERT_EQ(ecat_parse(r, wire, d, 4), -1);
+  ASSERT_EQ(autd3__ecat_parse(r, wire, d, 4), -1);
   memcpy(r, f.buf, wire);
-  ASSERT_EQ(ecat_parse(r, wire, d, 1), 2);   /* counts beyond `max`, fills only `max` */
+  ASSERT_EQ(autd3__ecat_parse(r, wire, d, 1), 2);   /* counts beyond `max`, fills only `max` */
 }
 
 TEST(dc_diff_decode) {
-  ASSERT_EQ(ecat_dc_diff_decode(0), 0);
-  ASSERT_EQ(ecat_dc_diff_decode(1234), 1234);
-  ASSERT_EQ(ecat_dc_diff_decode(0x80000000u | 1234), -1234);
-  ASSERT_EQ(ecat_dc_diff_decode(0x7FFFFFFFu), 0x7FFFFFFF);
+  ASSERT_EQ(autd3__ecat_dc_diff_decode(0), 0);
+  ASSERT_EQ(autd3__ecat_dc_diff_decode(1234), 1234);
+  ASSERT_EQ(autd3__ecat_dc_diff_decode(0x80000000u | 1234), -1234);
+  ASSERT_EQ(autd3__ecat_dc_diff_decode(0x7FFFFFFFu), 0x7FFFFFFF);
 }
 
 /* A line of n slaves, hop delay h: port 0 of slave k sees the frame at
@@ -128,27 +128,27 @@ TEST(dc_line_delays) {
     rt1[k] = base + (uint32_t)(2 * (N - 1) - k) * h;
   }
   rt1[N - 1] = 12345; /* the last slave's port 1 is closed: garbage must be ignored */
-  ecat_dc_line_delays(N, rt0, rt1, delay);
+  autd3__ecat_dc_line_delays(N, rt0, rt1, delay);
   for (int k = 0; k < N; k++)
     ASSERT_EQ(delay[k], (uint32_t)k * h);
-  ecat_dc_line_delays(1, rt0, rt1, delay);
+  autd3__ecat_dc_line_delays(1, rt0, rt1, delay);
   ASSERT_EQ(delay[0], 0);
 }
 
 TEST(dc_sync0_start_and_edges) {
   /* floor((t + 100 ms)/cycle)*cycle + cycle + shift (SOEM v2.0.0 ethercatdc.c ecx_dcsync0) */
-  ASSERT_EQ(ecat_dc_sync0_start(0, 1000000, 0), 101000000ull);
-  ASSERT_EQ(ecat_dc_sync0_start(123456789, 1000000, 0), 224000000ull);
-  ASSERT_EQ(ecat_dc_sync0_start(123456789, 500000, 250000), 223750000ull);
-  ASSERT_EQ(ecat_dc_sync0_start(123456789, 1000000, -100000), 223900000ull);
-  ASSERT_EQ(ecat_dc_next_edge(1000, 500, 0), 1000);
-  ASSERT_EQ(ecat_dc_next_edge(1000, 500, 1000), 1000);
-  ASSERT_EQ(ecat_dc_next_edge(1000, 500, 1001), 1500);
-  ASSERT_EQ(ecat_dc_next_edge(1000, 500, 1500), 1500);
-  ASSERT_EQ(ecat_dc_next_edge(1000, 500, 1999), 2000);
+  ASSERT_EQ(autd3__ecat_dc_sync0_start(0, 1000000, 0), 101000000ull);
+  ASSERT_EQ(autd3__ecat_dc_sync0_start(123456789, 1000000, 0), 224000000ull);
+  ASSERT_EQ(autd3__ecat_dc_sync0_start(123456789, 500000, 250000), 223750000ull);
+  ASSERT_EQ(autd3__ecat_dc_sync0_start(123456789, 1000000, -100000), 223900000ull);
+  ASSERT_EQ(autd3__ecat_dc_next_edge(1000, 500, 0), 1000);
+  ASSERT_EQ(autd3__ecat_dc_next_edge(1000, 500, 1000), 1000);
+  ASSERT_EQ(autd3__ecat_dc_next_edge(1000, 500, 1001), 1500);
+  ASSERT_EQ(autd3__ecat_dc_next_edge(1000, 500, 1500), 1500);
+  ASSERT_EQ(autd3__ecat_dc_next_edge(1000, 500, 1999), 2000);
 }
 
-/* The one-image rule's lower bound of the DC time (ecat_dc_bound_update / ecat_dc_lower): fed
+/* The one-image rule's lower bound of the DC time (autd3__ecat_dc_bound_update / autd3__ecat_dc_lower): fed
  * one reference read per 1 ms cycle, with uneven reply delays and a few long stalls, for 60 s of
  * simulated host time (no clock is read), it must never be above the reference's real system
  * time, whether that clock runs slower or faster than the host's (a power-cycled reference that
@@ -174,17 +174,17 @@ TEST(dc_lower_bound_holds_for_drifting_reference) {
       uint64_t back = 5000 + (rnd >> 17) % 250000;        /* 5..255 µs back to the host */
       if (i % 997 == 0) back += 5000000;                  /* a 5-ms stall of the receiving thread */
       uint64_t t_read = sent + to_ref, t_recv = t_read + back;
-      replaced += ecat_dc_bound_update(&lb_dc, &lb_t, sim_dc(ppm, t_read), t_recv);
+      replaced += autd3__ecat_dc_bound_update(&lb_dc, &lb_t, sim_dc(ppm, t_read), t_recv);
       for (uint64_t later = 0; later <= 2000000u; later += 250000u) { /* until the next-but-one read */
-        uint64_t now = t_recv + later, truth = sim_dc(ppm, now), lb = ecat_dc_lower(lb_dc, lb_t, now);
+        uint64_t now = t_recv + later, truth = sim_dc(ppm, now), lb = autd3__ecat_dc_lower(lb_dc, lb_t, now);
         if (lb > truth)
           TEST_FAIL_("%lld ppm, read %d, +%llu ns: bound %llu ns above the clock", (long long)ppm, i,
                      (unsigned long long)later, (unsigned long long)(lb - truth));
         if (i > 100 && truth - lb > max_lag)
           max_lag = truth - lb;
         /* waiting as the phase guard does brings the bound to the target */
-        uint64_t w = ecat_dc_lower_wait(lb_dc, lb_t, now, lb + 700000u);
-        ASSERT_TRUE(ecat_dc_lower(lb_dc, lb_t, now + w) >= lb + 700000u);
+        uint64_t w = autd3__ecat_dc_lower_wait(lb_dc, lb_t, now, lb + 700000u);
+        ASSERT_TRUE(autd3__ecat_dc_lower(lb_dc, lb_t, now + w) >= lb + 700000u);
         ASSERT_TRUE(w <= 700000u + 700000u / (ECAT_DC_RATE_DIV - 1u) + 1u);
       }
     }
@@ -204,9 +204,9 @@ TEST(capture_file_format) {
   autd3_capture_t c;
   ASSERT_OK(autd3__capture_open(&c, path));
   ecat_frame_t f;
-  ecat_frame_init(&f, MAC, 1);
-  ecat_dg_add(&f, ECAT_BRD, 0, 0, NULL, 2);
-  size_t wire = ecat_frame_finish(&f);
+  autd3__ecat_frame_init(&f, MAC, 1);
+  autd3__ecat_dg_add(&f, ECAT_BRD, 0, 0, NULL, 2);
+  size_t wire = autd3__ecat_frame_finish(&f);
   autd3__capture_write(&c, f.buf, wire, 1700000000123456789ull);
   autd3__capture_close(&c);
   uint8_t b[256];

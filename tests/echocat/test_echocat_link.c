@@ -336,6 +336,6 @@ TEST(streaming_defers_reads) {
     ASSERT_CONTAINS(diag, "PACKET_MMAP RX ring");
     ASSERT_GT(deferred, 0);
   }
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "emu/emu.h"
+#include "harness/test.h"
 
 enum { NOP, APRD, APWR, APRW, FPRD, FPWR, FPRW, BRD, BWR, BRW, LRD, LWR, LRW, ARMW, FRMW };
 
@@ -79,6 +80,15 @@ static inline uint16_t dg(autd3_emu_t *emu, uint64_t *now, uint8_t cmd, uint16_t
   if (!autd3_emu_process(emu, f.b, f.len, *now)) return 0xFFFF;
   if (buf) memcpy(buf, fr_data(&f, off), len);
   return fr_wkc(&f, off);
+}
+
+/* A chain of n devices with the default configuration, created at time now. */
+static inline autd3_emu_t *emu_chain(uint16_t n, uint64_t now) {
+  autd3_emu_config_t c = autd3_emu_config_default();
+  c.devices = n;
+  autd3_emu_t *emu = NULL;
+  ASSERT_OK(autd3_emu_create(&c, now, &emu));
+  return emu;
 }
 
 #endif

@@ -13,13 +13,7 @@
 
 static uint64_t g_now = 1000000000ull;
 
-static autd3_emu_t *chain(uint16_t n) {
-  autd3_emu_config_t c = autd3_emu_config_default();
-  c.devices = n;
-  autd3_emu_t *emu;
-  ASSERT_OK(autd3_emu_create(&c, g_now, &emu));
-  return emu;
-}
+#define chain(n) emu_chain((n), g_now)
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
@@ -40,7 +34,7 @@ static uint16_t rd16(autd3_emu_t *e, uint8_t cmd, uint16_t adp, uint16_t ado, ui
 
 static uint16_t addr(int i) { return (uint16_t)(0x1001 + i); }
 
-/* SM2/SM3 and FMMU0/1 as SOEM programs them for an AUTD3 (§7.3 of the notes). */
+/* SM2/SM3 and FMMU0/1 as SOEM programs them for an AUTD3 (SOEM v2.0.0 src/ec_config.c ecx_config_map_group). */
 static void map_device(autd3_emu_t *e, int i, int n) {
   uint8_t sm[8];
   put16(sm, 0x1800); put16(sm + 2, 626); sm[4] = 0x64; sm[5] = 0; sm[6] = 1; sm[7] = 0;

@@ -1,7 +1,7 @@
 /*
  * The tools' shared numeric option parser (tools/common/numopt.h), and the
  * tools that use it refusing out-of-range or malformed values with exit
- * status 2 and a message naming the option (issue 14: `--hop-ns -1`,
+ * status 2 and a message naming the option (regressions: `--hop-ns -1`,
  * `--delay-us -5`, `--unplug -1` used to wrap through strtoull, over-range
  * values were truncated, a too-long `--name` cut). No network needed: every
  * case fails while parsing the command line.

@@ -50,6 +50,17 @@ static autd3_geometry_t *geometry(size_t n) {
   return g;
 }
 
+/* The shared set-up of the open-refusal cases: open a link with `o` for `n`
+ * devices, expect `want`, and that no link came back; the message is printed. */
+static void open_refused(const autd3_link_option_t *o, size_t n, autd3_err_t want) {
+  autd3_geometry_t *g = geometry(n);
+  autd3_link_t *l = NULL;
+  ASSERT_ERR(autd3_link_open(o, g, &l), want);
+  printf("message: %s\n", autd3_last_error());
+  ASSERT_TRUE(l == NULL);
+  autd3_geometry_free(g);
+}
+
 /* Open a bare link, run cycles, and check what came back. */
 static void open_cycle(size_t n) {
   autd3_geometry_t *g = geometry(n);
@@ -158,7 +169,7 @@ TEST(client_scenarios) {
   autd3_client_stats(c, &cs);
   ASSERT_EQ(cs.failed, 0);
   ASSERT_GE(cs.completed, N + 21);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 }
 
@@ -180,59 +191,39 @@ TEST(interface_auto) {
 
 TEST(device_count_mismatch) {
   in_netns("device_count_mismatch", 2, NULL, false);
-  autd3_geometry_t *g = geometry(3);
   autd3_link_option_t o = option();
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_DEVICE_COUNT_MISMATCH);
-  printf("message: %s\n", autd3_last_error());
-  ASSERT_TRUE(l == NULL);
-  autd3_geometry_free(g);
+  open_refused(&o, 3, AUTD3_E_DEVICE_COUNT_MISMATCH);
 }
 
 TEST(not_autd) {
   in_netns("not_autd", 3, "--override-device 1 --vendor 0x2 --name EL1004", false);
-  autd3_geometry_t *g = geometry(3);
   autd3_link_option_t o = option();
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NOT_AUTD);
-  printf("message: %s\n", autd3_last_error());
+  open_refused(&o, 3, AUTD3_E_NOT_AUTD);
   ASSERT_CONTAINS(autd3_last_error(), "EL1004");
-  autd3_geometry_free(g);
 }
 
 /* Named "AUTD" but from another vendor: every link applies the same identity
  * check (vendor, product and name; src/ecat/identity.h) with the same message. */
 TEST(not_autd_vendor) {
   in_netns("not_autd_vendor", 2, "--override-device 1 --vendor 0x2", false);
-  autd3_geometry_t *g = geometry(2);
   autd3_link_option_t o = option();
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NOT_AUTD);
-  printf("message: %s\n", autd3_last_error());
+  open_refused(&o, 2, AUTD3_E_NOT_AUTD);
   ASSERT_CONTAINS(autd3_last_error(), "device at position 1 on interface");
   ASSERT_CONTAINS(autd3_last_error(), "vendor 0x00000002, product 0x00000001, name \"AUTD\"");
-  autd3_geometry_free(g);
 }
 
 TEST(no_device) {
   in_netns("no_device", 1, NULL, true);
-  autd3_geometry_t *g = geometry(1);
   autd3_link_option_t o = option();
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NO_DEVICE);
-  printf("message: %s\n", autd3_last_error());
-  autd3_geometry_free(g);
+  open_refused(&o, 1, AUTD3_E_NO_DEVICE);
 }
 
 TEST(missing_interface) {
   in_netns("missing_interface", 1, NULL, false);
-  autd3_geometry_t *g = geometry(1);
   autd3_link_option_t o = option();
   autd3_link_option_ethercat(&o)->interface = "autd3-nosuchif";
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NO_INTERFACE);
+  open_refused(&o, 1, AUTD3_E_NO_INTERFACE);
   ASSERT_CONTAINS(autd3_last_error(), "autd3-nosuchif");
-  autd3_geometry_free(g);
 }
 
 /* Oscillators up to 1000 ppm off, while an ESC may slew only 500 ppm
@@ -240,14 +231,10 @@ TEST(missing_interface) {
  * must give up with SYNC_TIMEOUT. */
 TEST(dc_timeout) {
   in_netns("dc_timeout", 4, "--drift-ppm 1000 --seed 7", false);
-  autd3_geometry_t *g = geometry(4);
   autd3_link_option_t o = option();
   autd3_link_option_ethercat(&o)->sync_tolerance_ns = 1;
   autd3_link_option_ethercat(&o)->sync_timeout_ms = 300;
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_SYNC_TIMEOUT);
-  printf("message: %s\n", autd3_last_error());
-  autd3_geometry_free(g);
+  open_refused(&o, 4, AUTD3_E_SYNC_TIMEOUT);
 }
 
 TEST(invalid_options) {
@@ -357,7 +344,7 @@ static void unplug_replug(bool power_cycle) {
   autd3_frame_t f;
   autd3_frame_xor_hash_bench(&f, 0, 620);
   ASSERT_OK(autd3_client_send_checked(c, &f, &r));
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 }
 
@@ -478,12 +465,8 @@ static void open_ok(size_t n) {
 TEST(second_master_process_refused) {
   in_netns("second_master_process_refused", 2, NULL, false);
   holder_t h = holder_start();
-  autd3_geometry_t *g = geometry(2);
   autd3_link_option_t o = option();
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_SECOND_MASTER);
-  printf("message: %s\n", autd3_last_error());
-  ASSERT_TRUE(l == NULL);
+  open_refused(&o, 2, AUTD3_E_SECOND_MASTER);
   ASSERT_CONTAINS(autd3_last_error(), getenv("AUTD3_TEST_IFNAME"));
   char pid[32];
   snprintf(pid, sizeof pid, "process %d", (int)h.pid);
@@ -491,7 +474,6 @@ TEST(second_master_process_refused) {
   ASSERT_EQ(write(h.down, "x", 1), 1);
   int st = holder_wait(&h);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  autd3_geometry_free(g);
   open_ok(2);
 }
 
@@ -568,16 +550,11 @@ TEST(foreign_master_refused) {
   in_netns("foreign_master_refused", 2, NULL, false);
   foreign_t f;
   foreign_start(&f);
-  autd3_geometry_t *g = geometry(2);
   autd3_link_option_t o = option();
-  autd3_link_t *l = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_SECOND_MASTER);
-  printf("message: %s\n", autd3_last_error());
-  ASSERT_TRUE(l == NULL);
+  open_refused(&o, 2, AUTD3_E_SECOND_MASTER);
   ASSERT_CONTAINS(autd3_last_error(), getenv("AUTD3_TEST_IFNAME"));
   ASSERT_CONTAINS(autd3_last_error(), FOREIGN_MAC);
   foreign_stop(&f);
-  autd3_geometry_free(g);
   open_ok(2);
 }
 
@@ -644,7 +621,7 @@ static void power_cycle(int dev) {
   for (uint16_t d = 0; d < 3; d++)
     if (d != dev)
       ASSERT_EQ(autd3_link_device_resets(l, d), 0);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 }
 

@@ -34,8 +34,8 @@ TEST(services_versions) {
                        (const void *)s->foreign_master_error,
                        (const void *)s->ecat_is_autd,      (const void *)s->ecat_check_identity,
                        (const void *)s->ecat_recovery_create, (const void *)s->ecat_recovery_check,
-                       (const void *)s->ecat_recovery_free, (const void *)s->ecat_dc_offset,
-                       (const void *)s->ecat_dc_rebase_offset, (const void *)s->ecat_dc_sync0_restart};
+                       (const void *)s->ecat_recovery_free, (const void *)s->autd3__ecat_dc_offset,
+                       (const void *)s->autd3__ecat_dc_rebase_offset, (const void *)s->autd3__ecat_dc_sync0_restart};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
     ASSERT_TRUE(fns[i] != NULL);
   /* a newer link than this library, or version 0: NULL and a message naming both */

@@ -57,6 +57,10 @@ extern const int autd3_test_num_cases;
 #define ASSERT_ERR(expr, expected) do { autd3_err_t e_ = (expr); if (e_ != (expected)) \
     TEST_FAIL_("%s: got %s (%s), expected %s", #expr, autd3_err_name(e_), autd3_last_error(), autd3_err_name(expected)); } while (0)
 #define ASSERT_OK(expr) ASSERT_ERR(expr, AUTD3_OK)
+/* Close a client a test opened and assert that the close was clean: the
+ * silencing frame reached every device and nothing was left half-done. A test
+ * that expects close to fail says so with ASSERT_ERR(autd3_client_close(c), ...). */
+#define ASSERT_CLOSE_OK(c) ASSERT_OK(autd3_client_close(c))
 
 #define SKIP(...) do { fprintf(stderr, "SKIPPED: "); fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(77); } while (0)
 

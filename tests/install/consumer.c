@@ -15,7 +15,8 @@ int main(void) {
   autd3_frame_xor_hash_bench(&f, 0, 620);
   autd3_err_t e = autd3_client_send_checked(c, &f, NULL);
   printf("send_checked: %s (libautd3 %s)\n", autd3_err_name(e), autd3_version_string());
-  autd3_client_close(c);
+  autd3_err_t ce = autd3_client_close(c);
+  if (ce != AUTD3_OK) printf("close: %s: %s\n", autd3_err_name(ce), autd3_last_error());
   autd3_geometry_free(g);
-  return e != AUTD3_OK;
+  return e != AUTD3_OK || ce != AUTD3_OK;
 }

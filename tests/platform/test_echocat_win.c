@@ -91,7 +91,7 @@ TEST(stop_and_wait) {
   autd3_client_stats_t cs;
   autd3_client_stats(c, &cs);
   ASSERT_EQ(cs.failed, 0);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 }
 

@@ -46,7 +46,7 @@ TEST(twincat_link_to_emulated_runtime) {
   o.u.twincat.server_ams_net_id = "127.0.0.1.1.1";
   autd3_client_t *c = open_client(&o, g);
   send_some(c);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 }
 
@@ -59,6 +59,6 @@ TEST(remote_link_to_server) {
   o.u.remote.timeout_ms = 5000;
   autd3_client_t *c = open_client(&o, g);
   send_some(c);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
 }

@@ -104,7 +104,8 @@ int main(int argc, char **argv) {
   eo_result_t res;
   eo_run(c, &cfg, &res);
   ctl("drop 0");
-  autd3_client_close(c);
+  autd3_err_t close_err = autd3_client_close(c);
+  if (close_err != AUTD3_OK) fprintf(stderr, "soak: close: %s: %s\n", autd3_err_name(close_err), autd3_last_error());
   eo_finish(&cfg, &res);
   eo_print(&cfg, &res);
   printf("\n| seconds | loss | unplugs | power cycles | sent | completed | DEVICE_RESET | OUTCOME_UNKNOWN | other errors |");
@@ -124,5 +125,5 @@ int main(int argc, char **argv) {
   bool ok = eo_ok(&res, why, sizeof why);
   printf("soak: %s%s\n", ok ? "EXACT" : "NOT EXACT: ", ok ? "" : why);
   autd3_geometry_free(g);
-  return ok ? 0 : 1;
+  return ok && close_err == AUTD3_OK ? 0 : 1;
 }

@@ -110,16 +110,22 @@ typedef struct checker {
   autd3_link_t *link;
   atomic_bool stop;
   uint64_t checks, errors;
+  uint64_t recoveries;                 /* of the last successful check */
+  bool not_op[AUTD3_MAX_DEVICES];      /* a check saw the device in a state other than OP */
 } checker_t;
 
 static void *checker_main(void *arg) {
   checker_t *k = arg;
   while (!atomic_load(&k->stop)) {
     autd3_link_status_t st;
-    if (autd3_link_check_state(k->link, &st) == AUTD3_OK)
+    if (autd3_link_check_state(k->link, &st) == AUTD3_OK) {
       k->checks++;
-    else
+      k->recoveries = st.recoveries;
+      for (uint16_t d = 0; d < st.num_devices && d < AUTD3_MAX_DEVICES; d++)
+        if (st.state[d] != AUTD3_DEVICE_OP && st.state[d] != AUTD3_DEVICE_UNKNOWN) k->not_op[d] = true;
+    } else {
       k->errors++;
+    }
     for (int i = 0; i < 10 && !atomic_load(&k->stop); i++) autd3__sleep_ns(10000000u);
   }
   return NULL;
@@ -194,6 +200,12 @@ void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
   free(win);
   free(win_idx);
   autd3_client_stats(c, &res->client);
+  autd3_link_stats(autd3_client_link(c), &res->link);
+  for (uint16_t d = 0; d < ndev && d < AUTD3_MAX_DEVICES; d++) {
+    res->dev_resets[d] = autd3_client_device_resets(c, d);
+    res->not_op_seen[d] = chk_on && chk.not_op[d];
+  }
+  res->recoveries = chk.recoveries;
 }
 
 void eo_finish(const eo_config_t *cfg, eo_result_t *res) {
@@ -288,6 +300,11 @@ void eo_print(const eo_config_t *cfg, const eo_result_t *res) {
          res->old_client ? " (no outcome[] from the client: OK taken as EXECUTED everywhere)" : "");
   printf("%s: client resyncs %llu resets %llu retransmits %llu\n", nm, (unsigned long long)res->client.resyncs,
          (unsigned long long)res->client.resets, (unsigned long long)res->client.retransmits);
+  printf("%s: link stale %llu lost %llu of %llu cycles | state checks: recoveries %llu | per device: resets, not-OP seen:", nm,
+         (unsigned long long)res->link.stale_cycles, (unsigned long long)res->link.lost_cycles,
+         (unsigned long long)res->link.cycles, (unsigned long long)res->recoveries);
+  for (size_t d = 0; d < res->ndev; d++) printf(" %u%s", res->dev_resets[d], res->not_op_seen[d] ? "+" : "");
+  printf("\n");
   for (size_t d = 0; d < res->ndev; d++) {
     const eo_dev_summary_t *s = &res->dev[d];
     printf("%s: dev %zu executed(log) %llu reported: executed %llu not-executed %llu unknown %llu (of which executed %llu) | "

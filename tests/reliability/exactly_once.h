@@ -1,5 +1,5 @@
 /*
- * Exactly-once harness (issue 11 item 6): prove, per device, that what the
+ * Exactly-once harness (docs/reliability.md): prove, per device, that what the
  * client reported matches what the device itself executed.
  *
  * 1. The caller opens a client over some link (in-process emulator, echocat
@@ -79,6 +79,11 @@ typedef struct eo_result {
   bool old_client;             /* no request carried an outcome (outcome[] all NONE) */
   bool log_unreadable;
   autd3_client_stats_t client; /* the client's counters at the end of the run */
+  /* Evidence that the faults happened (a fault test asserts these before exactness): */
+  autd3_link_stats_t link;                     /* the link's counters at the end of the run (stale, lost cycles) */
+  uint32_t dev_resets[AUTD3_MAX_DEVICES];      /* autd3_client_device_resets() per device at the end of the run */
+  bool not_op_seen[AUTD3_MAX_DEVICES];         /* the state checker saw the device in a state other than OP */
+  uint64_t recoveries;                         /* the last state check's autd3_link_status_t.recoveries */
   eo_dev_summary_t dev[AUTD3_MAX_DEVICES];
 } eo_result_t;
 

@@ -58,7 +58,7 @@ static void twincat_case(const char *name, size_t requests, eo_fault_fn faults) 
                      .fault = faults, .fault_ctx = emu, .name = name};
   eo_result_t res;
   eo_run(c, &cfg, &res);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   eo_finish(&cfg, &res);
   eo_print(&cfg, &res);
   tcemu_stop(emu);
@@ -120,7 +120,7 @@ TEST(log_file_tool) {
   eo_config_t cfg = {.requests = 300, .drain = no_drain, .name = "twincat_log_file"};
   eo_result_t res;
   eo_run(c, &cfg, &res);
-  autd3_client_close(c);
+  ASSERT_CLOSE_OK(c);
   autd3_geometry_free(g);
   eo_finish(&cfg, &res);
   ASSERT_EQ(res.completed_ok, 300);

@@ -25,13 +25,13 @@ static void collect(void *ctx, const mdns_record_t *r) {
   }
   if (r->type == MDNS_TYPE_PTR) s->ptr++, snprintf(s->target, sizeof s->target, "%s", r->target);
   if (r->type == MDNS_TYPE_SRV) s->srv++, s->port = r->port;
-  if (r->type == MDNS_TYPE_TXT) s->txt++, (void)mdns__txt_get(r->txt, r->txt_len, "WIRE", s->wire, sizeof s->wire);
+  if (r->type == MDNS_TYPE_TXT) s->txt++, (void)autd3__mdns_txt_get(r->txt, r->txt_len, "WIRE", s->wire, sizeof s->wire);
   if (r->type == MDNS_TYPE_A) s->a++, memcpy(s->addr, r->a, 4);
 }
 
 TEST(mdns_codec_roundtrip) {
   uint8_t b[MDNS_PACKET_MAX];
-  size_t n = mdns__build_query(b, sizeof b, 0, "_autd3._tcp.local", MDNS_TYPE_PTR);
+  size_t n = autd3__mdns_build_query(b, sizeof b, 0, "_autd3._tcp.local", MDNS_TYPE_PTR);
   static const uint8_t q[] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 6, '_', 'a', 'u', 't', 'd', '3', 4, '_', 't', 'c', 'p',
                               5, 'l', 'o', 'c', 'a', 'l', 0, 0, 12, 0, 1};
   ASSERT_EQ(n, sizeof q);
@@ -40,10 +40,10 @@ TEST(mdns_codec_roundtrip) {
   const uint8_t addr[1][4] = {{192, 168, 1, 5}};
   mdns_service_t sv = {.service = "_autd3._tcp.local", .instance = "autd3-lab", .host = "autd3-lab.local", .port = 8080,
                        .txt = txt, .ntxt = 2, .addr = addr, .naddr = 1, .ttl = 120};
-  n = mdns__build_response(b, sizeof b, 0, &sv);
+  n = autd3__mdns_build_response(b, sizeof b, 0, &sv);
   ASSERT_TRUE(n > 12);
   seen_t s = {0};
-  ASSERT_TRUE(mdns__parse(b, n, collect, &s));
+  ASSERT_TRUE(autd3__mdns_parse(b, n, collect, &s));
   ASSERT_EQ(s.ptr, 1);
   ASSERT_EQ(s.srv, 1);
   ASSERT_EQ(s.txt, 1);
@@ -52,29 +52,29 @@ TEST(mdns_codec_roundtrip) {
   ASSERT_EQ(s.port, 8080);
   ASSERT_STREQ(s.wire, "7");
   ASSERT_EQ(s.addr[0], 192);
-  ASSERT_EQ(mdns__build_response(b, 40, 0, &sv), 0); /* does not fit: nothing */
-  ASSERT_TRUE(mdns__name_eq("_AUTD3._tcp.LOCAL", "_autd3._tcp.local"));
+  ASSERT_EQ(autd3__mdns_build_response(b, 40, 0, &sv), 0); /* does not fit: nothing */
+  ASSERT_TRUE(autd3__mdns_name_eq("_AUTD3._tcp.LOCAL", "_autd3._tcp.local"));
 }
 
 TEST(mdns_parser_hostile) {
   seen_t s = {0};
   /* a name pointing at itself, and one pointing forward: refused, no loop */
   static const uint8_t self[] = {0, 0, 0x84, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 1, 2, 3, 4};
-  ASSERT_FALSE(mdns__parse(self, sizeof self, collect, &s));
+  ASSERT_FALSE(autd3__mdns_parse(self, sizeof self, collect, &s));
   static const uint8_t fwd[] = {0, 0, 0x84, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0xC0, 20, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 1, 2, 3, 4};
-  ASSERT_FALSE(mdns__parse(fwd, sizeof fwd, collect, &s));
+  ASSERT_FALSE(autd3__mdns_parse(fwd, sizeof fwd, collect, &s));
   /* counts promising more than the bytes hold; a label running past the end; a record whose rdata overruns */
   static const uint8_t many[] = {0, 0, 0x84, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};
-  ASSERT_FALSE(mdns__parse(many, sizeof many, collect, &s));
+  ASSERT_FALSE(autd3__mdns_parse(many, sizeof many, collect, &s));
   static const uint8_t lab[] = {0, 0, 0x84, 0, 0, 1, 0, 0, 0, 0, 0, 0, 40, 'a', 'b'};
-  ASSERT_FALSE(mdns__parse(lab, sizeof lab, collect, &s));
+  ASSERT_FALSE(autd3__mdns_parse(lab, sizeof lab, collect, &s));
   static const uint8_t rd[] = {0, 0, 0x84, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0xFF, 0xFF, 1, 2};
-  ASSERT_FALSE(mdns__parse(rd, sizeof rd, collect, &s));
+  ASSERT_FALSE(autd3__mdns_parse(rd, sizeof rd, collect, &s));
   ASSERT_EQ(s.a, 0);
   /* a TXT string longer than the rdata */
   static const uint8_t t[] = {200, 'w', 'i'};
   char v[8];
-  ASSERT_FALSE(mdns__txt_get(t, sizeof t, "wire", v, sizeof v));
+  ASSERT_FALSE(autd3__mdns_txt_get(t, sizeof t, "wire", v, sizeof v));
 }
 
 /* Private namespace with multicast on loopback; returns in the child only. */

@@ -93,7 +93,7 @@ static void cycle_echo(autd3_link_t *l, size_t n, uint8_t seq, uint8_t cmd, bool
 
 static size_t hello(uint8_t *b, size_t cap, size_t n) {
   autd3_geometry_t *g = geom(n);
-  size_t len = armt__encode_hello(g, b, cap);
+  size_t len = autd3__armt_encode_hello(g, b, cap);
   autd3_geometry_free(g);
   return len;
 }
@@ -154,7 +154,7 @@ static int raw_session7(uint16_t port, size_t n, uint8_t *code, char *text, size
   sdk[head[5]] = 0;
   ASSERT_CONTAINS(sdk, "libautd3");
   autd3_geometry_t *g = geom(n);
-  size_t len = armt__encode_geometry(g, b, sizeof b);
+  size_t len = autd3__armt_encode_geometry(g, b, sizeof b);
   autd3_geometry_free(g);
   raw_send(fd, b, len);
   uint8_t r[3];
@@ -183,7 +183,7 @@ TEST(server_reply_bytes_v7) {
   uint8_t r[ARMT7_REPLY_HEADER_BYTES + 2 + 4];
   ASSERT_EQ(raw_recv(fd, r, sizeof r), sizeof r);
   armt7_status_t st;
-  armt__decode_reply7_header(r, &st);
+  autd3__armt_decode_reply7_header(r, &st);
   ASSERT_TRUE(st.rx_valid);
   ASSERT_EQ(st.dc_time_ns, 0); /* unknown */
   ASSERT_EQ(r[50], ARMT7_DEV_OP);
@@ -519,7 +519,7 @@ TEST(v7_link_session_replies_and_states) {
   static const uint8_t ok[] = {0x00, 1, 0};
   uint8_t rep[ARMT7_REPLY_HEADER_BYTES + 1 + 2] = {0};
   armt7_status_t hs = {.rx_valid = true, .recoveries = 4};
-  armt__encode_reply7_header(rep, &hs);
+  autd3__armt_encode_reply7_header(rep, &hs);
   rep[ARMT7_REPLY_HEADER_BYTES] = ARMT7_DEV_LOST;
   autd3_link_status_t st;
   ASSERT_OK(open_fake7(h7, sizeof h7, ok, sizeof ok, 2, rep, sizeof rep, &st));

@@ -44,15 +44,15 @@ TEST(codec_write_request_vector) {
                     "30000403 00000081 04000000 01020304",
                     want);
   ams_header_t h = {.cmd = ADS_CMD_WRITE, .flags = AMS_SF_ADS, .invoke = 0};
-  ASSERT_OK(ams_netid_parse("127.0.0.1.1.1", &h.target.netid));
+  ASSERT_OK(autd3__ams_netid_parse("127.0.0.1.1.1", &h.target.netid));
   h.target.port = 301;
-  ASSERT_OK(ams_netid_parse("10.0.0.2.1.1", &h.source.netid));
+  ASSERT_OK(autd3__ams_netid_parse("10.0.0.2.1.1", &h.source.netid));
   h.source.port = 32750;
   uint8_t p[12], data[4] = {1, 2, 3, 4};
-  size_t n = ams_frame_encode(got, sizeof got, &h, p, ads_params_rw(p, 0x03040030, 0x81000000, 4), data, 4);
+  size_t n = autd3__ams_frame_encode(got, sizeof got, &h, p, autd3__ads_params_rw(p, 0x03040030, 0x81000000, 4), data, 4);
   ASSERT_EQ(n, wn);
   ASSERT_MEMEQ(got, want, wn);
-  ASSERT_EQ(ams_frame_encode(got, 40, &h, p, 12, data, 4), 0); /* does not fit */
+  ASSERT_EQ(autd3__ams_frame_encode(got, 40, &h, p, 12, data, 4), 0); /* does not fit */
 }
 
 TEST(codec_read_request_vector) {
@@ -61,12 +61,12 @@ TEST(codec_read_request_vector) {
                     "30000403 00000080 04000000",
                     want);
   ams_header_t h = {.cmd = ADS_CMD_READ, .flags = AMS_SF_ADS, .invoke = 1};
-  ams_netid_parse("127.0.0.1.1.1", &h.target.netid);
+  autd3__ams_netid_parse("127.0.0.1.1.1", &h.target.netid);
   h.target.port = 301;
-  ams_netid_parse("10.0.0.2.1.1", &h.source.netid);
+  autd3__ams_netid_parse("10.0.0.2.1.1", &h.source.netid);
   h.source.port = 32750;
   uint8_t p[12];
-  size_t n = ams_frame_encode(got, sizeof got, &h, p, ads_params_rw(p, 0x03040030, 0x80000000, 4), NULL, 0);
+  size_t n = autd3__ams_frame_encode(got, sizeof got, &h, p, autd3__ads_params_rw(p, 0x03040030, 0x80000000, 4), NULL, 0);
   ASSERT_EQ(n, wn);
   ASSERT_MEMEQ(got, want, wn);
 }
@@ -78,13 +78,13 @@ TEST(codec_replies_decode) {
                    f);
   uint16_t tcmd;
   size_t flen;
-  ASSERT_EQ(ams_frame_peek(f, n - 1, 4096, &tcmd, &flen), 0); /* incomplete */
-  ASSERT_EQ(ams_frame_peek(f, n, 4096, &tcmd, &flen), 1);
+  ASSERT_EQ(autd3__ams_frame_peek(f, n - 1, 4096, &tcmd, &flen), 0); /* incomplete */
+  ASSERT_EQ(autd3__ams_frame_peek(f, n, 4096, &tcmd, &flen), 1);
   ASSERT_EQ(flen, n);
-  ASSERT_EQ(ams_frame_peek(f, n, 20, &tcmd, &flen), AUTD3_E_PROTOCOL); /* longer than allowed */
+  ASSERT_EQ(autd3__ams_frame_peek(f, n, 20, &tcmd, &flen), AUTD3_E_PROTOCOL); /* longer than allowed */
   ams_header_t h;
   const uint8_t *d;
-  ASSERT_OK(ams_frame_decode(f, n, &h, &d));
+  ASSERT_OK(autd3__ams_frame_decode(f, n, &h, &d));
   ASSERT_EQ(h.cmd, ADS_CMD_READ);
   ASSERT_EQ(h.flags, 0x0005);
   ASSERT_EQ(h.invoke, 1);
@@ -92,38 +92,38 @@ TEST(codec_replies_decode) {
   ASSERT_EQ(h.source.port, 301);
   uint32_t res, plen;
   const uint8_t *pl;
-  ASSERT_OK(ads_reply_parse(ADS_CMD_READ, d, h.length, &res, &pl, &plen, NULL));
+  ASSERT_OK(autd3__ads_reply_parse(ADS_CMD_READ, d, h.length, &res, &pl, &plen, NULL));
   ASSERT_EQ(res, 0);
   ASSERT_EQ(plen, 4);
   ASSERT_EQ(pl[3], 4);
   /* a length field that lies */
   f[AMS_FRAME_HDR_LEN + 4] = 5;
-  ASSERT_ERR(ads_reply_parse(ADS_CMD_READ, d, h.length, &res, &pl, &plen, NULL), AUTD3_E_PROTOCOL);
+  ASSERT_ERR(autd3__ads_reply_parse(ADS_CMD_READ, d, h.length, &res, &pl, &plen, NULL), AUTD3_E_PROTOCOL);
   /* AMS/TCP length disagreeing with the AMS data length */
   f[2] = 0x2b;
-  ASSERT_ERR(ams_frame_decode(f, n, &h, &d), AUTD3_E_PROTOCOL);
+  ASSERT_ERR(autd3__ams_frame_decode(f, n, &h, &d), AUTD3_E_PROTOCOL);
 
   uint8_t st[8];
   unhex("00000000 0500 0000", st);
   uint32_t aux;
-  ASSERT_OK(ads_reply_parse(ADS_CMD_READ_STATE, st, 8, &res, NULL, NULL, &aux));
+  ASSERT_OK(autd3__ads_reply_parse(ADS_CMD_READ_STATE, st, 8, &res, NULL, NULL, &aux));
   ASSERT_EQ(aux >> 16, ADS_STATE_RUN);
-  ASSERT_ERR(ads_reply_parse(ADS_CMD_READ_STATE, st, 6, &res, NULL, NULL, &aux), AUTD3_E_PROTOCOL);
+  ASSERT_ERR(autd3__ads_reply_parse(ADS_CMD_READ_STATE, st, 6, &res, NULL, NULL, &aux), AUTD3_E_PROTOCOL);
 
   uint8_t di[32];
   ASSERT_EQ(unhex("00000000 03 01 ba0f 46616b65416473 000000000000000000", di), 24);
   ads_device_info_t info;
-  ASSERT_OK(ads_device_info_parse(di, 24, &res, &info));
+  ASSERT_OK(autd3__ads_device_info_parse(di, 24, &res, &info));
   ASSERT_EQ(info.major, 3);
   ASSERT_EQ(info.build, 4026);
   ASSERT_STREQ(info.name, "FakeAds");
   /* an error result with nothing after it is a valid reply */
   uint8_t er[4] = {0x05, 0x07, 0, 0};
-  ASSERT_OK(ads_reply_parse(ADS_CMD_READ, er, 4, &res, &pl, &plen, NULL));
+  ASSERT_OK(autd3__ads_reply_parse(ADS_CMD_READ, er, 4, &res, &pl, &plen, NULL));
   ASSERT_EQ(res, 0x0705);
-  ASSERT_CONTAINS(ads_strerror(0x0705), "size");
-  ASSERT_CONTAINS(ads_strerror(0x0006), "target port not found");
-  ASSERT_STREQ(ads_strerror(0xdead), "unknown ADS error");
+  ASSERT_CONTAINS(autd3__ads_strerror(0x0705), "size");
+  ASSERT_CONTAINS(autd3__ads_strerror(0x0006), "target port not found");
+  ASSERT_STREQ(autd3__ads_strerror(0xdead), "unknown ADS error");
 }
 
 static int samples_seen;
@@ -141,26 +141,26 @@ TEST(codec_notification_stream) {
   size_t n = unhex("22000000 01000000 0000000000000000 02000000 07000000 02000000 abcd 09000000 00000000", d);
   ASSERT_EQ(n, 38);
   samples_seen = 0;
-  ASSERT_OK(ads_notification_parse(d, n, count_sample, NULL));
+  ASSERT_OK(autd3__ads_notification_parse(d, n, count_sample, NULL));
   ASSERT_EQ(samples_seen, 2);
   ASSERT_EQ(last_handle, 9);
   ASSERT_EQ(last_size, 0);
   d[0] = 0x23; /* length beyond the data */
-  ASSERT_ERR(ads_notification_parse(d, n, count_sample, NULL), AUTD3_E_PROTOCOL);
+  ASSERT_ERR(autd3__ads_notification_parse(d, n, count_sample, NULL), AUTD3_E_PROTOCOL);
   d[0] = 0x22;
   d[34] = 0x10; /* a sample size beyond the data */
-  ASSERT_ERR(ads_notification_parse(d, n, count_sample, NULL), AUTD3_E_PROTOCOL);
+  ASSERT_ERR(autd3__ads_notification_parse(d, n, count_sample, NULL), AUTD3_E_PROTOCOL);
 }
 
 TEST(codec_netid) {
   ams_netid_t id;
   char buf[24];
-  ASSERT_OK(ams_netid_parse("172.16.99.2.1.1", &id));
-  ASSERT_STREQ(ams_netid_format(&id, buf, sizeof buf), "172.16.99.2.1.1");
-  ASSERT_ERR(ams_netid_parse("172.16.99.2.1", &id), AUTD3_E_INVALID_ARGUMENT);
-  ASSERT_ERR(ams_netid_parse("172.16.99.2.1.1.", &id), AUTD3_E_INVALID_ARGUMENT);
-  ASSERT_ERR(ams_netid_parse("256.0.0.1.1.1", &id), AUTD3_E_INVALID_ARGUMENT);
-  ASSERT_ERR(ams_netid_parse("a.0.0.1.1.1", &id), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_OK(autd3__ams_netid_parse("172.16.99.2.1.1", &id));
+  ASSERT_STREQ(autd3__ams_netid_format(&id, buf, sizeof buf), "172.16.99.2.1.1");
+  ASSERT_ERR(autd3__ams_netid_parse("172.16.99.2.1", &id), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(autd3__ams_netid_parse("172.16.99.2.1.1.", &id), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(autd3__ams_netid_parse("256.0.0.1.1.1", &id), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_ERR(autd3__ams_netid_parse("a.0.0.1.1.1", &id), AUTD3_E_INVALID_ARGUMENT);
 }
 
 /* ---------------- against the emulated runtime ---------------- */
@@ -191,7 +191,7 @@ static void emu_stop(emu_fixture_t *f) {
 
 static ams_addr_t task_addr(void) {
   ams_addr_t t = {.port = 301};
-  ams_netid_parse("127.0.0.1.1.1", &t.netid);
+  autd3__ams_netid_parse("127.0.0.1.1.1", &t.netid);
   return t;
 }
 
@@ -204,43 +204,43 @@ TEST(emu_ads_error_replies) {
   emu_fixture_t f;
   emu_start(&f, 2);
   ads_client_t c;
-  ASSERT_OK(ads_client_init(&c, 4096, 2000));
-  ASSERT_OK(ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ASSERT_OK(autd3__ads_client_init(&c, 4096, 2000));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
   ams_addr_t t = task_addr();
   uint8_t buf[2048] = {0};
   uint32_t n;
   /* the good paths first */
-  ASSERT_OK(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
+  ASSERT_OK(autd3__ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
   ASSERT_EQ(n, 2);
   ASSERT_EQ(ads_get_u16(buf), 2); /* CfgSlaveCount */
-  ASSERT_OK(ads_write(&c, &t, 0x03040030, 0x81000000, buf, 2 * 626));
+  ASSERT_OK(autd3__ads_write(&c, &t, 0x03040030, 0x81000000, buf, 2 * 626));
   uint16_t as, ds;
-  ASSERT_OK(ads_read_state(&c, &t, &as, &ds));
+  ASSERT_OK(autd3__ads_read_state(&c, &t, &as, &ds));
   ASSERT_EQ(as, ADS_STATE_RUN);
   ads_device_info_t info;
-  ASSERT_OK(ads_read_device_info(&c, &t, &info));
+  ASSERT_OK(autd3__ads_read_device_info(&c, &t, &info));
   ASSERT_STREQ(info.name, "Task 1");
   /* the errors a real runtime gives */
-  expect_ads(ads_read(&c, &t, 0x4020, 0, buf, 4, &n), "0x0702");
-  expect_ads(ads_read(&c, &t, 0x03040030, 0x12345678, buf, 4, &n), "0x0703");
-  expect_ads(ads_write(&c, &t, 0x03040030, 0x81000000, buf, 3 * 626), "0x0705");
-  expect_ads(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2 + 4 * 2 + 1, &n), "0x0705");
-  expect_ads(ads_write(&c, &t, 0x03040030, 0x80000000, buf, 2), "0x0704");
-  expect_ads(ads_read_write(&c, &t, 0x03040030, 0x80000000, buf, 2, buf, 2, &n), "0x0701");
-  expect_ads(ads_del_notification(&c, &t, 12345), "0x0714");
+  expect_ads(autd3__ads_read(&c, &t, 0x4020, 0, buf, 4, &n), "0x0702");
+  expect_ads(autd3__ads_read(&c, &t, 0x03040030, 0x12345678, buf, 4, &n), "0x0703");
+  expect_ads(autd3__ads_write(&c, &t, 0x03040030, 0x81000000, buf, 3 * 626), "0x0705");
+  expect_ads(autd3__ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2 + 4 * 2 + 1, &n), "0x0705");
+  expect_ads(autd3__ads_write(&c, &t, 0x03040030, 0x80000000, buf, 2), "0x0704");
+  expect_ads(autd3__ads_read_write(&c, &t, 0x03040030, 0x80000000, buf, 2, buf, 2, &n), "0x0701");
+  expect_ads(autd3__ads_del_notification(&c, &t, 12345), "0x0714");
   ams_addr_t bad_port = t;
   bad_port.port = 851; /* no PLC runtime here */
-  expect_ads(ads_read_state(&c, &bad_port, &as, &ds), "0x0006");
+  expect_ads(autd3__ads_read_state(&c, &bad_port, &as, &ds), "0x0006");
   ams_addr_t bad_net = t;
   bad_net.netid.b[0] = 10;
-  expect_ads(ads_read_state(&c, &bad_net, &as, &ds), "0x0007");
+  expect_ads(autd3__ads_read_state(&c, &bad_net, &as, &ds), "0x0007");
   ams_addr_t sys = t;
   sys.port = 10000;
-  ASSERT_OK(ads_read_state(&c, &sys, &as, &ds));
+  ASSERT_OK(autd3__ads_read_state(&c, &sys, &as, &ds));
   ASSERT_EQ(as, ADS_STATE_RUN);
   /* the connection survives every error */
-  ASSERT_OK(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
-  ads_client_free(&c);
+  ASSERT_OK(autd3__ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
+  autd3__ads_client_free(&c);
   emu_stop(&f);
 }
 
@@ -254,24 +254,24 @@ TEST(emu_notifications) {
   emu_fixture_t f;
   emu_start(&f, 2);
   ads_client_t c;
-  ASSERT_OK(ads_client_init(&c, 4096, 2000));
-  ASSERT_OK(ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ASSERT_OK(autd3__ads_client_init(&c, 4096, 2000));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
   ams_addr_t t = task_addr();
   uint32_t h = 0;
   c.on_notify = on_notif;
   c.notify_ctx = &h;
-  expect_ads(ads_add_notification(&c, &t, 0x03040030, 0x80000000, 10, 1, 0, 10000, &h), "0x0713"); /* client cycle */
-  ASSERT_OK(ads_add_notification(&c, &t, 0x03040030, 0x80000000, 10, ADS_TRANS_SERVER_CYCLE, 0, 10000, &h));
+  expect_ads(autd3__ads_add_notification(&c, &t, 0x03040030, 0x80000000, 10, 1, 0, 10000, &h), "0x0713"); /* client cycle */
+  ASSERT_OK(autd3__ads_add_notification(&c, &t, 0x03040030, 0x80000000, 10, ADS_TRANS_SERVER_CYCLE, 0, 10000, &h));
   notified = 0;
   uint64_t deadline = autd3__now_ns() + 5000000000ull;
   while (notified < 5) {
     bool got;
     ads_reply_t r;
-    ASSERT_OK(ads_client_pump(&c, 0, deadline, true, &got, &r));
+    ASSERT_OK(autd3__ads_client_pump(&c, 0, deadline, true, &got, &r));
   }
-  ASSERT_OK(ads_del_notification(&c, &t, h));
-  expect_ads(ads_del_notification(&c, &t, h), "0x0714");
-  ads_client_free(&c);
+  ASSERT_OK(autd3__ads_del_notification(&c, &t, h));
+  expect_ads(autd3__ads_del_notification(&c, &t, h), "0x0714");
+  autd3__ads_client_free(&c);
   emu_stop(&f);
 }
 
@@ -300,16 +300,49 @@ static void drive_until_ack(autd3_link_t *link, size_t n) {
   TEST_FAIL_("devices never acked seq 0: rx %02x %02x", rx[0], rx[1]);
 }
 
-TEST(link_remote_end_to_end) {
-  emu_fixture_t f;
-  emu_start(&f, 2);
+/* Open a link with option `o` for a geometry of `devices` devices. */
+static autd3_err_t open_for(const autd3_link_option_t *o, size_t devices, autd3_link_t **out) {
   autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
+  ASSERT_OK(autd3_geometry_create(devices, NULL, &g));
+  autd3_err_t e = autd3_link_open(o, g, out);
+  autd3_geometry_free(g);
+  return e;
+}
+
+/* The link tests' shared set-up: the emulated runtime with `devices` devices
+ * in a thread, `o` = remote_opt(its port) for the test to change, and
+ * tc_open() opening the link with `o`; tc_stop() closes whatever is open. */
+typedef struct {
+  emu_fixture_t emu;
+  autd3_link_option_t o;
   autd3_link_t *link;
-  ASSERT_OK(autd3_link_open(&o, g, &link));
+} tc_fixture_t;
+
+static void tc_start(tc_fixture_t *t, uint16_t devices) {
+  emu_start(&t->emu, devices);
+  t->o = remote_opt(tcemu_port(t->emu.emu));
+  t->link = NULL;
+}
+
+/* Open the link for `devices` devices with t->o; it must open, and (ack) drive the devices until they ack seq 0. */
+static autd3_link_t *tc_open(tc_fixture_t *t, size_t devices, bool ack) {
+  ASSERT_OK(open_for(&t->o, devices, &t->link));
+  if (ack) drive_until_ack(t->link, devices);
+  return t->link;
+}
+
+static void tc_stop(tc_fixture_t *t) {
+  autd3_link_close(t->link);
+  t->link = NULL;
+  if (t->emu.emu) emu_stop(&t->emu);
+  t->emu.emu = NULL;
+}
+
+TEST(link_remote_end_to_end) {
+  tc_fixture_t t;
+  tc_start(&t, 2);
+  autd3_link_t *link = tc_open(&t, 2, true);
   ASSERT_EQ(autd3_link_num_devices(link), 2);
-  drive_until_ack(link, 2);
   char diag[512];
   autd3_link_diagnostics(link, diag, sizeof diag);
   ASSERT_CONTAINS(diag, "device notification");
@@ -318,7 +351,7 @@ TEST(link_remote_end_to_end) {
   ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
   ASSERT_EQ(st.state[1], AUTD3_DEVICE_OP);
   /* device 1 drops to SAFE-OP + error: the state checker sees it in the state words */
-  tcemu_set_state_word(f.emu, 1, 0x0014);
+  tcemu_set_state_word(t.emu.emu, 1, 0x0014);
   static uint8_t tx[2 * 626], rx[4];
   bool valid;
   for (int k = 0; k < 1000; k++) {
@@ -328,7 +361,7 @@ TEST(link_remote_end_to_end) {
   }
   ASSERT_EQ(st.state[1], AUTD3_DEVICE_SAFE_OP_ERROR);
   ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
-  tcemu_set_state_word(f.emu, 1, 0x0008);
+  tcemu_set_state_word(t.emu.emu, 1, 0x0008);
   for (int k = 0; k < 1000 && st.state[1] != AUTD3_DEVICE_OP; k++) {
     ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
     ASSERT_OK(autd3_link_check_state(link, &st));
@@ -337,77 +370,54 @@ TEST(link_remote_end_to_end) {
   autd3_link_stats_t s;
   autd3_link_stats(link, &s);
   ASSERT_EQ(s.lost_cycles, 0);
-  autd3_link_close(link);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  tc_stop(&t);
 }
 
 TEST(link_local_router_mode) {
-  emu_fixture_t f;
-  emu_start(&f, 1);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
-  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
-  o.u.twincat.server_port = tcemu_port(f.emu); /* local: 127.0.0.1, NetId asked from the router */
-  autd3_link_t *link;
-  ASSERT_OK(autd3_link_open(&o, g, &link));
-  drive_until_ack(link, 1);
-  autd3_link_close(link);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  tc_fixture_t t;
+  tc_start(&t, 1);
+  t.o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
+  t.o.u.twincat.server_port = tcemu_port(t.emu.emu); /* local: 127.0.0.1, NetId asked from the router */
+  tc_open(&t, 1, true);
+  tc_stop(&t);
 }
 
 TEST(link_sync_read_fallback) {
-  emu_fixture_t f;
-  emu_start(&f, 2);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
-  o.u.twincat.no_notification = true;
-  autd3_link_t *link;
-  ASSERT_OK(autd3_link_open(&o, g, &link));
-  drive_until_ack(link, 2);
+  tc_fixture_t t;
+  tc_start(&t, 2);
+  t.o.u.twincat.no_notification = true;
+  autd3_link_t *link = tc_open(&t, 2, true);
   char diag[512];
   autd3_link_diagnostics(link, diag, sizeof diag);
   ASSERT_CONTAINS(diag, "synchronous read");
-  autd3_link_close(link);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  tc_stop(&t);
 }
 
 TEST(link_device_count_mismatch) {
-  emu_fixture_t f;
-  emu_start(&f, 2);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(3, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
-  autd3_link_t *link = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_DEVICE_COUNT_MISMATCH);
+  tc_fixture_t t;
+  tc_start(&t, 2);
+  ASSERT_ERR(open_for(&t.o, 3, &t.link), AUTD3_E_DEVICE_COUNT_MISMATCH);
   ASSERT_CONTAINS(autd3_last_error(), "2 AUTD3 slaves");
-  ASSERT_TRUE(link == NULL);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  ASSERT_TRUE(t.link == NULL);
+  tc_stop(&t);
 }
 
 TEST(link_wrong_net_id_and_port) {
-  emu_fixture_t f;
-  emu_start(&f, 1);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
-  o.u.twincat.server_ams_net_id = "192.168.0.9.1.1";
-  autd3_link_t *link = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_ADS);
+  tc_fixture_t t;
+  tc_start(&t, 1);
+  autd3_link_option_t good = t.o;
+  t.o.u.twincat.server_ams_net_id = "192.168.0.9.1.1";
+  ASSERT_ERR(open_for(&t.o, 1, &t.link), AUTD3_E_ADS);
   ASSERT_CONTAINS(autd3_last_error(), "0x0007");
-  o = remote_opt(tcemu_port(f.emu));
-  o.u.twincat.ams_port = 350;
-  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_ADS);
+  t.o = good;
+  t.o.u.twincat.ams_port = 350;
+  ASSERT_ERR(open_for(&t.o, 1, &t.link), AUTD3_E_ADS);
   ASSERT_CONTAINS(autd3_last_error(), "0x0006");
-  o = remote_opt(tcemu_port(f.emu));
-  o.u.twincat.server_ams_net_id = "1.2.3";
-  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_INVALID_OPTION);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  t.o = good;
+  t.o.u.twincat.server_ams_net_id = "1.2.3";
+  ASSERT_ERR(open_for(&t.o, 1, &t.link), AUTD3_E_INVALID_OPTION);
+  ASSERT_TRUE(t.link == NULL);
+  tc_stop(&t);
 }
 
 TEST(link_timeout_silent_server) {
@@ -419,29 +429,21 @@ TEST(link_timeout_silent_server) {
   ASSERT_EQ(listen(ls, 4), 0);
   socklen_t sl = sizeof sa;
   getsockname(ls, (struct sockaddr *)&sa, &sl);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
   autd3_link_option_t o = remote_opt(ntohs(sa.sin_port));
   o.u.twincat.timeout_ms = 200;
   autd3_link_t *link = NULL;
-  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_TIMEOUT);
+  ASSERT_ERR(open_for(&o, 1, &link), AUTD3_E_TIMEOUT);
   ASSERT_CONTAINS(autd3_last_error(), "no reply to Read");
   /* nobody listening at all */
   close(ls);
-  ASSERT_ERR(autd3_link_open(&o, g, &link), AUTD3_E_CONNECT);
-  autd3_geometry_free(g);
+  ASSERT_ERR(open_for(&o, 1, &link), AUTD3_E_CONNECT);
 }
 
 TEST(link_reconnect_after_drop) {
-  emu_fixture_t f;
-  emu_start(&f, 2);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
-  autd3_link_t *link;
-  ASSERT_OK(autd3_link_open(&o, g, &link));
-  drive_until_ack(link, 2);
-  tcemu_drop_connections(f.emu);
+  tc_fixture_t t;
+  tc_start(&t, 2);
+  autd3_link_t *link = tc_open(&t, 2, true);
+  tcemu_drop_connections(t.emu.emu);
   static uint8_t tx[2 * 626], rx[4];
   bool valid = true, saw_lost = false;
   int k;
@@ -460,51 +462,38 @@ TEST(link_reconnect_after_drop) {
   ASSERT_CONTAINS(diag, "reconnects : 1");
   ASSERT_CONTAINS(diag, "device notification");
   drive_until_ack(link, 2);
-  autd3_link_close(link);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  tc_stop(&t);
 }
 
 TEST(link_server_gone_fails_after_timeout) {
-  emu_fixture_t f;
-  emu_start(&f, 1);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
-  o.u.twincat.timeout_ms = 300;
-  autd3_link_t *link;
-  ASSERT_OK(autd3_link_open(&o, g, &link));
-  drive_until_ack(link, 1);
-  emu_stop(&f); /* the runtime goes away for good */
+  tc_fixture_t t;
+  tc_start(&t, 1);
+  t.o.u.twincat.timeout_ms = 300;
+  autd3_link_t *link = tc_open(&t, 1, true);
+  emu_stop(&t.emu); /* the runtime goes away for good */
+  t.emu.emu = NULL;
   static uint8_t tx[626], rx[2];
   bool valid;
   autd3_err_t e = AUTD3_OK;
   for (int k = 0; k < 100000 && e == AUTD3_OK; k++) e = autd3_link_cycle(link, tx, rx, &valid);
   ASSERT_ERR(e, AUTD3_E_PEER_CLOSED);
   ASSERT_CONTAINS(autd3_last_error(), "not re-established");
-  autd3_link_close(link);
-  autd3_geometry_free(g);
+  tc_stop(&t);
 }
 
 TEST(link_paced_by_task_cycle) {
   /* Not a timing assertion: each cycle() consumes one notification, and the
    * runtime sends one per task cycle, so cycles cannot outrun task cycles. */
-  emu_fixture_t f;
-  emu_start(&f, 2);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
-  autd3_link_t *link;
-  ASSERT_OK(autd3_link_open(&o, g, &link));
+  tc_fixture_t t;
+  tc_start(&t, 2);
+  autd3_link_t *link = tc_open(&t, 2, false);
   static uint8_t tx[2 * 626], rx[4];
   bool valid;
-  uint64_t c0 = tcemu_cycles(f.emu);
+  uint64_t c0 = tcemu_cycles(t.emu.emu);
   for (int k = 0; k < 100; k++) ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
-  uint64_t c1 = tcemu_cycles(f.emu);
+  uint64_t c1 = tcemu_cycles(t.emu.emu);
   ASSERT_GE(c1 - c0 + 1, 100);
-  autd3_link_close(link);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  tc_stop(&t);
 }
 
 TEST(emu_oversized_frame_answered_and_skipped) {
@@ -515,15 +504,15 @@ TEST(emu_oversized_frame_answered_and_skipped) {
   emu_start(&f, 1);
   ads_client_t c;
   static uint8_t big[20000];
-  ASSERT_OK(ads_client_init(&c, sizeof big, 2000));
-  ASSERT_OK(ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ASSERT_OK(autd3__ads_client_init(&c, sizeof big, 2000));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
   ams_addr_t t = task_addr();
-  expect_ads(ads_write(&c, &t, 0x03040030, 0x81000000, big, sizeof big), "0x0705");
+  expect_ads(autd3__ads_write(&c, &t, 0x03040030, 0x81000000, big, sizeof big), "0x0705");
   uint8_t buf[2];
   uint32_t n;
-  ASSERT_OK(ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
+  ASSERT_OK(autd3__ads_read(&c, &t, 0x03040030, 0x80000000, buf, 2, &n));
   ASSERT_EQ(ads_get_u16(buf), 1);
-  ads_client_free(&c);
+  autd3__ads_client_free(&c);
   emu_stop(&f);
 }
 
@@ -559,13 +548,11 @@ static bool raw_closed(int fd) {
 /* Open the TwinCAT link until it gets in (the emulator closes a connection it has no place for); bounded.
  * Returns how long it took in ms (reported, not asserted beyond the bound). */
 static double link_gets_in(uint16_t port, uint16_t devices, uint32_t bound_ms, autd3_link_t **out) {
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(devices, NULL, &g));
   autd3_link_option_t o = remote_opt(port);
   o.u.twincat.timeout_ms = 2000;
   uint64_t t0 = autd3__now_ns();
   for (;;) {
-    autd3_err_t e = autd3_link_open(&o, g, out);
+    autd3_err_t e = open_for(&o, devices, out);
     double ms = (double)(autd3__now_ns() - t0) / 1e6;
     if (e == AUTD3_OK) break;
     if (e != AUTD3_E_PEER_CLOSED && e != AUTD3_E_CONNECT)
@@ -573,7 +560,6 @@ static double link_gets_in(uint16_t port, uint16_t devices, uint32_t bound_ms, a
     if (ms > bound_ms) TEST_FAIL_("still locked out after %.0f ms (bound %u ms): %s", ms, bound_ms, autd3_last_error());
     usleep(20000);
   }
-  autd3_geometry_free(g);
   return (double)(autd3__now_ns() - t0) / 1e6;
 }
 
@@ -619,10 +605,10 @@ TEST(hold_up_quiet_clients_give_way) {
   ads_client_t c[4];
   ams_addr_t t = task_addr();
   for (int i = 0; i < 4; i++) {
-    ASSERT_OK(ads_client_init(&c[i], 64, 2000));
-    ASSERT_OK(ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
+    ASSERT_OK(autd3__ads_client_init(&c[i], 64, 2000));
+    ASSERT_OK(autd3__ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
     uint16_t as, ds;
-    ASSERT_OK(ads_read_state(&c[i], &t, &as, &ds));
+    ASSERT_OK(autd3__ads_read_state(&c[i], &t, &as, &ds));
   }
   autd3_link_t *link;
   double ms = link_gets_in(tcemu_port(f.emu), 1, 3 * cfg.idle_timeout_ms + 10000, &link);
@@ -635,8 +621,8 @@ TEST(hold_up_quiet_clients_give_way) {
   int evicted = 0;
   for (int i = 0; i < 4; i++) {
     uint16_t as, ds;
-    if (ads_read_state(&c[i], &t, &as, &ds) != AUTD3_OK) evicted++;
-    ads_client_free(&c[i]);
+    if (autd3__ads_read_state(&c[i], &t, &as, &ds) != AUTD3_OK) evicted++;
+    autd3__ads_client_free(&c[i]);
   }
   ASSERT_GE(evicted, 1);
   drive_until_ack(link, 1);
@@ -651,17 +637,17 @@ TEST(hold_up_several_clients_are_served) {
   ads_client_t c[3];
   ams_addr_t t = task_addr();
   for (int i = 0; i < 3; i++) {
-    ASSERT_OK(ads_client_init(&c[i], 64, 2000));
-    ASSERT_OK(ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
+    ASSERT_OK(autd3__ads_client_init(&c[i], 64, 2000));
+    ASSERT_OK(autd3__ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
   }
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < 3; i++) {
       uint8_t buf[2];
       uint32_t n;
-      ASSERT_OK(ads_read(&c[i], &t, 0x03040030, 0x80000000, buf, 2, &n));
+      ASSERT_OK(autd3__ads_read(&c[i], &t, 0x03040030, 0x80000000, buf, 2, &n));
       ASSERT_EQ(ads_get_u16(buf), 1);
     }
-  for (int i = 0; i < 3; i++) ads_client_free(&c[i]);
+  for (int i = 0; i < 3; i++) autd3__ads_client_free(&c[i]);
   emu_stop(&f);
 }
 
@@ -734,26 +720,22 @@ TEST(codec_frame_encode_rejects_wrapping_lengths) {
   uint8_t out[64], a[4] = {0}, b[32] = {0};
   ams_header_t h;
   memset(&h, 0, sizeof h);
-  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, SIZE_MAX - 10, b, 20), 0);
-  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, 20, b, SIZE_MAX - 10), 0);
-  ASSERT_EQ(ams_frame_encode(out, 10, &h, NULL, 0, NULL, 0), 0);
-  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, 4, b, 22), AMS_FRAME_HDR_LEN + 26);
-  ASSERT_EQ(ams_frame_encode(out, sizeof out, &h, a, 4, b, 23), 0);
+  ASSERT_EQ(autd3__ams_frame_encode(out, sizeof out, &h, a, SIZE_MAX - 10, b, 20), 0);
+  ASSERT_EQ(autd3__ams_frame_encode(out, sizeof out, &h, a, 20, b, SIZE_MAX - 10), 0);
+  ASSERT_EQ(autd3__ams_frame_encode(out, 10, &h, NULL, 0, NULL, 0), 0);
+  ASSERT_EQ(autd3__ams_frame_encode(out, sizeof out, &h, a, 4, b, 22), AMS_FRAME_HDR_LEN + 26);
+  ASSERT_EQ(autd3__ams_frame_encode(out, sizeof out, &h, a, 4, b, 23), 0);
 }
 
 /* ---------------- one network layer: IPv6 and host names ---------------- */
 
 static autd3_err_t open_tc(const char *server_ip, const char *net_id, uint16_t port, autd3_link_t **out) {
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(1, NULL, &g));
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
   o.u.twincat.server_ip = server_ip;
   o.u.twincat.server_port = port;
   o.u.twincat.server_ams_net_id = net_id;
   o.u.twincat.timeout_ms = 2000;
-  autd3_err_t e = autd3_link_open(&o, g, out);
-  autd3_geometry_free(g);
-  return e;
+  return open_for(&o, 1, out);
 }
 
 TEST(link_ipv6_loopback) {
@@ -806,17 +788,12 @@ TEST(link_host_name) {
 TEST(link_reports_device_reset_from_state_words) {
   /* A power-cycled slave: its state word falls to INIT and comes back; the link reports a reset of that device
    * (once) before the cycle that carries its post-reset inputs, and none for the other. */
-  emu_fixture_t f;
-  emu_start(&f, 2);
-  autd3_geometry_t *g;
-  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
-  autd3_link_option_t o = remote_opt(tcemu_port(f.emu));
-  autd3_link_t *link;
-  ASSERT_OK(autd3_link_open(&o, g, &link));
-  drive_until_ack(link, 2);
+  tc_fixture_t t;
+  tc_start(&t, 2);
+  autd3_link_t *link = tc_open(&t, 2, true);
   ASSERT_EQ(autd3_link_device_resets(link, 0), 0);
   ASSERT_EQ(autd3_link_device_resets(link, 1), 0);
-  tcemu_power_cycle(f.emu, 1);
+  tcemu_power_cycle(t.emu.emu, 1);
   static uint8_t tx[2 * 626], rx[4];
   bool valid = false, saw_ff = false;
   int k;
@@ -834,7 +811,5 @@ TEST(link_reports_device_reset_from_state_words) {
   ASSERT_TRUE(saw_ff);
   ASSERT_EQ(autd3_link_device_resets(link, 1), 1);
   ASSERT_EQ(autd3_link_device_resets(link, 0), 0);
-  autd3_link_close(link);
-  autd3_geometry_free(g);
-  emu_stop(&f);
+  tc_stop(&t);
 }

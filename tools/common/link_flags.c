@@ -11,8 +11,8 @@ bool autd3_tool_link_option(const autd3_tool_link_flags_t *f, autd3_link_option_
   if (autd3_link_kind_parse(f->link, &kind) != AUTD3_OK) FAIL("--link: %s", autd3_last_error());
   autd3_link_option_t o = autd3_link_option_default(kind);
   autd3_ethercat_option_t *ec = autd3_link_option_ethercat(&o);
-  if (!ec && (f->interface || f->shift_set))
-    FAIL("--interface / --shift-us are only valid with an EtherCAT link (echocat, soem, ethercrab), not %s", f->link);
+  if (!ec && (f->interface || f->shift_set || f->capture))
+    FAIL("--interface / --shift-us / --capture are only valid with an EtherCAT link (echocat, soem, ethercrab), not %s", f->link);
   if (kind != AUTD3_LINK_EMULATOR && f->timing) FAIL("--timing is only valid with --link emulator, not %s", f->link);
   if (kind != AUTD3_LINK_REMOTE && f->address) FAIL("--address is only valid with --link remote, not %s", f->link);
   if (kind != AUTD3_LINK_TWINCAT && (f->twincat_server || f->twincat_port >= 0 || f->ams_net_id || f->client_ams_net_id))
@@ -20,6 +20,7 @@ bool autd3_tool_link_option(const autd3_tool_link_flags_t *f, autd3_link_option_
          f->link);
   if (ec) {
     ec->interface = f->interface;
+    ec->capture_path = f->capture; /* both directions in one pcap file (src/nic/capture.h) */
     ec->sync0_period_ns = f->cycle_us * 1000u;
     ec->send_cycle_ns = 0; /* = sync0 period */
     ec->sync0_shift_ns = f->shift_us * 1000;

@@ -20,6 +20,7 @@ typedef struct autd3_tool_link_flags {
   bool shift_set;                   /* --shift-us was given */
   const char *interface, *timing, *address, *twincat_server, *ams_net_id, *client_ams_net_id;
   int twincat_port;                 /* -1 = default */
+  const char *capture;              /* EtherCAT links: capture_path (--capture FILE.pcap), NULL = none */
 } autd3_tool_link_flags_t;
 
 /*

@@ -14,6 +14,7 @@
 #define WIN32_LEAN_AND_MEAN
 #endif
 #include <windows.h>
+#include <io.h>
 #include <process.h>
 
 uint64_t tool_now_ns(void) {
@@ -73,6 +74,8 @@ void (*tool_dl_fn(const char *stem, const char *sym, char *why, size_t why_cap))
 
 void tool_on_sigint(void (*fn)(int)) { signal(SIGINT, fn); }
 
+bool tool_isatty_stdout(void) { return _isatty(_fileno(stdout)) != 0; }
+
 void tool_on_stop_signals(void (*fn)(int)) {
   /* SIGTERM is never raised by Windows itself, but raise() and some
    * runtimes' kill emulations send it. */
@@ -84,6 +87,7 @@ void tool_on_stop_signals(void (*fn)(int)) {
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t tool_now_ns(void) {
   struct timespec ts;
@@ -137,6 +141,8 @@ static void on(int sig, void (*fn)(int)) {
 }
 
 void tool_on_sigint(void (*fn)(int)) { on(SIGINT, fn); }
+
+bool tool_isatty_stdout(void) { return isatty(STDOUT_FILENO) != 0; }
 
 void tool_on_stop_signals(void (*fn)(int)) {
   on(SIGINT, fn);

@@ -29,6 +29,8 @@ void (*tool_dl_fn(const char *stem, const char *sym, char *why, size_t why_cap))
 /* Call `fn` on Ctrl-C (SIGINT); `fn` must be async-signal-safe (on Windows
  * it runs on a thread of the C runtime). */
 void tool_on_sigint(void (*fn)(int));
+/* Whether stdout is a terminal (a view redrawn in place) rather than a pipe or file. */
+bool tool_isatty_stdout(void);
 /* A server's: `fn` on SIGINT and SIGTERM, SIGPIPE ignored where it exists. */
 void tool_on_stop_signals(void (*fn)(int));
 

@@ -144,6 +144,46 @@ static void log_reply(autd3_emu_t *emu, int nic_fd, uint16_t k, char *reply, siz
   }
 }
 
+/* "errors K KIND [P] N": N errors of KIND (crc, phy, fwd, lost-link with a
+ * port P 0..3; pu, pdi without) into device K's ESC error counters;
+ * "errors K" reads them back (docs/emulator.md "Error counters"). */
+static void errors_cmd(autd3_emu_t *emu, const char *line, char *reply, size_t cap) {
+  static const struct { const char *name; autd3_emu_err_kind_t kind; bool port; } kinds[] = {
+      {"crc", AUTD3_EMU_ERR_CRC, true}, {"phy", AUTD3_EMU_ERR_PHY, true},      {"fwd", AUTD3_EMU_ERR_FWD, true},
+      {"pu", AUTD3_EMU_ERR_PU, false},  {"pdi", AUTD3_EMU_ERR_PDI, false},     {"lost-link", AUTD3_EMU_ERR_LOST_LINK, true}};
+  char dev[24] = "", kind[24] = "", a1[24] = "", a2[24] = "";
+  int n = sscanf(line, "%*s %23s %23s %23s %23s", dev, kind, a1, a2);
+  long k = n >= 1 ? index_arg(dev, emu->cfg.devices - 1) : -1;
+  if (k < 0) {
+    snprintf(reply, cap, "err errors: device 0..%u, then crc|phy|fwd|lost-link P N or pu|pdi N", (unsigned)emu->cfg.devices - 1);
+    return;
+  }
+  if (n == 1) { /* read back: the 20 bytes 0x0300-0x0313 in hex */
+    const uint8_t *m = emu->esc[k].mem + 0x0300;
+    int w = snprintf(reply, cap, "ok errors %ld ", k);
+    for (int i = 0; i < 0x14 && w > 0 && (size_t)w + 3 < cap; i++) w += snprintf(reply + w, cap - (size_t)w, "%02x", m[i]);
+    return;
+  }
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    if (strcmp(kind, kinds[i].name)) continue;
+    long port = 0, cnt = -1;
+    if (kinds[i].port) {
+      port = n == 4 ? index_arg(a1, 3) : -1;
+      cnt = n == 4 ? index_arg(a2, 255) : -1;
+    } else {
+      cnt = n == 3 ? index_arg(a1, 255) : -1;
+    }
+    if (port < 0 || cnt < 0) {
+      snprintf(reply, cap, "err errors %ld %s: %s", k, kind, kinds[i].port ? "port 0..3 then count 0..255" : "count 0..255");
+      return;
+    }
+    autd3_emu_inject_errors(emu, (uint16_t)k, kinds[i].kind, (uint8_t)port, (uint32_t)cnt);
+    snprintf(reply, cap, "ok errors %ld %s %ld %ld", k, kind, port, cnt);
+    return;
+  }
+  snprintf(reply, cap, "err errors %ld %s: kinds crc, phy, fwd, lost-link (with a port), pu, pdi", k, kind);
+}
+
 /* One control command; reply is written without the trailing newline. */
 static void control(ctx_t *c, char *line, char *reply, size_t cap) {
   char *nl = strpbrk(line, "\r\n");
@@ -199,6 +239,13 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
   } else if (!strcmp(cmd, "silence") && n == 2 && (arg[0] == '0' || arg[0] == '1') && !arg[1]) {
     emu->faults.silence = arg[0] == '1';
     snprintf(reply, cap, "ok silence %c", arg[0]);
+  } else if ((!strcmp(cmd, "mute") || !strcmp(cmd, "unmute")) && n == 2) {
+    long k = index_arg(arg, emu->cfg.devices - 1);
+    if (k < 0) snprintf(reply, cap, "err %s %s: devices 0..%u", cmd, arg, (unsigned)emu->cfg.devices - 1);
+    else {
+      emu->faults.mute[k] = cmd[0] == 'm';
+      snprintf(reply, cap, "ok %s %ld", cmd, k);
+    }
   } else if (!strcmp(cmd, "al") && n == 2) {
     long k = index_arg(arg, emu->cfg.devices - 1);
     if (k < 0) snprintf(reply, cap, "err al %s: devices 0..%u", arg, (unsigned)emu->cfg.devices - 1);
@@ -230,13 +277,15 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
       for (int t = 0; t < AUTD3_OUTPUT_TRANSDUCERS && len > 0 && (size_t)len + 5 < cap; t++)
         len += snprintf(reply + len, cap - (size_t)len, "%02x%02x", st.phase[t], st.intensity[t]);
     }
+  } else if (!strcmp(cmd, "errors")) {
+    errors_cmd(emu, line, reply, cap);
   } else if (!strcmp(cmd, "ping")) {
     snprintf(reply, cap, "ok autd3-emu %u devices", (unsigned)emu->cfg.devices);
   } else if (!strcmp(cmd, "rx-clock")) {
     snprintf(reply, cap, "ok rx-clock kernel %llu read %llu", (unsigned long long)c->rx_clock.kernel,
              (unsigned long long)c->rx_clock.read);
   } else {
-    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, al K, log K, output K, ping, rx-clock)", line);
+    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, mute K, unmute K, al K, log K, output K, errors K KIND [P] N, ping, rx-clock)", line);
   }
 }
 
@@ -273,14 +322,20 @@ static autd3_fw_version_t parse_fw(const char *s) {
   return (autd3_fw_version_t){a, b, d, a, b, d};
 }
 
-int main(int argc, char **argv) {
-  autd3_emu_config_t cfg = autd3_emu_config_default();
-  const char *ifname = NULL, *control_path = NULL, *capture = NULL, *vendor = NULL, *name = NULL;
-  int override_dev = 0, verbose = 0;
-  long unplug = -1;
-  double drop = 0, corrupt = 0;
-  bool silence = false;
-  ctx_t c = {0};
+/* The command line. */
+typedef struct args {
+  autd3_emu_config_t cfg;
+  const char *ifname, *control_path, *capture, *vendor, *name;
+  int override_dev, verbose;
+  long unplug;
+  double drop, corrupt;
+  bool silence;
+  uint32_t delay_us;
+} args_t;
+
+/* Parse the command line into *a: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, args_t *a) {
+  *a = (args_t){.cfg = autd3_emu_config_default(), .unplug = -1};
   enum { O_FW = 256, O_TIMING, O_DRIFT, O_HOP, O_WIRE, O_NOSTRICT, O_DCREQ, O_DROP, O_CORRUPT, O_DELAY, O_SILENCE,
          O_UNPLUG, O_VENDOR, O_NAME, O_OVDEV, O_CONTROL, O_CAPTURE, O_SEED, O_PARENT, O_MAILBOX, O_WD, O_FIRMWARE };
   static const struct option opts[] = {
@@ -300,69 +355,162 @@ int main(int argc, char **argv) {
   int o;
   while ((o = getopt_long(argc, argv, "i:n:vh", opts, NULL)) != -1) {
     switch (o) {
-      case 'i': ifname = optarg; break;
-      case 'n': cfg.devices = (uint16_t)opt_u("--devices", optarg, 1, AUTD3_EMU_MAX_DEVICES); break;
-      case O_FW: cfg.version = parse_fw(optarg); break;
+      case 'i': a->ifname = optarg; break;
+      case 'n': a->cfg.devices = (uint16_t)opt_u("--devices", optarg, 1, AUTD3_EMU_MAX_DEVICES); break;
+      case O_FW: a->cfg.version = parse_fw(optarg); break;
       case O_FIRMWARE: {
         autd3_emu_firmware_t fw;
         if (autd3_emu_firmware_parse(optarg, &fw) != AUTD3_OK) {
           fprintf(stderr, "autd3-emu: --firmware: %s\n", autd3_last_error());
           return 2;
         }
-        cfg.firmware = fw;
+        a->cfg.firmware = fw;
         break;
       }
       case O_TIMING:
-        if (autd3_timing_model_parse(optarg, &cfg.timing) != AUTD3_OK) {
+        if (autd3_timing_model_parse(optarg, &a->cfg.timing) != AUTD3_OK) {
           fprintf(stderr, "autd3-emu: --timing %s: %s\n", optarg, autd3_last_error());
           return 2;
         }
         break;
-      case O_DRIFT: cfg.drift_ppm = autd3_numopt_f64_or_exit(TOOL, "--drift-ppm", optarg, 0, 1000); break;
+      case O_DRIFT: a->cfg.drift_ppm = autd3_numopt_f64_or_exit(TOOL, "--drift-ppm", optarg, 0, 1000); break;
       /* a real ESC forwards in well under 1 µs; 1 ms per hop is already absurd */
-      case O_HOP: cfg.hop_ns = (uint32_t)opt_u("--hop-ns", optarg, 0, 1000000); break;
-      case O_WIRE: cfg.wire = true; break;
-      case O_NOSTRICT: cfg.strict_op = false; break;
-      case O_MAILBOX: cfg.mailbox = true; break;
+      case O_HOP: a->cfg.hop_ns = (uint32_t)opt_u("--hop-ns", optarg, 0, 1000000); break;
+      case O_WIRE: a->cfg.wire = true; break;
+      case O_NOSTRICT: a->cfg.strict_op = false; break;
+      case O_MAILBOX: a->cfg.mailbox = true; break;
       /* 0x0420 is a u16 in 100 µs units (0x0400's default divider) */
-      case O_WD: cfg.sm_watchdog_100us = (uint16_t)(opt_u("--sm-watchdog-ms", optarg, 0, 6553) * 10); break;
-      case O_DCREQ: cfg.dc_required = true; break;
-      case O_DROP: drop = autd3_numopt_f64_or_exit(TOOL, "--drop", optarg, 0, 1); break;
-      case O_CORRUPT: corrupt = autd3_numopt_f64_or_exit(TOOL, "--corrupt", optarg, 0, 1); break;
-      case O_DELAY: c.delay_us = (uint32_t)opt_u("--delay-us", optarg, 0, 10000000); break; /* as the control command */
-      case O_SILENCE: silence = true; break;
-      case O_UNPLUG: unplug = (long)opt_u("--unplug", optarg, 0, AUTD3_EMU_MAX_DEVICES); break;
-      case O_VENDOR: vendor = optarg; break;
+      case O_WD: a->cfg.sm_watchdog_100us = (uint16_t)(opt_u("--sm-watchdog-ms", optarg, 0, 6553) * 10); break;
+      case O_DCREQ: a->cfg.dc_required = true; break;
+      case O_DROP: a->drop = autd3_numopt_f64_or_exit(TOOL, "--drop", optarg, 0, 1); break;
+      case O_CORRUPT: a->corrupt = autd3_numopt_f64_or_exit(TOOL, "--corrupt", optarg, 0, 1); break;
+      case O_DELAY: a->delay_us = (uint32_t)opt_u("--delay-us", optarg, 0, 10000000); break; /* as the control command */
+      case O_SILENCE: a->silence = true; break;
+      case O_UNPLUG: a->unplug = (long)opt_u("--unplug", optarg, 0, AUTD3_EMU_MAX_DEVICES); break;
+      case O_VENDOR: a->vendor = optarg; break;
       case O_NAME:
-        if (strlen(optarg) >= sizeof cfg.override_name) { /* an SII string holds what the master will compare */
-          fprintf(stderr, TOOL ": --name '%s': at most %u characters\n", optarg, (unsigned)sizeof cfg.override_name - 1);
+        if (strlen(optarg) >= sizeof a->cfg.override_name) { /* an SII string holds what the master will compare */
+          fprintf(stderr, TOOL ": --name '%s': at most %u characters\n", optarg, (unsigned)sizeof a->cfg.override_name - 1);
           return 2;
         }
-        name = optarg;
+        a->name = optarg;
         break;
-      case O_OVDEV: override_dev = (int)opt_u("--override-device", optarg, 0, AUTD3_EMU_MAX_DEVICES - 1); break;
-      case O_CONTROL: control_path = optarg; break;
-      case O_CAPTURE: capture = optarg; break;
-      case O_SEED: cfg.seed = opt_u("--seed", optarg, 0, UINT64_MAX); break;
+      case O_OVDEV: a->override_dev = (int)opt_u("--override-device", optarg, 0, AUTD3_EMU_MAX_DEVICES - 1); break;
+      case O_CONTROL: a->control_path = optarg; break;
+      case O_CAPTURE: a->capture = optarg; break;
+      case O_SEED: a->cfg.seed = opt_u("--seed", optarg, 0, UINT64_MAX); break;
       case O_PARENT:
         /* autd3-netns may be killed hard; an orphaned emulator would keep the namespace alive */
         if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() == 1) return 1;
         break;
-      case 'v': verbose++; break;
+      case 'v': a->verbose++; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
   }
-  if (!ifname || optind != argc) {
+  if (!a->ifname || optind != argc) {
     usage(stderr);
     return 2;
   }
-  if (vendor || name) {
-    cfg.override_index = override_dev;
-    cfg.override_vendor = vendor ? (uint32_t)opt_u("--vendor", vendor, 0, UINT32_MAX) : AUTD3_EMU_VENDOR;
-    snprintf(cfg.override_name, sizeof cfg.override_name, "%s", name ? name : "AUTD");
+  if (a->vendor || a->name) {
+    a->cfg.override_index = a->override_dev;
+    a->cfg.override_vendor = a->vendor ? (uint32_t)opt_u("--vendor", a->vendor, 0, UINT32_MAX) : AUTD3_EMU_VENDOR;
+    snprintf(a->cfg.override_name, sizeof a->cfg.override_name, "%s", a->name ? a->name : "AUTD");
   }
+  return -1;
+}
 
+/* Answer the frames waiting on the interface (a bounded batch), logging AL status changes when verbose. */
+static void serve_frames(ctx_t *c, autd3_nic_t *nic, uint16_t devices, int verbose, uint8_t *prev_state) {
+  static uint8_t buf[AUTD3_NIC_MAX_FRAME + 64];
+  autd3_emu_t *emu = c->emu;
+    for (int k = 0; k < 64; k++) { /* bounded batch, then serve the rest */
+      size_t len;
+      send_due(nic);
+      if (autd3__nic_recv(nic, buf, AUTD3_NIC_MAX_FRAME, &len, 0) != AUTD3_OK) break;
+      /* The devices see the frame from when it reached the interface, not
+       * from when this process got to read it (rx_clock.h). */
+      uint64_t t = emu_rx_clock_arrival(&c->rx_clock, autd3__nic_rx_ns(nic));
+      cap_write(buf, len);
+      if (g_qlen == QLEN) { /* no room for the reply: lost before it reaches the devices */
+        emu->dropped++;
+        continue;
+      }
+      if (!autd3_emu_process(emu, buf, len, t)) continue;
+      /* the wire model's ring time (emu->reply_ns; t without it), then "delay US" */
+      uint64_t due = emu->reply_ns + (uint64_t)c->delay_us * 1000u;
+      if (due <= autd3__now_ns() && g_qlen == 0) {
+        cap_write(buf, len);
+        if (autd3__nic_send(nic, buf, len) != AUTD3_OK && verbose) fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
+      } else {
+        pending_t *q = &g_q[(g_qhead + g_qlen) % QLEN];
+        q->due = due;
+        q->len = len;
+        memcpy(q->buf, buf, len);
+        g_qlen++;
+      }
+    }
+    if (verbose) {
+      for (uint16_t i = 0; i < devices; i++) {
+        uint8_t st = emu->esc[i].mem[0x130];
+        if (st != prev_state[i]) {
+          fprintf(stderr, "autd3-emu: device %u AL status 0x%02x code 0x%04x\n", (unsigned)i, st,
+                  (unsigned)(emu->esc[i].mem[0x134] | (emu->esc[i].mem[0x135] << 8)));
+          prev_state[i] = st;
+        }
+      }
+    }
+}
+
+/* The control socket: accept a client, read command lines, answer each (control()). */
+static void serve_control(ctx_t *c, int lfd, const struct pollfd *p, int np, client_t *cl, const int *cidx) {
+    if (p[1].revents & POLLIN) {
+      int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        int slot = -1;
+        for (int i = 0; i < MAX_CLIENTS; i++)
+          if (cl[i].fd < 0) { slot = i; break; }
+        if (slot < 0) close(fd);
+        else { cl[slot].fd = fd; cl[slot].len = 0; }
+      }
+    }
+    for (int j = 2; j < np; j++) {
+      if (!(p[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      client_t *k = &cl[cidx[j - 2]];
+      ssize_t got = read(k->fd, k->buf + k->len, sizeof k->buf - 1 - k->len);
+      if (got <= 0) {
+        close(k->fd);
+        k->fd = -1;
+        continue;
+      }
+      k->len += (size_t)got;
+      k->buf[k->len] = 0;
+      char *nl;
+      while ((nl = memchr(k->buf, '\n', k->len)) != NULL) {
+        *nl = 0;
+        static char reply[33000];
+        control(c, k->buf, reply, sizeof reply - 2);
+        size_t rl = strlen(reply);
+        reply[rl++] = '\n';
+        if (write(k->fd, reply, rl) < 0) { /* client gone; closed on next read */ }
+        size_t used = (size_t)(nl - k->buf) + 1;
+        memmove(k->buf, nl + 1, k->len - used);
+        k->len -= used;
+      }
+      if (k->len >= sizeof k->buf - 1) { /* a line too long: drop it */
+        k->len = 0;
+      }
+    }
+}
+
+int main(int argc, char **argv) {
+  args_t a;
+  int prc = parse_args(argc, argv, &a);
+  if (prc >= 0) return prc;
+  autd3_emu_config_t cfg = a.cfg;
+  const char *ifname = a.ifname, *control_path = a.control_path, *capture = a.capture;
+  int verbose = a.verbose;
+  ctx_t c = {.delay_us = a.delay_us};
   autd3_emu_t *emu;
   if (autd3_emu_create(&cfg, autd3__now_ns(), &emu) != AUTD3_OK) {
     fprintf(stderr, "%s\n", autd3_last_error()); /* the message names autd3-emu */
@@ -371,10 +519,10 @@ int main(int argc, char **argv) {
   c.emu = emu;
   /* replies are due at sub-microsecond model times: a 50 us default timer slack would add up to 50 us to each */
   if (cfg.wire) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  emu->faults.drop = drop;
-  emu->faults.corrupt = corrupt;
-  emu->faults.silence = silence;
-  if (unplug >= 0 && autd3_emu_unplug(emu, (uint16_t)unplug) != AUTD3_OK) {
+  emu->faults.drop = a.drop;
+  emu->faults.corrupt = a.corrupt;
+  emu->faults.silence = a.silence;
+  if (a.unplug >= 0 && autd3_emu_unplug(emu, (uint16_t)a.unplug) != AUTD3_OK) {
     fprintf(stderr, "%s\n", autd3_last_error());
     autd3_emu_destroy(emu);
     return 2;
@@ -424,7 +572,6 @@ int main(int argc, char **argv) {
   client_t cl[MAX_CLIENTS];
   for (int i = 0; i < MAX_CLIENTS; i++) cl[i].fd = -1;
   uint8_t prev_state[AUTD3_EMU_MAX_DEVICES] = {0};
-  static uint8_t buf[AUTD3_NIC_MAX_FRAME + 64];
   uint64_t last_tick = 0;
 
   while (!g_stop) {
@@ -446,87 +593,12 @@ int main(int argc, char **argv) {
     if (r < 0 && errno != EINTR) break;
     now = autd3__now_ns();
     /* frames */
-    if (r > 0 && (p[0].revents & POLLIN)) {
-      for (int k = 0; k < 64; k++) { /* bounded batch, then serve the rest */
-        size_t len;
-        send_due(nic);
-        if (autd3__nic_recv(nic, buf, AUTD3_NIC_MAX_FRAME, &len, 0) != AUTD3_OK) break;
-        /* The devices see the frame from when it reached the interface, not
-         * from when this process got to read it (rx_clock.h). */
-        uint64_t t = emu_rx_clock_arrival(&c.rx_clock, autd3__nic_rx_ns(nic));
-        cap_write(buf, len);
-        if (g_qlen == QLEN) { /* no room for the reply: lost before it reaches the devices */
-          emu->dropped++;
-          continue;
-        }
-        if (!autd3_emu_process(emu, buf, len, t)) continue;
-        /* the wire model's ring time (emu->reply_ns; t without it), then "delay US" */
-        uint64_t due = emu->reply_ns + (uint64_t)c.delay_us * 1000u;
-        if (due <= autd3__now_ns() && g_qlen == 0) {
-          cap_write(buf, len);
-          if (autd3__nic_send(nic, buf, len) != AUTD3_OK && verbose) fprintf(stderr, "autd3-emu: %s\n", autd3_last_error());
-        } else {
-          pending_t *q = &g_q[(g_qhead + g_qlen) % QLEN];
-          q->due = due;
-          q->len = len;
-          memcpy(q->buf, buf, len);
-          g_qlen++;
-        }
-      }
-      if (verbose) {
-        for (uint16_t i = 0; i < cfg.devices; i++) {
-          uint8_t st = emu->esc[i].mem[0x130];
-          if (st != prev_state[i]) {
-            fprintf(stderr, "autd3-emu: device %u AL status 0x%02x code 0x%04x\n", (unsigned)i, st,
-                    (unsigned)(emu->esc[i].mem[0x134] | (emu->esc[i].mem[0x135] << 8)));
-            prev_state[i] = st;
-          }
-        }
-      }
-    }
+    if (r > 0 && (p[0].revents & POLLIN)) serve_frames(&c, nic, cfg.devices, verbose, prev_state);
     send_due(nic);
     now = autd3__now_ns();
     if (now - last_tick >= 1000000 && tick_if_drained(emu, c.nic_fd)) last_tick = now;
     /* control socket */
-    if (lfd >= 0 && r > 0) {
-      if (p[1].revents & POLLIN) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd >= 0) {
-          int slot = -1;
-          for (int i = 0; i < MAX_CLIENTS; i++)
-            if (cl[i].fd < 0) { slot = i; break; }
-          if (slot < 0) close(fd);
-          else { cl[slot].fd = fd; cl[slot].len = 0; }
-        }
-      }
-      for (int j = 2; j < np; j++) {
-        if (!(p[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        client_t *k = &cl[cidx[j - 2]];
-        ssize_t got = read(k->fd, k->buf + k->len, sizeof k->buf - 1 - k->len);
-        if (got <= 0) {
-          close(k->fd);
-          k->fd = -1;
-          continue;
-        }
-        k->len += (size_t)got;
-        k->buf[k->len] = 0;
-        char *nl;
-        while ((nl = memchr(k->buf, '\n', k->len)) != NULL) {
-          *nl = 0;
-          static char reply[33000];
-          control(&c, k->buf, reply, sizeof reply - 2);
-          size_t rl = strlen(reply);
-          reply[rl++] = '\n';
-          if (write(k->fd, reply, rl) < 0) { /* client gone; closed on next read */ }
-          size_t used = (size_t)(nl - k->buf) + 1;
-          memmove(k->buf, nl + 1, k->len - used);
-          k->len -= used;
-        }
-        if (k->len >= sizeof k->buf - 1) { /* a line too long: drop it */
-          k->len = 0;
-        }
-      }
-    }
+    if (lfd >= 0 && r > 0) serve_control(&c, lfd, p, np, cl, cidx);
   }
   if (verbose) {
     static char st[32768];

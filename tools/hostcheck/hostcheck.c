@@ -17,7 +17,8 @@
  *   --spin busy-waits for the same time, reading the clock, and counts the
  *          gaps (the thread was not running): the stalls a cycle plan that
  *          spins to hit a narrow window (echocat's long chains) cannot avoid.
- * Only the platform seam (src/platform): it builds wherever the library does.
+ * The measurement is tools/common/wake_measure.c (shared with `autd3 doctor`);
+ * only the platform seam (src/platform): it builds wherever the library does.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,23 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autd3/link_driver.h"
 #include "numopt.h"
-#include "platform/platform.h"
-#include "platform/rt.h"
+#include "wake_measure.h"
 
 #define TOOL "autd3-hostcheck"
-#define BUCKETS 20000 /* 1 µs buckets of lateness; beyond: counted in the last */
-
-typedef struct {
-  uint64_t cycle_ns, count;
-  int rt_priority, rt_core;
-  bool spin;
-  /* results */
-  autd3_err_t policy_err;
-  char policy_msg[256];
-  uint64_t cpu_ns, wall_ns, max_ns, over[4];
-  uint32_t hist[BUCKETS + 1];
-} run_t;
 
 static void usage(FILE *o) {
   fprintf(o,
@@ -53,59 +42,8 @@ static void usage(FILE *o) {
           "  --spin            busy-wait instead of sleeping; count the gaps of a running thread\n");
 }
 
-static void record(run_t *r, uint64_t late) {
-  if (late > r->max_ns) r->max_ns = late;
-  uint64_t us = late / 1000u;
-  r->hist[us < BUCKETS ? us : BUCKETS]++;
-  const uint64_t lim[4] = {10000u, 100000u, 500000u, r->cycle_ns};
-  for (int i = 0; i < 4; i++)
-    if (late > lim[i]) r->over[i]++;
-}
-
-static void *measure(void *arg) {
-  run_t *r = arg;
-  r->policy_err = autd3__bus_thread_policy(r->rt_priority, r->rt_core);
-  if (r->policy_err != AUTD3_OK) {
-    snprintf(r->policy_msg, sizeof r->policy_msg, "%s", autd3_last_error());
-    return NULL;
-  }
-  uint64_t cpu0 = autd3__thread_cpu_ns(), t0 = autd3__now_ns();
-  if (r->spin) {
-    /* every clock read that comes more than 1 µs after the previous one is a gap */
-    uint64_t end = t0 + r->count * r->cycle_ns, prev = t0;
-    for (uint64_t now = t0; now < end; now = autd3__now_ns()) {
-      if (now - prev > 1000u) record(r, now - prev);
-      prev = now;
-    }
-  } else {
-    uint64_t deadline = t0;
-    for (uint64_t i = 0; i < r->count; i++) {
-      deadline += r->cycle_ns;
-      autd3__sleep_until_ns(deadline, 0);
-      uint64_t now = autd3__now_ns();
-      record(r, now > deadline ? now - deadline : 0);
-      if (now > deadline + r->cycle_ns) /* a stall: the next deadline is the next cycle still ahead */
-        deadline += (now - deadline) / r->cycle_ns * r->cycle_ns;
-    }
-  }
-  r->wall_ns = autd3__now_ns() - t0;
-  r->cpu_ns = autd3__thread_cpu_ns() - cpu0;
-  return NULL;
-}
-
-static double pct_us(const run_t *r, double q) {
-  uint64_t n = 0, total = 0;
-  for (int i = 0; i <= BUCKETS; i++) total += r->hist[i];
-  if (total == 0) return 0;
-  for (int i = 0; i <= BUCKETS; i++) {
-    n += r->hist[i];
-    if ((double)n >= q * (double)total) return i;
-  }
-  return BUCKETS;
-}
-
 int main(int argc, char **argv) {
-  static run_t r; /* the histogram is large: not on the stack */
+  static wake_run_t r; /* the histogram is large: not on the stack */
   r.cycle_ns = 1000000u;
   r.count = 10000u;
   r.rt_core = -1;
@@ -137,12 +75,10 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  autd3__thread_t th;
-  if (autd3__thread_start(&th, measure, &r, "autd3-hostcheck") != AUTD3_OK) {
+  if (!wake_measure(&r)) {
     fprintf(stderr, TOOL ": cannot start the measuring thread: %s\n", autd3_last_error());
     return 1;
   }
-  autd3__thread_join(&th);
   if (r.policy_err != AUTD3_OK) {
     fprintf(stderr, TOOL ": --rt-priority/--rt-core refused: %s\n", r.policy_msg);
     return 1;
@@ -160,8 +96,8 @@ int main(int argc, char **argv) {
     printf("  gaps > 500 us : %llu\n", (unsigned long long)r.over[2]);
     printf("  max gap       : %.1f us\n", (double)r.max_ns / 1e3);
   } else {
-    printf("  late p50      : %.0f us\n", pct_us(&r, 0.50));
-    printf("  late p99      : %.0f us\n", pct_us(&r, 0.99));
+    printf("  late p50      : %.0f us\n", wake_pct_us(&r, 0.50));
+    printf("  late p99      : %.0f us\n", wake_pct_us(&r, 0.99));
     printf("  late max      : %.1f us\n", (double)r.max_ns / 1e3);
     printf("  late > 100 us : %llu\n", (unsigned long long)r.over[1]);
     printf("  late > 500 us : %llu\n", (unsigned long long)r.over[2]);

@@ -49,6 +49,7 @@ typedef struct cli {
   int rt_priority, rt_core;
   const char *interface, *timing, *address, *twincat_server, *ams_net_id, *client_ams_net_id;
   int twincat_port;
+  const char *capture;      /* EtherCAT links: --capture FILE.pcap */
   uint64_t emu_power_cycle; /* emulator: power-cycle the last device after this many sends; 0 = never */
   uint32_t remote_protocol; /* 0 = the link's default (newest) */
   uint32_t protocol;        /* autd3_protocol_t (--protocol) */
@@ -88,6 +89,7 @@ static void usage(FILE *f) {
           "                         or auto (probe at open)\n"
           "link options:\n"
           "  --interface NAME       EtherCAT links: adapter (default auto)\n"
+          "  --capture FILE.pcap    EtherCAT links: every frame, both directions, into a pcap file (Linux)\n"
           "  --timing MODEL         emulator: default, pessimistic, ideal or\n"
           "                         take=sync0|arrival,fifo=NS,ll=NS,publish=sync0|now\n"
           "  --address HOST:PORT    remote: server address (default 127.0.0.1:8080); \"auto\": the first\n"
@@ -145,7 +147,7 @@ static uint64_t parse_duration(const char *s) {
 enum {
   O_LINK = 256, O_DEVICES, O_COUNT, O_DURATION, O_MODE, O_INFLIGHT, O_CYCLE, O_SHIFT, O_WARMUP, O_DATALEN, O_SLEEP, O_CSV,
   O_JSON, O_PLOT, O_TIMEOUT, O_RESYNC, O_LL, O_RTPRIO, O_RTCORE, O_IFACE, O_TIMING, O_ADDR, O_TCSERVER, O_TCPORT, O_AMS,
-  O_CAMS, O_HELP, O_EMU_PC, O_RPROTO, O_PROTOCOL, O_FIRMWARE
+  O_CAMS, O_HELP, O_EMU_PC, O_RPROTO, O_PROTOCOL, O_FIRMWARE, O_CAPTURE
 };
 
 static void parse_cli(int argc, char **argv, cli_t *c) {
@@ -159,7 +161,7 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       {"twincat-server", 1, 0, O_TCSERVER}, {"twincat-port", 1, 0, O_TCPORT}, {"ams-net-id", 1, 0, O_AMS},
       {"client-ams-net-id", 1, 0, O_CAMS}, {"help", 0, 0, O_HELP},
       {"emu-power-cycle", 1, 0, O_EMU_PC}, {"remote-protocol", 1, 0, O_RPROTO}, {"protocol", 1, 0, O_PROTOCOL},
-      {"firmware", 1, 0, O_FIRMWARE}, {0, 0, 0, 0}};
+      {"firmware", 1, 0, O_FIRMWARE}, {"capture", 1, 0, O_CAPTURE}, {0, 0, 0, 0}};
   memset(c, 0, sizeof *c);
   c->link = "emulator";
   c->devices = 1;
@@ -201,6 +203,7 @@ static void parse_cli(int argc, char **argv, cli_t *c) {
       case O_RTPRIO: c->rt_priority = (int)parse_u64("--rt-priority", optarg, 99); break;
       case O_RTCORE: c->rt_core = (int)parse_u64("--rt-core", optarg, 4095); break;
       case O_IFACE: c->interface = optarg; break;
+      case O_CAPTURE: c->capture = optarg; break;
       case O_TIMING: c->timing = optarg; break;
       case O_ADDR: c->address = optarg; break;
       case O_TCSERVER: c->twincat_server = optarg; break;
@@ -253,7 +256,8 @@ static autd3_link_option_t build_link_option(const cli_t *c, autd3_timing_model_
   const autd3_tool_link_flags_t f = {
       .link = c->link, .cycle_us = c->cycle_us, .shift_us = c->shift_us, .shift_set = c->shift_set,
       .interface = c->interface, .timing = c->timing, .address = c->address, .twincat_server = c->twincat_server,
-      .ams_net_id = c->ams_net_id, .client_ams_net_id = c->client_ams_net_id, .twincat_port = c->twincat_port};
+      .ams_net_id = c->ams_net_id, .client_ams_net_id = c->client_ams_net_id, .twincat_port = c->twincat_port,
+      .capture = c->capture};
   autd3_link_option_t o;
   char err[256];
   if (!autd3_tool_link_option(&f, &o, err, sizeof err)) die("%s", err);

@@ -62,7 +62,7 @@ void pt_summarize(const pt_sample_t *s, size_t n, uint64_t elapsed_ns, uint64_t 
   if (secs > 0) {
     out->cmd_per_sec = (double)k / secs;
     /* One tx frame (626 B) per command, not × devices: the documented
-     * 997 cmd/s ↔ 624 000 B/s relation (notes §5). */
+     * 997 cmd/s ↔ 624 000 B/s relation (the SDK's Link documentation page; docs/echocat.md). */
     out->byte_per_sec = (double)(k * 626u) / secs;
   }
 }

@@ -28,9 +28,11 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: autd3-remote-server [options]\n"
           "\n"
-          "Serve a libautd3 link to one Remote-link client at a time (ARMT protocol v3, the\n"
-          "protocol of autd3-rs-link-remote 0.1-0.4 / PyPI autd3-link-remote 0.2). Logs to stderr;\n"
-          "SIGINT / SIGTERM stop it cleanly.\n"
+          "Serve a libautd3 link to one Remote-link client at a time, over the ARMT protocol in both\n"
+          "published versions, each client answered in its own: v7 (autd3-rs-link-remote 0.5-0.9 /\n"
+          "PyPI autd3-link-remote 0.8-0.9, and libautd3's Remote link by default) and v3\n"
+          "(autd3-rs-link-remote 0.1-0.4 / PyPI autd3-link-remote 0.2). Logs to stderr, with each\n"
+          "session's per-stage timings at its end; SIGINT / SIGTERM stop it cleanly.\n"
           "\n"
           "  --listen ADDR          host:port or [v6]:port to listen on (default 127.0.0.1:8080;\n"
           "                         use 0.0.0.0:8080 to accept other machines; port 0 = any)\n"
@@ -56,6 +58,8 @@ static void usage(FILE *f) {
           "  --cycle-us US          bus cycle: emulator cycle, EtherCAT SYNC0 period, TwinCAT task cycle (default 1000)\n"
           "  --shift-us US          EtherCAT SYNC0 shift (default 0)\n"
           "  --interface NAME       EtherCAT links: adapter (default auto)\n"
+          "  --capture FILE.pcap    EtherCAT links: every bus frame, both directions (the file is\n"
+          "                         rewritten each time the server opens the link)\n"
           "  --timing MODEL         emulator: default, pessimistic, ideal or take=..,fifo=..,ll=..,publish=..\n"
           "  --address HOST:PORT    remote: the next server (chaining)\n"
           "  --twincat-server IP    twincat: remote TwinCAT host (default: local router)\n"
@@ -76,11 +80,11 @@ static long long num(const char *opt, const char *s, long long lo, long long hi)
   return (long long)autd3_numopt_i64_or_exit("autd3-remote-server", opt, s, lo, hi);
 }
 
-enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_ADV, O_ADVI, O_HELP };
+enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_ADV, O_ADVI, O_CAPTURE, O_HELP };
 
 int main(int argc, char **argv) {
   autd3_remote_server_option_t so = autd3_remote_server_option_default();
-  const char *link = "emulator", *iface = NULL, *timing = NULL, *addr = NULL, *tcs = NULL, *ams = NULL, *cams = NULL;
+  const char *link = "emulator", *iface = NULL, *timing = NULL, *addr = NULL, *tcs = NULL, *ams = NULL, *cams = NULL, *capture = NULL;
   long long cycle_us = 1000, shift_us = 0, tcp = -1;
   int shift_set = 0, pickup_set = 0;
   static const struct option opts[] = {
@@ -90,7 +94,7 @@ int main(int argc, char **argv) {
       {"link", 1, 0, O_LINK}, {"cycle-us", 1, 0, O_CYCLE}, {"shift-us", 1, 0, O_SHIFT}, {"interface", 1, 0, O_IFACE},
       {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR}, {"twincat-server", 1, 0, O_TCS}, {"twincat-port", 1, 0, O_TCP},
       {"ams-net-id", 1, 0, O_AMS}, {"client-ams-net-id", 1, 0, O_CAMS}, {"advertise", 0, 0, O_ADV},
-      {"advertise-instance", 1, 0, O_ADVI}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+      {"advertise-instance", 1, 0, O_ADVI}, {"capture", 1, 0, O_CAPTURE}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
@@ -115,6 +119,7 @@ int main(int argc, char **argv) {
       case O_TCP: tcp = num("--twincat-port", optarg, 1, 65535); break;
       case O_AMS: ams = optarg; break;
       case O_CAMS: cams = optarg; break;
+      case O_CAPTURE: capture = optarg; break;
       case 'h':
       case O_HELP: usage(stdout); return 0;
       default: usage(stderr); return 2;
@@ -128,7 +133,7 @@ int main(int argc, char **argv) {
   const autd3_tool_link_flags_t f = {
       .link = link, .cycle_us = (uint32_t)cycle_us, .shift_us = (int32_t)shift_us, .shift_set = shift_set != 0,
       .interface = iface, .timing = timing, .address = addr, .twincat_server = tcs, .ams_net_id = ams,
-      .client_ams_net_id = cams, .twincat_port = (int)tcp};
+      .client_ams_net_id = cams, .twincat_port = (int)tcp, .capture = capture};
   autd3_link_option_t lo;
   char lerr[256];
   if (!autd3_tool_link_option(&f, &lo, lerr, sizeof lerr)) die("%s", lerr);

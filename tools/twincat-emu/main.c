@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--task-us") == 0) {
       cfg.task_us = (uint32_t)u("--task-us", v, 50, 1000000); /* tcemu_create's range */
     } else if (strcmp(a, "--net-id") == 0) {
-      if (ams_netid_parse(v, &cfg.netid) != AUTD3_OK) return usage("--net-id takes a.b.c.d.e.f");
+      if (autd3__ams_netid_parse(v, &cfg.netid) != AUTD3_OK) return usage("--net-id takes a.b.c.d.e.f");
     } else if (strcmp(a, "--log-file") == 0) {
       log_path = v;
     } else if (strcmp(a, "--firmware") == 0) {
@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
   signal(SIGTERM, on_signal);
   char id[24];
   fprintf(stderr, "autd3-twincat-emu: %u devices, AMS NetId %s, task port 301, task cycle %u us, listening on %s%s%s:%u\n", cfg.devices,
-          ams_netid_format(&cfg.netid, id, sizeof id), cfg.task_us, strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
+          autd3__ams_netid_format(&cfg.netid, id, sizeof id), cfg.task_us, strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
           strchr(cfg.listen_host, ':') ? "]" : "", tcemu_port(emu));
   printf("port %u\n", tcemu_port(emu));
   fflush(stdout);

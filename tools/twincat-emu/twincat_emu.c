@@ -19,6 +19,7 @@
 
 #include "autd3/link_driver.h"
 #include "autd3/proto.h"
+#include "core/error_context.h"
 #include "device/device.h"
 #include "device/v12.h"
 #include "net/log_limit.h"
@@ -198,10 +199,8 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   snprintf(addr, sizeof addr, strchr(host, ':') && host[0] != '[' ? "[%s]:%u" : "%s:%u", host, cfg->listen_port);
   autd3_err_t err = autd3__net_listen(addr, &e->lfd, &e->port);
   if (err != AUTD3_OK) {
-    char why[256];
-    snprintf(why, sizeof why, "%s", autd3_last_error());
-    tcemu_free(e);
-    return autd3_set_error(err, "twincat-emu: %s", why);
+    tcemu_free(e); /* frees; leaves the message alone */
+    return autd3__error_context(err, "twincat-emu");
   }
   *out = e;
   return AUTD3_OK;
@@ -271,7 +270,7 @@ static void reply(tcemu_t *e, conn_t *c, const ams_header_t *req, uint32_t ams_e
     c->dead = true;
     return;
   }
-  c->wlen += ams_frame_encode(c->wbuf + c->wlen, e->wcap - c->wlen, &h, a, na, b, nb);
+  c->wlen += autd3__ams_frame_encode(c->wbuf + c->wlen, e->wcap - c->wlen, &h, a, na, b, nb);
 }
 
 /* A failed request still gets its command's fixed reply fields, zeroed
@@ -394,26 +393,26 @@ static void handle_frame(tcemu_t *e, conn_t *c, uint16_t tcmd, const uint8_t *f,
     memcpy(r, e->cfg.netid.b, 6);
     ads_put_u16(r + 6, e->next_router_port++);
     if (e->next_router_port < 30000) e->next_router_port = 30000;
-    size_t k = ams_router_encode(e->scratch, sizeof e->scratch, AMS_TCP_PORT_CONNECT, r, 8);
+    size_t k = autd3__ams_router_encode(e->scratch, sizeof e->scratch, AMS_TCP_PORT_CONNECT, r, 8);
     if (!queue(c, e->wcap, e->scratch, k)) c->dead = true;
     return;
   }
   if (tcmd == AMS_TCP_GET_LOCAL_NETID) {
-    size_t k = ams_router_encode(e->scratch, sizeof e->scratch, AMS_TCP_GET_LOCAL_NETID, e->cfg.netid.b, 6);
+    size_t k = autd3__ams_router_encode(e->scratch, sizeof e->scratch, AMS_TCP_GET_LOCAL_NETID, e->cfg.netid.b, 6);
     if (!queue(c, e->wcap, e->scratch, k)) c->dead = true;
     return;
   }
   if (tcmd != AMS_TCP_ADS) return; /* port close, router notes: nothing to answer */
   ams_header_t h;
   const uint8_t *d;
-  if (ams_frame_decode(f, len, &h, &d) != AUTD3_OK) {
+  if (autd3__ams_frame_decode(f, len, &h, &d) != AUTD3_OK) {
     c->dead = true; /* lengths disagree: the stream cannot be trusted any more */
     return;
   }
   if (h.flags & AMS_SF_RESPONSE) return; /* we never send requests */
   c->peer = h.source;
   c->have_peer = true;
-  if (!ams_netid_eq(&h.target.netid, &e->cfg.netid)) return reply(e, c, &h, ADS_ERR_TARGET_MACHINE_NOT_FOUND, NULL, 0, NULL, 0);
+  if (!autd3__ams_netid_eq(&h.target.netid, &e->cfg.netid)) return reply(e, c, &h, ADS_ERR_TARGET_MACHINE_NOT_FOUND, NULL, 0, NULL, 0);
   if (h.target.port == TASK_PORT) return serve_task(e, c, &h, d);
   if (h.target.port == SYSTEM_PORT) {
     if (h.cmd == ADS_CMD_READ_STATE) return read_state(e, c, &h);
@@ -435,7 +434,7 @@ static void process_input(tcemu_t *e, conn_t *c) {
     }
     uint16_t tcmd;
     size_t flen;
-    int r = ams_frame_peek(c->rbuf + pos, c->rlen - pos, e->rcap, &tcmd, &flen);
+    int r = autd3__ams_frame_peek(c->rbuf + pos, c->rlen - pos, e->rcap, &tcmd, &flen);
     if (r == 0) break;
     if (r < 0) {
       /* Too long for any legitimate request: answer 0x0705 from its header
@@ -443,7 +442,7 @@ static void process_input(tcemu_t *e, conn_t *c) {
       if (c->rlen - pos < AMS_FRAME_HDR_LEN) break;
       ams_header_t h;
       uint32_t body = ads_get_u32(c->rbuf + pos + 2);
-      ams_header_peek(c->rbuf + pos, c->rlen - pos, &h);
+      autd3__ams_header_peek(c->rbuf + pos, c->rlen - pos, &h);
       if (tcmd == AMS_TCP_ADS) {
         if ((uint64_t)h.length + AMS_HDR_LEN != body) {
           c->dead = true;
@@ -499,9 +498,9 @@ static void notify(tcemu_t *e, conn_t *c, uint64_t cycle, uint64_t filetime) {
   ads_put_u32(w + hdr + 4, 1); /* one stamp */
   ads_put_u64(w + hdr + 8, filetime);
   ads_put_u32(w + hdr + 16, samples);
-  /* header last: ams_frame_encode with no parts only writes the 38 bytes */
+  /* header last: autd3__ams_frame_encode with no parts only writes the 38 bytes */
   uint8_t hb[AMS_FRAME_HDR_LEN];
-  ams_frame_encode(hb, sizeof hb, &h, NULL, 0, NULL, 0);
+  autd3__ams_frame_encode(hb, sizeof hb, &h, NULL, 0, NULL, 0);
   ads_put_u32(hb + 2, (uint32_t)(AMS_HDR_LEN + data));
   ads_put_u32(hb + AMS_TCP_HDR_LEN + 20, (uint32_t)data);
   memcpy(w, hb, hdr);
@@ -593,6 +592,9 @@ static void accept_all(tcemu_t *e) {
       continue;
     }
     conn_t *c = &e->conns[slot];
+    /* Fixed, not autotuned to megabytes: a client that stops reading fills it soon, then its own buffer here,
+     * and is disconnected (flush/queue) instead of being fed for minutes. */
+    autd3__net_cap_send_buffer(fd, 65536);
     snprintf(c->name, sizeof c->name, "%s", name);
     c->since_ns = autd3__now_ns();
     atomic_fetch_add(&e->st_accepted, 1);

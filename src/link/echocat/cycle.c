@@ -27,7 +27,7 @@ static void sleep_until(echocat_t *ec, uint64_t t, uint32_t spin_ns) {
 /* Time the outputs need before an edge: their measured round trip plus a guard. */
 static uint64_t out_need(const echocat_t *ec) { return (uint64_t)ec->out_rtt_ns + GUARD_NS; }
 
-void echocat__update_read_ahead(echocat_t *ec) {
+void autd3__echocat_update_read_ahead(echocat_t *ec) {
   /* Leave room for: read round trip + the caller's turnaround + the outputs;
    * and as much more as the devices' processing allows (PROCESS_NS after an
    * edge): the more room, the longer a stall that costs no SYNC0 edge. */
@@ -53,8 +53,8 @@ static void account_outputs(echocat_t *ec) {
     if (s->dg[1].wkc != 1)
       continue; /* the reference did not read: the caller assumes the worst */
     uint64_t passed = ecat_get64(s->f.buf + ec->out_dc[g]);
-    echocat__dc_bound(ec, passed, s->rx_ns);
-    uint64_t taken = ecat_dc_next_edge(ec->sync0_start, sync0, passed + CHAIN_PASS_NS(ec->n));
+    autd3__echocat_dc_bound(ec, passed, s->rx_ns);
+    uint64_t taken = autd3__ecat_dc_next_edge(ec->sync0_start, sync0, passed + CHAIN_PASS_NS(ec->n));
     if (taken > ec->last_slot)
       ec->last_slot = taken;
   }
@@ -75,20 +75,20 @@ static void resolve_previous(echocat_t *ec) {
   if (ec->silent)
     return; /* nothing has come back for a while: do not stall every cycle */
   set[n++] = &ec->rd;
-  echocat__collect_until(ec, set, n, autd3__now_ns() + RESOLVE_CAP_NS, &ec->rd);
+  autd3__echocat_collect_until(ec, set, n, autd3__now_ns() + RESOLVE_CAP_NS, &ec->rd);
   bool any = ec->rd.state == SLOT_DONE;
   for (int i = 0; i + 1 < n; i++)
     any = any || set[i]->state == SLOT_DONE;
   ec->silent = !any;
   account_outputs(ec);
   if (ec->rd.state == SLOT_DONE && ec->rd.dg[0].wkc)
-    echocat__dc_bound(ec, ecat_get64(ec->rd.f.buf + ec->rd_frmw), ec->rd.rx_ns);
+    autd3__echocat_dc_bound(ec, ecat_get64(ec->rd.f.buf + ec->rd_frmw), ec->rd.rx_ns);
 }
 
 /* The devices' DC time at host time `now`: the phase estimate, or the proven
  * lower bound if the estimate lags behind it. */
 static uint64_t dc_at(const echocat_t *ec, uint64_t now) {
-  uint64_t dc = (uint64_t)((int64_t)now + ec->off), lb = echocat__dc_lower(ec, now);
+  uint64_t dc = (uint64_t)((int64_t)now + ec->off), lb = autd3__echocat_dc_lower(ec, now);
   return ec->lb_t && lb > dc ? lb : dc;
 }
 
@@ -102,22 +102,34 @@ static uint64_t dc_at(const echocat_t *ec, uint64_t now) {
  * MIN_LEAD ahead, and never one that may already hold an image of ours (one
  * image per SYNC0: the devices keep only the newest SM2 buffer). */
 static uint64_t aim_edge(const echocat_t *ec, uint64_t now) {
-  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_at(ec, now) + MIN_LEAD_NS);
+  uint64_t slot = autd3__ecat_dc_next_edge(ec->sync0_start, ec->period, dc_at(ec, now) + MIN_LEAD_NS);
   if (ec->last_slot && slot <= ec->last_slot)
     slot = ec->last_slot + ec->period;
   return slot;
 }
 
-/* The read frame: FRMW of the reference's system time, LRD of all inputs, BRD AL status. */
+/* The read frame: FRMW of the reference's system time, the inputs, BRD AL
+ * status. The inputs: one LRD of all of them while every device answers it;
+ * after a short one, an LRD per input group (per device up to IN_DG_MAX
+ * devices), so that the next reads tell whose inputs came back, until
+ * IN_SPLIT_HOLD of them in a row were complete. A healthy chain's frame, and
+ * so its wire budget (wire.c), is unchanged; a chain with a device missing
+ * pays 12 bytes per group. A device's inputs are mapped at n × 626 + its
+ * index × 2 (autd3__echocat_map_pdo). */
 static void read_send(echocat_t *ec, uint64_t deadline) {
   const uint16_t n = ec->n;
   slot_t *r = &ec->rd;
-  echocat__slot_start(ec, r, true);
-  ec->rd_frmw = ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
-  uint32_t inlog = (uint32_t)n * OUT_BYTES;
-  ec->rd_lrd = ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
-  ec->rd_brd = ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
-  echocat__slot_send(ec, r);
+  autd3__echocat_slot_start(ec, r, true);
+  ec->rd_frmw = autd3__ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+  ec->rd_gsz = ec->in_split ? ec->in_gsz : n;
+  ec->rd_ngr = ec->in_split ? ec->in_ngr : 1;
+  for (uint16_t g = 0; g < ec->rd_ngr; g++) {
+    uint16_t first = (uint16_t)(g * ec->rd_gsz), m = (uint16_t)(n - first < ec->rd_gsz ? n - first : ec->rd_gsz);
+    uint32_t inlog = (uint32_t)n * OUT_BYTES + (uint32_t)first * IN_BYTES;
+    ec->rd_lrd[g] = autd3__ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(m * IN_BYTES));
+  }
+  ec->rd_brd = autd3__ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+  autd3__echocat_slot_send(ec, r);
   jitter_record(ec, (int64_t)(r->sent_ns - deadline));
 }
 
@@ -161,9 +173,38 @@ static void outputs_done(echocat_t *ec, uint64_t slot, cycle_res_t *res) {
   }
 }
 
+/* The read frame's inputs, group by group: a group whose LRD came back with
+ * one count per device holds those devices' answers (in_ok), whatever the
+ * other groups did. A device answers an LRD of its inputs only while its SM3
+ * and FMMU are set up: a device back from a power cycle does so only after the
+ * state check reported its reset and restored it (src/ecat/recovery.c), so
+ * its post-reset inputs never pass for an ack. */
+static void read_inputs(echocat_t *ec, const slot_t *r, uint8_t *rx, cycle_res_t *res) {
+  const uint16_t n = ec->n;
+  if (r->dg[0].wkc != n)
+    res->wkc_ok = false;
+  bool all = true;
+  for (uint16_t g = 0; g < ec->rd_ngr; g++) {
+    uint16_t first = (uint16_t)(g * ec->rd_gsz), m = (uint16_t)(n - first < ec->rd_gsz ? n - first : ec->rd_gsz);
+    bool ok = r->dg[1 + g].wkc == m;
+    if (ok)
+      memcpy(rx + (size_t)first * IN_BYTES, r->f.buf + ec->rd_lrd[g], (size_t)m * IN_BYTES);
+    else
+      all = res->wkc_ok = false;
+    memset(res->in_ok + first, ok, m);
+  }
+  if (!all) {
+    ec->in_split = true; /* the next reads tell whose */
+    ec->in_good = 0;
+  } else if (ec->in_split && ec->rd_ngr > 1 && ++ec->in_good >= IN_SPLIT_HOLD) {
+    ec->in_split = false;
+  }
+  const ecat_dg_t *brd = &r->dg[1 + ec->rd_ngr];
+  res->all_op = brd->wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+}
+
 /* The read frame's reply (or its absence): the inputs, all-OP, the phase sample. */
 static void read_done(echocat_t *ec, uint8_t *rx, cycle_res_t *res) {
-  const uint16_t n = ec->n;
   slot_t *r = &ec->rd;
   res->all_op = false;
   if (r->state != SLOT_DONE) {
@@ -173,13 +214,9 @@ static void read_done(echocat_t *ec, uint8_t *rx, cycle_res_t *res) {
   }
   ec->silent = false;
   ec->rd_stamped = r->stamped;
-  if (r->dg[0].wkc != n || r->dg[1].wkc != n)
-    res->wkc_ok = false;
-  else
-    memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
-  res->all_op = r->dg[2].wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+  read_inputs(ec, r, rx, res);
   if (r->dg[0].wkc)
-    echocat__dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
+    autd3__echocat_dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
   double v = (double)(r->rx_ns - r->sent_ns);
   ec->rd_rtt_ns += (v - ec->rd_rtt_ns) / 16;
 }
@@ -222,7 +259,7 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
    * only leave once the devices' clock is provably past the edge the previous
    * image was aimed at (normally true long before: the read frame proved it). */
   if (ec->last_slot && ec->lb_t) {
-    uint64_t short_by = ecat_dc_lower_wait(ec->lb_dc, ec->lb_t, now, ec->last_slot + 1000u);
+    uint64_t short_by = autd3__ecat_dc_lower_wait(ec->lb_dc, ec->lb_t, now, ec->last_slot + 1000u);
     if (short_by > 0) {
       if (short_by > 2 * ec->period)
         short_by = 2 * ec->period;
@@ -244,13 +281,13 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     slot_t *s = &ec->out[g];
     uint16_t first = (uint16_t)(2 * g), m = (uint16_t)(n - first < 2 ? n - first : 2);
     uint32_t log = (uint32_t)first * OUT_BYTES;
-    echocat__slot_start(ec, s, true);
-    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    autd3__echocat_slot_start(ec, s, true);
+    autd3__ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
     /* The reference clock's system time right after the outputs passed it:
      * tells, in the devices' own time base, whether they had the image
      * before the edge (no host-side estimate involved). */
-    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
-    echocat__slot_send(ec, s); /* a failed send leaves the slot FAILED: counted as lost below */
+    ec->out_dc[g] = autd3__ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
+    autd3__echocat_slot_send(ec, s); /* a failed send leaves the slot FAILED: counted as lost below */
     set[ns++] = s;
   }
   uint64_t next_edge_host = (uint64_t)((int64_t)(slot + ec->period) - ec->off);
@@ -268,7 +305,7 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   if (defer) {
     if (prev_read)
       set[ns++] = r;
-    echocat__collect(ec, set, ns, 0);
+    autd3__echocat_collect(ec, set, ns, 0);
     outputs_done(ec, slot, res);
     if (prev_read) {
       read_done(ec, rx, res);
@@ -280,12 +317,12 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
     atomic_fetch_add_explicit(&ec->frames, (uint64_t)ec->ngroups + 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ec->cyc, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ec->deferred, 1, memory_order_relaxed);
-    echocat__update_read_ahead(ec);
+    autd3__echocat_update_read_ahead(ec);
     atomic_store_explicit(&ec->diag_ra, ra, memory_order_relaxed); /* this cycle's, DEFER_READ_NS included */
     atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
     return AUTD3_OK;
   }
-  echocat__collect(ec, set, ns, 0);
+  autd3__echocat_collect(ec, set, ns, 0);
   read_send(ec, deadline);
   set[ns++] = r;
   int mb = MBX_POSTED;
@@ -304,12 +341,12 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   uint64_t rx_deadline = next_edge_host - MIN_LEAD_NS - 20000u;
   if (rx_deadline < r->sent_ns + 100000u)
     rx_deadline = r->sent_ns + 100000u;
-  echocat__collect(ec, set, ns, rx_deadline); /* an I/O error shows as missing replies */
+  autd3__echocat_collect(ec, set, ns, rx_deadline); /* an I/O error shows as missing replies */
   outputs_done(ec, slot, res);
   if (mbx)
     atomic_store(&ec->mbx, ec->xs.state == SLOT_DONE ? MBX_DONE : MBX_FAILED);
   read_done(ec, rx, res);
-  echocat__update_read_ahead(ec);
+  autd3__echocat_update_read_ahead(ec);
   atomic_store_explicit(&ec->diag_ra, ec->read_ahead, memory_order_relaxed);
   atomic_store_explicit(&ec->diag_out, (uint64_t)ec->out_rtt_ns, memory_order_relaxed);
   return AUTD3_OK;
@@ -320,7 +357,7 @@ static autd3_err_t cycle_split(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
 /* The edge a burst sent at host time `now` aims at: its frames need lead_ns of
  * line to reach the last device, and never an edge that may hold an image of ours. */
 static uint64_t burst_aim(const echocat_t *ec, uint64_t now) {
-  uint64_t slot = ecat_dc_next_edge(ec->sync0_start, ec->period, dc_at(ec, now) + ec->lead_ns);
+  uint64_t slot = autd3__ecat_dc_next_edge(ec->sync0_start, ec->period, dc_at(ec, now) + ec->lead_ns);
   if (ec->last_slot && slot <= ec->last_slot)
     slot = ec->last_slot + ec->period;
   return slot;
@@ -362,18 +399,18 @@ static void read_bound(echocat_t *ec) {
   uint64_t dc = ecat_get64(r->f.buf + ec->rd_frmw);
   if (r->dg[0].wkc == ec->n && ec->ring_ns > RING_MARGIN_NS)
     dc += ec->ring_ns - RING_MARGIN_NS;
-  echocat__dc_bound(ec, dc, r->rx_ns);
+  autd3__echocat_dc_bound(ec, dc, r->rx_ns);
 }
 
 /* Outputs may leave once the devices' clock is provably past `dc` (the lower
- * bound of the reference reads, echocat__dc_bound): sleep until then, or spin
+ * bound of the reference reads, autd3__echocat_dc_bound): sleep until then, or spin
  * when that is less than BURST_SPIN_MAX_NS away; look again after each wait
  * (a sleep is at most two cycles). */
 static void burst_guard(echocat_t *ec, uint64_t dc) {
   bool waited = false;
   while (ec->lb_t) {
     uint64_t now = autd3__now_ns();
-    uint64_t short_by = ecat_dc_lower_wait(ec->lb_dc, ec->lb_t, now, dc);
+    uint64_t short_by = autd3__ecat_dc_lower_wait(ec->lb_dc, ec->lb_t, now, dc);
     if (short_by == 0)
       break;
     if (!waited)
@@ -399,7 +436,7 @@ static void await_old(echocat_t *ec, const slot_t *old, bool mbx) {
   for (;;) {
     /* in steps, so that such a read's reply ends the wait */
     uint64_t now = autd3__now_ns(), step = now + ec->period / 4;
-    echocat__collect_until(ec, set, in_flight(ec, set, mbx), step < cap ? step : cap, old);
+    autd3__echocat_collect_until(ec, set, in_flight(ec, set, mbx), step < cap ? step : cap, old);
     bool read_after = r->state == SLOT_DONE && (int64_t)(r->sent_ns - old->sent_ns) > 0;
     if (old->state != SLOT_SENT || read_after || autd3__now_ns() >= cap)
       break;
@@ -427,7 +464,7 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   for (int g = 0; g < ec->ngroups; g++)
     any = any || ec->out[g].state != SLOT_IDLE;
   /* What of the previous burst is back already: taken without waiting. */
-  echocat__collect(ec, set, in_flight(ec, set, false), 0);
+  autd3__echocat_collect(ec, set, in_flight(ec, set, false), 0);
   account_outputs(ec);
 
   /* The edge to aim at (pairs of the previous burst still in flight count as
@@ -498,10 +535,10 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
       }
     }
     uint32_t log = (uint32_t)first * OUT_BYTES;
-    echocat__slot_start(ec, s, true);
-    ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
-    ec->out_dc[g] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
-    echocat__slot_send(ec, s);
+    autd3__echocat_slot_start(ec, s, true);
+    autd3__ecat_dg_add(&s->f, ECAT_LWR, (uint16_t)log, (uint16_t)(log >> 16), tx + log, (uint16_t)(m * OUT_BYTES));
+    ec->out_dc[g] = autd3__ecat_dg_add(&s->f, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8);
+    autd3__echocat_slot_send(ec, s);
     frames++;
   }
   if (any && (prev_lost || ec->last_slot != ec->burst_slot))
@@ -512,9 +549,9 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
 
   /* The read's reply (output replies arriving first are kept for the next call). */
   int ns = in_flight(ec, set, mbx);
-  echocat__collect_until(ec, set, ns, r->sent_ns + ec->period / 2, mbx ? NULL : r);
+  autd3__echocat_collect_until(ec, set, ns, r->sent_ns + ec->period / 2, mbx ? NULL : r);
   if (mbx && ec->xs.state != SLOT_DONE)
-    echocat__collect_until(ec, set, ns, r->sent_ns + ec->period / 2, &ec->xs);
+    autd3__echocat_collect_until(ec, set, ns, r->sent_ns + ec->period / 2, &ec->xs);
   if (mbx)
     atomic_store(&ec->mbx, ec->xs.state == SLOT_DONE ? MBX_DONE : MBX_FAILED);
 
@@ -527,14 +564,10 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   } else {
     ec->silent = false;
     ec->out_silent = false;
-    if (r->dg[0].wkc != n || r->dg[1].wkc != n)
-      res->wkc_ok = false;
-    else
-      memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
-    res->all_op = r->dg[2].wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+    read_inputs(ec, r, rx, res);
     read_bound(ec);
     if (r->dg[0].wkc) {
-      echocat__dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
+      autd3__echocat_dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
     }
     double v = (double)(r->rx_ns - r->sent_ns);
     ec->rd_rtt_ns += (v - ec->rd_rtt_ns) / 16;
@@ -549,7 +582,7 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
  * from the wake-up target to ready (wake_lat_ns, ~p95), plus how far the
  * proven lower bound lags the estimate. Early costs a short spin in the guard. */
 static void burst_wake(echocat_t *ec, uint64_t now) {
-  uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now), lb = echocat__dc_lower(ec, now);
+  uint64_t floor = burst_aim(ec, now) - ec->period, est = dc_at(ec, now), lb = autd3__echocat_dc_lower(ec, now);
   uint64_t lag = ec->lb_t && est > lb ? est - lb : 0;
   uint64_t lead = burst_credit(ec) + (uint64_t)ec->wake_lat_ns;
   uint64_t wake = (uint64_t)((int64_t)(floor + 2000u + lag - lead) - ec->off);
@@ -560,7 +593,8 @@ static void burst_wake(echocat_t *ec, uint64_t now) {
     sleep_until(ec, wake, ec->opt.spin_ns);
 }
 
-autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
+autd3_err_t autd3__echocat_cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res) {
+  memset(res->in_ok, 0, ec->n); /* no read reply: nobody's inputs */
   if (ec->burst) {
     /* A streaming caller skips wait_next_cycle when its frame is decided
      * already (client bus.c more_queued); the burst plan needs that wake-up
@@ -576,16 +610,16 @@ autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, c
 /* Another master's frames reached us: the devices execute its frames as
  * well as ours, so nothing we send can be trusted to run exactly once. Fatal
  * for the link (every later cycle fails the same way). */
-autd3_err_t echocat__foreign_master_error(echocat_t *ec, const char *when) {
+autd3_err_t autd3__echocat_foreign_master_error(echocat_t *ec, const char *when) {
   uint64_t n = atomic_load_explicit(&ec->foreign, memory_order_acquire);
   return autd3__foreign_master_error("echocat", ec->ifname, when, n, ec->foreign_mac);
 }
 
-autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+autd3_err_t autd3__echocat_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
   echocat_t *ec = (echocat_t *)link;
   *rx_valid = false;
   if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0)
-    return echocat__foreign_master_error(ec, "mid-run");
+    return autd3__echocat_foreign_master_error(ec, "mid-run");
   atomic_fetch_add(&ec->bus_cycles, 1);
   int own = OWN_NONE;
   if (!atomic_compare_exchange_strong(&ec->owner, &own, OWN_BUS)) {
@@ -595,17 +629,19 @@ autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *
     return AUTD3_OK;
   }
   cycle_res_t res;
-  autd3_err_t e = echocat__cycle_core(ec, tx, rx, &res);
+  autd3_err_t e = autd3__echocat_cycle_core(ec, tx, rx, &res);
   ec->hooked = false;
   atomic_store(&ec->owner, OWN_NONE);
   if (e != AUTD3_OK)
     return e;
   if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0) { /* this cycle's inputs may be the other master's doing */
     autd3_link_count_cycle(link, false, res.lost);
-    return echocat__foreign_master_error(ec, "mid-run");
+    return autd3__echocat_foreign_master_error(ec, "mid-run");
   }
   *rx_valid = !res.lost && res.wkc_ok && res.all_op;
   autd3_link_count_cycle(link, *rx_valid, res.lost);
+  if (!*rx_valid)
+    autd3_link_report_inputs(link, res.in_ok); /* whose inputs this cycle still carries */
   return AUTD3_OK;
 }
 
@@ -621,7 +657,7 @@ autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *
  * access, no lock, no allocation. A caller that uses this hook and then
  * skips it before a cycle() has more frames queued: that cycle may defer its
  * read's reply to the next call (may_defer). */
-autd3_err_t echocat__wait_next_cycle(struct autd3_link *link) {
+autd3_err_t autd3__echocat_wait_next_cycle(struct autd3_link *link) {
   echocat_t *ec = (echocat_t *)link;
   ec->hooked = ec->hook_seen = true; /* this cycle's caller may wait for its acks: no deferral */
   if (!ec->off_valid)

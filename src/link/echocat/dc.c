@@ -8,26 +8,26 @@
 #include "link/echocat/echocat_internal.h"
 
 /* The reference read `dc` before the reply arrived at t_recv: keep the
- * strongest lower bound of the DC time (ecat_dc_lower: it needs no estimate,
+ * strongest lower bound of the DC time (autd3__ecat_dc_lower: it needs no estimate,
  * so it guards the one-image rule, and it holds for a reference clock slower
  * than the host's). */
-void echocat__dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv) {
-  ecat_dc_bound_update(&ec->lb_dc, &ec->lb_t, dc, t_recv);
+void autd3__echocat_dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv) {
+  autd3__ecat_dc_bound_update(&ec->lb_dc, &ec->lb_t, dc, t_recv);
 }
 
-uint64_t echocat__dc_lower(const echocat_t *ec, uint64_t now) {
-  return ec->lb_t ? ecat_dc_lower(ec->lb_dc, ec->lb_t, now) : 0;
+uint64_t autd3__echocat_dc_lower(const echocat_t *ec, uint64_t now) {
+  return ec->lb_t ? autd3__ecat_dc_lower(ec->lb_dc, ec->lb_t, now) : 0;
 }
 
 /* Filtered DC offset (system time - host monotonic) from one round trip with
  * a reference read: the reference read its clock about halfway through. Only
  * round trips close to the fastest seen count (a stalled peer or thread makes
  * the midpoint meaningless); the floor creeps up slowly if the path slows. */
-void echocat__dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_recv) {
+void autd3__echocat_dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_recv) {
   uint64_t rtt = t_recv - t_send;
   if (dc == 0)
     return; /* nobody read the reference (it did not answer): the data is what we sent */
-  echocat__dc_bound(ec, dc, t_recv);
+  autd3__echocat_dc_bound(ec, dc, t_recv);
   if (ec->rtt_floor == 0 || rtt < ec->rtt_floor)
     ec->rtt_floor = rtt;
   else
@@ -43,33 +43,33 @@ void echocat__dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_
   }
 }
 
-/* Offsets, delays (§8.1) and static drift compensation for the slaves in list.
+/* Offsets, delays (SOEM v2.0.0 src/ec_dc.c ecx_configdc) and static drift compensation for the slaves in list.
  * `initial`: all slaves, the system time starts at the host's wall clock;
  * else: the reference's current system time is the base (re-plugged device). */
-autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, bool initial) {
+autd3_err_t autd3__echocat_dc_config(echocat_t *ec, const uint16_t *list, int cnt, bool initial) {
   slot_t *s = &ec->xs;
   uint8_t z[8] = {0};
   /* latch receive times in every slave */
-  echocat__slot_start(ec, s, false);
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCRT0, z, 4);
-  autd3_err_t e = echocat__xfer(ec, s);
+  autd3__echocat_slot_start(ec, s, false);
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCRT0, z, 4);
+  autd3_err_t e = autd3__echocat_xfer(ec, s);
   if (e != AUTD3_OK)
     return e;
   uint64_t master = autd3__realtime_ns() - ECAT_EPOCH_OFFSET_NS;
   uint8_t rt[AUTD3_MAX_DEVICES * 24];
   uint16_t all[AUTD3_MAX_DEVICES];
-  echocat__list_range(all, 0, ec->n);
+  autd3__echocat_list_range(all, 0, ec->n);
   const dgspec_t sp[2] = {{ECAT_FPRD, REG_DCRT0, 16}, {ECAT_FPRD, REG_DCRTPU, 8}};
   uint16_t wkc[AUTD3_MAX_DEVICES * 2];
   if (initial) {
-    if ((e = echocat__each(ec, all, ec->n, false, sp, 2, NULL, rt, wkc)) != AUTD3_OK)
+    if ((e = autd3__echocat_each(ec, all, ec->n, false, sp, 2, NULL, rt, wkc)) != AUTD3_OK)
       return e;
     uint32_t rt0[AUTD3_MAX_DEVICES], rt1[AUTD3_MAX_DEVICES], delay[AUTD3_MAX_DEVICES];
     for (int k = 0; k < ec->n; k++) {
       rt0[k] = ecat_get32(rt + k * 24);
       rt1[k] = ecat_get32(rt + k * 24 + 4);
     }
-    ecat_dc_line_delays(ec->n, rt0, rt1, delay);
+    autd3__ecat_dc_line_delays(ec->n, rt0, rt1, delay);
     for (int k = 0; k < ec->n; k++)
       ec->sl[k].delay = delay[k];
     /* the loop behind the reference, as its port 1 measured it (cycle.c's bound) */
@@ -83,11 +83,11 @@ autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, boo
     for (int i = 0; i < cnt; i++)
       if (list[i] != 0)
         rl[m++] = list[i];
-    if ((e = echocat__each(ec, rl, m, false, sp, 2, NULL, rt, wkc)) != AUTD3_OK)
+    if ((e = autd3__echocat_each(ec, rl, m, false, sp, 2, NULL, rt, wkc)) != AUTD3_OK)
       return e;
     uint8_t ofs[8];
     uint16_t w;
-    if ((e = echocat__dg1(ec, ECAT_FPRD, STATION(0), REG_DCOFS, NULL, 8, ofs, &w)) != AUTD3_OK)
+    if ((e = autd3__echocat_dg1(ec, ECAT_FPRD, STATION(0), REG_DCOFS, NULL, 8, ofs, &w)) != AUTD3_OK)
       return e;
     master = ecat_get64(rt + 16) + ecat_get64(ofs); /* the reference's system time at the latch */
   }
@@ -97,31 +97,31 @@ autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, boo
   for (int i = 0; i < cnt; i++) {
     uint16_t k = list[i];
     uint64_t local = ecat_get64(rt + k * 24 + 16);
-    ecat_put64(wr + (size_t)k * 12, ecat_dc_offset(master, local, ec->sl[k].delay));
+    ecat_put64(wr + (size_t)k * 12, autd3__ecat_dc_offset(master, local, ec->sl[k].delay));
     ecat_put32(wr + (size_t)k * 12 + 8, ec->sl[k].delay);
   }
   const dgspec_t wsp[2] = {{ECAT_FPWR, REG_DCOFS, 8}, {ECAT_FPWR, REG_DCDELAY, 4}};
-  if ((e = echocat__each(ec, list, cnt, false, wsp, 2, wr, NULL, NULL)) != AUTD3_OK)
+  if ((e = autd3__echocat_each(ec, list, cnt, false, wsp, 2, wr, NULL, NULL)) != AUTD3_OK)
     return e;
   if (!initial)
     return AUTD3_OK; /* the cyclic FRMW keeps a re-plugged device locked */
   /* Static drift compensation: many FRMW of the reference's system time; 64
    * compares per frame, each datagram is one compare in every other slave. */
   for (int done = 0; done < STATIC_DRIFT_ITER;) {
-    echocat__slot_start(ec, s, false);
+    autd3__echocat_slot_start(ec, s, false);
     uint16_t o0 = 0;
     int m = 0;
     while (m < 64 && done + m < STATIC_DRIFT_ITER) {
-      uint16_t o = ecat_dg_add(&s->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+      uint16_t o = autd3__ecat_dg_add(&s->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
       if (!o)
         break;
       if (m == 0)
         o0 = o;
       m++;
     }
-    if ((e = echocat__xfer_direct(ec, s, 20000, 3)) != AUTD3_OK)
+    if ((e = autd3__echocat_xfer_direct(ec, s, 20000, 3)) != AUTD3_OK)
       return e;
-    echocat__dc_sample(ec, ecat_get64(s->f.buf + o0), s->sent_ns, s->rx_ns);
+    autd3__echocat_dc_sample(ec, ecat_get64(s->f.buf + o0), s->sent_ns, s->rx_ns);
     done += m;
   }
   return AUTD3_OK;
@@ -130,7 +130,7 @@ autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, boo
 /* Wait until every non-reference clock agrees (AUTD link's wait_for_sync,
  * crate autd3-rs-link-soem 0.6.1 src/sync.rs): FRMW every 1 ms, read 0x092C every 10 ms,
  * EMA (alpha 0.2) of the signed difference, done when max |ema| < tolerance. */
-autd3_err_t echocat__wait_sync(echocat_t *ec) {
+autd3_err_t autd3__echocat_wait_sync(echocat_t *ec) {
   const autd3_ethercat_option_t *o = &ec->opt.ethercat;
   uint64_t start = autd3__now_ns(), next = start, end = start + (uint64_t)o->sync_timeout_ms * 1000000u;
   double ema[AUTD3_MAX_DEVICES] = {0};
@@ -141,23 +141,23 @@ autd3_err_t echocat__wait_sync(echocat_t *ec) {
     autd3__sleep_until_ns(next, 0);
     next += 1000000u;
     slot_t *s = &ec->xs;
-    echocat__slot_start(ec, s, false);
-    uint16_t of = ecat_dg_add(&s->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
+    autd3__echocat_slot_start(ec, s, false);
+    uint16_t of = autd3__ecat_dg_add(&s->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
     bool read = ec->n > 1 && iter % 10 == 9;
     uint16_t od[CHUNK];
     int k0 = 1 + (reads * CHUNK) % (ec->n - 1 > 0 ? ec->n - 1 : 1), nk = 0;
     for (int k = k0; read && k < ec->n && nk < CHUNK; k++)
-      od[nk++] = ecat_dg_add(&s->f, ECAT_FPRD, STATION(k), REG_DCDIFF, NULL, 4);
-    autd3_err_t e = echocat__xfer_direct(ec, s, 5000, 2);
+      od[nk++] = autd3__ecat_dg_add(&s->f, ECAT_FPRD, STATION(k), REG_DCDIFF, NULL, 4);
+    autd3_err_t e = autd3__echocat_xfer_direct(ec, s, 5000, 2);
     if (e == AUTD3_OK) {
-      echocat__dc_sample(ec, ecat_get64(s->f.buf + of), s->sent_ns, s->rx_ns);
+      autd3__echocat_dc_sample(ec, ecat_get64(s->f.buf + of), s->sent_ns, s->rx_ns);
       if (ec->n == 1 && iter >= 20)
         return AUTD3_OK; /* a single clock is its own reference: only the phase estimate was needed */
       if (read) {
         reads++;
         for (int i = 0; i < nk; i++) {
           int k = k0 + i;
-          double v = (double)ecat_dc_diff_decode(ecat_get32(s->f.buf + od[i]));
+          double v = (double)autd3__ecat_dc_diff_decode(ecat_get32(s->f.buf + od[i]));
           ema[k] = samples[k]++ == 0 ? v : ema[k] + 0.2 * (v - ema[k]);
         }
         double worst = 0;
@@ -186,17 +186,18 @@ autd3_err_t echocat__wait_sync(echocat_t *ec) {
 }
 
 /* SYNC0 on every slave in list: cyclic + SYNC0 (0x0981 = 3) with the period,
- * first pulse on the common grid at least 100 ms ahead (§8.2). */
-autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt) {
+ * first pulse on the common grid at least 100 ms ahead (SOEM v2.0.0 src/ec_dc.c
+ * ecx_dcsync0 for the registers; ethercrab 0.7 src/dc.rs for the 100 ms lead). */
+autd3_err_t autd3__echocat_sync0_on(echocat_t *ec, const uint16_t *list, int cnt) {
   uint8_t t1b[8];
   uint16_t w;
-  autd3_err_t e = echocat__dg1(ec, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8, t1b, &w);
+  autd3_err_t e = autd3__echocat_dg1(ec, ECAT_FPRD, STATION(0), REG_DCSYS, NULL, 8, t1b, &w);
   if (e != AUTD3_OK)
     return e;
   uint64_t t1 = ecat_get64(t1b);
   const autd3_ethercat_option_t *o = &ec->opt.ethercat;
   /* the first time the chain's grid; later (a re-joining device) its next edge */
-  uint64_t start = ecat_dc_sync0_restart(ec->sync0_start, o->sync0_period_ns, o->sync0_shift_ns, t1);
+  uint64_t start = autd3__ecat_dc_sync0_restart(ec->sync0_start, o->sync0_period_ns, o->sync0_shift_ns, t1);
   if (ec->sync0_start == 0)
     ec->sync0_start = start;
   uint8_t v[AUTD3_MAX_DEVICES * 15] = {0};
@@ -210,7 +211,7 @@ autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt) {
   }
   const dgspec_t sp[5] = {{ECAT_FPWR, REG_DCACT, 1}, {ECAT_FPWR, REG_DCCUC, 1}, {ECAT_FPWR, REG_DCSTART0, 8},
                           {ECAT_FPWR, REG_DCCYC0, 4}, {ECAT_FPWR, REG_DCACT, 1}};
-  return echocat__each(ec, list, cnt, false, sp, 5, v, NULL, NULL);
+  return autd3__echocat_each(ec, list, cnt, false, sp, 5, v, NULL, NULL);
 }
 
 /* The reference clock (device 0) came back with a fresh clock while the
@@ -232,31 +233,31 @@ autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt) {
  * for good: the other clocks followed it, the cycle's lower bound of the DC
  * time ran ahead of it and the cycle rate collapsed (docs/reliability.md
  * "Availability"). */
-autd3_err_t echocat__rebase_reference(echocat_t *ec) {
+autd3_err_t autd3__echocat_rebase_reference(echocat_t *ec) {
   if (ec->n < 2)
     return AUTD3_OK; /* a single clock is its own base: the phase estimate re-locks (dc_sample) */
   slot_t *s = &ec->xs;
-  echocat__slot_start(ec, s, false);
-  uint16_t o0 = ecat_dg_add(&s->f, ECAT_APRD, POSITION(0), REG_DCSYS, NULL, 8);
-  uint16_t oo = ecat_dg_add(&s->f, ECAT_APRD, POSITION(0), REG_DCOFS, NULL, 8);
-  uint16_t o1 = ecat_dg_add(&s->f, ECAT_FPRD, STATION(1), REG_DCSYS, NULL, 8);
-  autd3_err_t e = echocat__xfer(ec, s);
+  autd3__echocat_slot_start(ec, s, false);
+  uint16_t o0 = autd3__ecat_dg_add(&s->f, ECAT_APRD, POSITION(0), REG_DCSYS, NULL, 8);
+  uint16_t oo = autd3__ecat_dg_add(&s->f, ECAT_APRD, POSITION(0), REG_DCOFS, NULL, 8);
+  uint16_t o1 = autd3__ecat_dg_add(&s->f, ECAT_FPRD, STATION(1), REG_DCSYS, NULL, 8);
+  autd3_err_t e = autd3__echocat_xfer(ec, s);
   if (e != AUTD3_OK)
     return e;
   if (s->dg[0].wkc != 1 || s->dg[1].wkc != 1 || s->dg[2].wkc != 1)
     return autd3_set_error(AUTD3_E_IO, "echocat %s: device 0 or 1 did not answer the reference clock re-base", ec->ifname);
   uint64_t sys0 = ecat_get64(s->f.buf + o0), ofs0 = ecat_get64(s->f.buf + oo), sys1 = ecat_get64(s->f.buf + o1);
   uint8_t v[8], sp[2], fl[2], ad[2];
-  ecat_put64(v, ecat_dc_rebase_offset(ofs0, sys0, sys1 - ec->sl[1].delay));
+  ecat_put64(v, autd3__ecat_dc_rebase_offset(ofs0, sys0, sys1 - ec->sl[1].delay));
   ecat_put16(sp, 0x1000); /* restart its drift filter, as reset_slaves does */
   ecat_put16(fl, 0x0C00);
   ecat_put16(ad, STATION(0));
-  echocat__slot_start(ec, s, false);
-  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCOFS, v, 8);
-  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCSPEED, sp, 2);
-  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCFILT, fl, 2);
-  ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_STADR, ad, 2);
-  if ((e = echocat__xfer(ec, s)) != AUTD3_OK)
+  autd3__echocat_slot_start(ec, s, false);
+  autd3__ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCOFS, v, 8);
+  autd3__ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCSPEED, sp, 2);
+  autd3__ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_DCFILT, fl, 2);
+  autd3__ecat_dg_add(&s->f, ECAT_APWR, POSITION(0), REG_STADR, ad, 2);
+  if ((e = autd3__echocat_xfer(ec, s)) != AUTD3_OK)
     return e;
   if (s->dg[3].wkc != 1)
     return autd3_set_error(AUTD3_E_IO, "echocat %s: device 0 did not take its station address at the clock re-base",

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-void ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx) {
-  memset(f->buf, 0xff, 6); /* masters send to broadcast; slaves ignore the destination (§1.1) */
+void autd3__ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx) {
+  memset(f->buf, 0xff, 6); /* masters send to broadcast; slaves ignore the destination (ETG.1000.4 frame structure) */
   memcpy(f->buf + 6, mac, 6);
   f->buf[12] = 0x88, f->buf[13] = 0xA4;
   f->buf[14] = f->buf[15] = 0;
@@ -14,17 +14,17 @@ void ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx) {
   f->idx = idx;
 }
 
-uint16_t ecat_frame_room(const ecat_frame_t *f) {
+uint16_t autd3__ecat_frame_room(const ecat_frame_t *f) {
   int room = ECAT_ETH_HDR + ECAT_HDR + ECAT_MAX_PAYLOAD - f->len - ECAT_DG_OVERHEAD;
   return room > 0 ? (uint16_t)room : 0;
 }
 
-uint16_t ecat_dg_add(ecat_frame_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len) {
-  if (len > 0x7FF || len > ecat_frame_room(f))
+uint16_t autd3__ecat_dg_add(ecat_frame_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len) {
+  if (len > 0x7FF || len > autd3__ecat_frame_room(f))
     return 0;
   uint8_t *h = f->buf + f->len;
   if (f->last)
-    f->buf[f->last + 7] |= 0x80; /* M bit of the previous datagram: "more follow" (§1.3) */
+    f->buf[f->last + 7] |= 0x80; /* M bit of the previous datagram: "more follow" (ETG.1000.4 datagram header) */
   h[0] = cmd;
   h[1] = f->idx;
   ecat_put16(h + 2, adp);
@@ -42,9 +42,9 @@ uint16_t ecat_dg_add(ecat_frame_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, c
   return (uint16_t)(f->last + ECAT_DG_HDR);
 }
 
-size_t ecat_frame_finish(ecat_frame_t *f) {
+size_t autd3__ecat_frame_finish(ecat_frame_t *f) {
   uint16_t dlen = (uint16_t)(f->len - ECAT_ETH_HDR - ECAT_HDR);
-  ecat_put16(f->buf + ECAT_ETH_HDR, (uint16_t)(0x1000 | dlen)); /* type 1 = EtherCAT commands (§1.2) */
+  ecat_put16(f->buf + ECAT_ETH_HDR, (uint16_t)(0x1000 | dlen)); /* type 1 = EtherCAT commands (ETG.1000.4 frame header) */
   size_t wire = f->len;
   if (wire < ECAT_MIN_FRAME) {
     memset(f->buf + wire, 0, ECAT_MIN_FRAME - wire);
@@ -53,7 +53,7 @@ size_t ecat_frame_finish(ecat_frame_t *f) {
   return wire;
 }
 
-int ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max) {
+int autd3__ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max) {
   if (len < ECAT_ETH_HDR + ECAT_HDR + ECAT_DG_OVERHEAD)
     return -1;
   if (((frame[12] << 8) | frame[13]) != AUTD3_ETHERTYPE_ECAT) /* big-endian, unlike EtherCAT fields */
@@ -91,10 +91,10 @@ int ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max) {
   return n;
 }
 
-bool ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const uint8_t *reply, size_t len, ecat_dg_t *dgs) {
+bool autd3__ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const uint8_t *reply, size_t len, ecat_dg_t *dgs) {
   if (len != sent_len || sent->ndg == 0)
     return false;
-  int n = ecat_parse(reply, len, dgs, sent->ndg);
+  int n = autd3__ecat_parse(reply, len, dgs, sent->ndg);
   if (n != sent->ndg)
     return false;
   /* Walk the sent chain alongside: cmd, idx and length must be unchanged (slaves only touch ADP, data, WKC). */

@@ -2,7 +2,7 @@
  * echocat's portable EtherCAT pieces: the frame/datagram codec (register numbers: src/ecat/regs.h;
  * distributed-clock arithmetic: src/ecat/dc.h) (the pcap capture writer is
  * the shared one, src/nic/capture.h). Pure code, unit-tested in tests/echocat
- * and fuzzed in fuzz/fuzz_ecat_parse.c.
+ * and fuzzed in fuzz/fuzz_echocat_reply.c.
  *
  * Wire format: ETG.1000.4 (frame, datagram, commands, working counter) and
  * the Beckhoff ESC datasheet section II (registers, distributed clocks).
@@ -26,7 +26,7 @@
 #define ECAT_HDR 2           /* EtherCAT header after the EtherType */
 #define ECAT_DG_HDR 10       /* datagram header */
 #define ECAT_DG_OVERHEAD 12  /* header + working counter */
-#define ECAT_MIN_FRAME 60    /* Ethernet minimum without FCS: we pad (§1.1) */
+#define ECAT_MIN_FRAME 60    /* Ethernet minimum without FCS: we pad (IEEE 802.3; ETG.1000.4) */
 #define ECAT_MAX_DATA (AUTD3_NIC_MAX_FRAME - ECAT_ETH_HDR - ECAT_HDR) /* 1502 here, 1498 on the wire max */
 #define ECAT_MAX_PAYLOAD 1498 /* 1500-byte Ethernet payload minus the EtherCAT header */
 
@@ -49,19 +49,19 @@ typedef struct ecat_dg {
 } ecat_dg_t;
 
 /* Start a frame: broadcast destination, source `mac`, EtherType 0x88A4, all datagrams tagged `idx`. */
-void ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx);
+void autd3__ecat_frame_init(ecat_frame_t *f, const uint8_t mac[6], uint8_t idx);
 /* Append a datagram (data NULL = zeros). Returns the data offset in f->buf, or 0 if it does not fit. */
-uint16_t ecat_dg_add(ecat_frame_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len);
+uint16_t autd3__ecat_dg_add(ecat_frame_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len);
 /* Bytes still free for one more datagram's data (0 if none fits). */
-uint16_t ecat_frame_room(const ecat_frame_t *f);
+uint16_t autd3__ecat_frame_room(const ecat_frame_t *f);
 /* Write the EtherCAT length field and pad to 60 bytes; returns the wire length. */
-size_t ecat_frame_finish(ecat_frame_t *f);
+size_t autd3__ecat_frame_finish(ecat_frame_t *f);
 /* Parse a received frame: at most `max` datagrams into `dgs`. Returns the count, or -1 if the frame is
  * not a well-formed type-1 EtherCAT frame (short, bad length field, datagram chain overruns). */
-int ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max);
+int autd3__ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max);
 /* Whether `reply` is the answer to `sent` (wire length `sent_len`): same length, same datagram
  * chain (cmd, idx, len per datagram). Fills dgs (at least sent->ndg entries). */
-bool ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const uint8_t *reply, size_t len, ecat_dg_t *dgs);
+bool autd3__ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const uint8_t *reply, size_t len, ecat_dg_t *dgs);
 
 /* Little-endian helpers. */
 static inline uint16_t ecat_get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

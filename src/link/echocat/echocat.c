@@ -47,7 +47,7 @@
 
 static autd3_err_t rec_read(void *c, uint16_t k, bool pos, uint16_t reg, void *buf, uint16_t len, uint16_t *wkc) {
   echocat_t *ec = c;
-  autd3_err_t e = echocat__dg1(ec, pos ? ECAT_APRD : ECAT_FPRD, pos ? POSITION(k) : STATION(k), reg, NULL, len, buf, wkc);
+  autd3_err_t e = autd3__echocat_dg1(ec, pos ? ECAT_APRD : ECAT_FPRD, pos ? POSITION(k) : STATION(k), reg, NULL, len, buf, wkc);
   if (e == AUTD3_E_TIMEOUT) { /* the frame did not come back: nobody answered */
     *wkc = 0;
     return AUTD3_OK;
@@ -57,7 +57,7 @@ static autd3_err_t rec_read(void *c, uint16_t k, bool pos, uint16_t reg, void *b
 
 static autd3_err_t rec_write(void *c, uint16_t k, bool pos, uint16_t reg, const void *buf, uint16_t len, uint16_t *wkc) {
   echocat_t *ec = c;
-  autd3_err_t e = echocat__dg1(ec, pos ? ECAT_APWR : ECAT_FPWR, pos ? POSITION(k) : STATION(k), reg, buf, len, NULL, wkc);
+  autd3_err_t e = autd3__echocat_dg1(ec, pos ? ECAT_APWR : ECAT_FPWR, pos ? POSITION(k) : STATION(k), reg, buf, len, NULL, wkc);
   if (e == AUTD3_E_TIMEOUT) {
     *wkc = 0;
     return AUTD3_OK;
@@ -69,10 +69,10 @@ static autd3_err_t rec_write(void *c, uint16_t k, bool pos, uint16_t reg, const 
 static autd3_err_t rec_read_states(void *c, uint16_t *al, bool *answered) {
   echocat_t *ec = c;
   uint16_t all[AUTD3_MAX_DEVICES];
-  echocat__list_range(all, 0, ec->n);
+  autd3__echocat_list_range(all, 0, ec->n);
   uint8_t st[AUTD3_MAX_DEVICES];
   uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
-  autd3_err_t e = echocat__read_states(ec, all, ec->n, st, code, wkc);
+  autd3_err_t e = autd3__echocat_read_states(ec, all, ec->n, st, code, wkc);
   if (e == AUTD3_E_TIMEOUT) { /* nothing came back at all: every device is lost */
     memset(wkc, 0, sizeof wkc);
     e = AUTD3_OK;
@@ -86,7 +86,7 @@ static autd3_err_t rec_read_states(void *c, uint16_t *al, bool *answered) {
 
 /* A device that lost its station address (power-cycled) gets it back. The
  * reference clock (device 0) first gets an offset that continues the old time
- * base (dc.c echocat__rebase_reference): from the moment it has its address
+ * base (dc.c autd3__echocat_rebase_reference): from the moment it has its address
  * the cycle's FRMW distributes its time again. */
 static autd3_err_t rec_readdress(void *c, uint16_t k, bool *readdressed) {
   echocat_t *ec = c;
@@ -96,11 +96,11 @@ static autd3_err_t rec_readdress(void *c, uint16_t k, bool *readdressed) {
   autd3_err_t e;
   *readdressed = false;
   /* only the power-on address 0 (see src/ecat/recovery.c generic_readdress) */
-  if (echocat__dg1(ec, ECAT_APRD, POSITION(k), REG_STADR, NULL, 2, a, &w) != AUTD3_OK || w != 1 || ecat_get16(a) != 0)
+  if (autd3__echocat_dg1(ec, ECAT_APRD, POSITION(k), REG_STADR, NULL, 2, a, &w) != AUTD3_OK || w != 1 || ecat_get16(a) != 0)
     return AUTD3_OK; /* nothing at its position, it kept its address (back by itself), or another device */
-  if (k == 0 && (e = echocat__rebase_reference(ec)) != AUTD3_OK)
+  if (k == 0 && (e = autd3__echocat_rebase_reference(ec)) != AUTD3_OK)
     return e;
-  if ((e = echocat__assign_addresses(ec, one, 1)) != AUTD3_OK)
+  if ((e = autd3__echocat_assign_addresses(ec, one, 1)) != AUTD3_OK)
     return e;
   *readdressed = true;
   return AUTD3_OK;
@@ -116,11 +116,11 @@ static autd3_err_t rec_restore(void *c, uint16_t k) {
                           {ECAT_APWR, REG_EEPCFG, 1}};
   uint8_t in[AUTD3_MAX_DEVICES * 82];
   memset(in + (size_t)k * 82, 0, 82);
-  if ((e = echocat__each(ec, one, 1, true, rs, 4, in, NULL, NULL)) != AUTD3_OK)
+  if ((e = autd3__echocat_each(ec, one, 1, true, rs, 4, in, NULL, NULL)) != AUTD3_OK)
     return e;
-  if ((e = echocat__sii_read(ec, one, 1)) != AUTD3_OK || (e = echocat__check_identity(ec, one, 1)) != AUTD3_OK)
+  if ((e = autd3__echocat_sii_read(ec, one, 1)) != AUTD3_OK || (e = autd3__echocat_check_identity(ec, one, 1)) != AUTD3_OK)
     return e;
-  return echocat__mailbox_sm(ec, one, 1);
+  return autd3__echocat_mailbox_sm(ec, one, 1);
 }
 
 /* In PRE-OP: offset and delay from one latching frame, SYNC0 on the common
@@ -129,9 +129,9 @@ static autd3_err_t rec_realign(void *c, uint16_t k) {
   echocat_t *ec = c;
   uint16_t one[1] = {k};
   autd3_err_t e;
-  if ((e = echocat__dc_config(ec, one, 1, false)) != AUTD3_OK || (e = echocat__sync0_on(ec, one, 1)) != AUTD3_OK)
+  if ((e = autd3__echocat_dc_config(ec, one, 1, false)) != AUTD3_OK || (e = autd3__echocat_sync0_on(ec, one, 1)) != AUTD3_OK)
     return e;
-  return echocat__map_pdo(ec, one, 1);
+  return autd3__echocat_map_pdo(ec, one, 1);
 }
 
 static autd3_err_t ec_check_state(struct autd3_link *link, autd3_link_status_t *out) {
@@ -223,22 +223,22 @@ static void ec_close(struct autd3_link *link) {
     autd3__sleep_ns(1000000);
   }
   uint16_t all[AUTD3_MAX_DEVICES];
-  echocat__list_range(all, 0, ec->n);
+  autd3__echocat_list_range(all, 0, ec->n);
   uint8_t z[AUTD3_MAX_DEVICES] = {0};
   const dgspec_t sp = {ECAT_FPWR, REG_DCACT, 1};
-  echocat__each(ec, all, ec->n, false, &sp, 1, z, NULL, NULL); /* SYNC0 off */
+  autd3__echocat_each(ec, all, ec->n, false, &sp, 1, z, NULL, NULL); /* SYNC0 off */
   uint16_t w;
   uint8_t v[2];
   ecat_put16(v, AL_INIT);
-  echocat__dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, &w);
+  autd3__echocat_dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, &w);
   release(ec);
 }
 
-static const autd3_link_vtable_t ec_vt = {.cycle = echocat__cycle,
+static const autd3_link_vtable_t ec_vt = {.cycle = autd3__echocat_cycle,
                                           .check_state = ec_check_state,
                                           .close = ec_close,
                                           .diagnostics = ec_diagnostics,
-                                          .wait_next_cycle = echocat__wait_next_cycle};
+                                          .wait_next_cycle = autd3__echocat_wait_next_cycle};
 
 /* Open `ifname`, count, address and identify its slaves. */
 static autd3_err_t probe(echocat_t *ec, const char *user_name, uint16_t *count) {
@@ -260,7 +260,7 @@ static autd3_err_t probe(echocat_t *ec, const char *user_name, uint16_t *count) 
   if (e != AUTD3_OK)
     return e;
   /* A source MAC that no adapter has and no other master uses (this open's
-   * own): the first ESC sets bit 0x02 in the returning frame (§1.1), so a
+   * own): the first ESC sets bit 0x02 in the returning frame (Beckhoff ESC datasheet section I, frame processing), so a
    * reply never carries our adapter's own address (back ends that cannot
    * filter by direction drop those), and a frame with any other source is
    * another master's (collect_until). */
@@ -274,8 +274,9 @@ static autd3_err_t probe(echocat_t *ec, const char *user_name, uint16_t *count) 
                                     ec->opt.ethercat.rt_cpu};
     if ((e = autd3__tap_start(ifname, &to, &ec->cap)) != AUTD3_OK)
       return e;
+    autd3__nic_sends_to_taps(ec->nic); /* else the file would hold only the replies */
   }
-  if ((e = echocat__count_slaves(ec, count)) != AUTD3_OK)
+  if ((e = autd3__echocat_count_slaves(ec, count)) != AUTD3_OK)
     return e;
   if (*count == 0)
     return autd3_set_error(AUTD3_E_NO_DEVICE, "echocat %s: no EtherCAT slave answered", ifname);
@@ -284,11 +285,11 @@ static autd3_err_t probe(echocat_t *ec, const char *user_name, uint16_t *count) 
                            AUTD3_MAX_DEVICES);
   ec->n = *count;
   uint16_t all[AUTD3_MAX_DEVICES];
-  echocat__list_range(all, 0, ec->n);
-  if ((e = echocat__reset_slaves(ec)) != AUTD3_OK || (e = echocat__assign_addresses(ec, all, ec->n)) != AUTD3_OK ||
-      (e = echocat__sii_read(ec, all, ec->n)) != AUTD3_OK)
+  autd3__echocat_list_range(all, 0, ec->n);
+  if ((e = autd3__echocat_reset_slaves(ec)) != AUTD3_OK || (e = autd3__echocat_assign_addresses(ec, all, ec->n)) != AUTD3_OK ||
+      (e = autd3__echocat_sii_read(ec, all, ec->n)) != AUTD3_OK)
     return e;
-  return echocat__check_identity(ec, all, ec->n);
+  return autd3__echocat_check_identity(ec, all, ec->n);
 }
 
 autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const autd3_geometry_t *geometry,
@@ -387,28 +388,29 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
      * the way through the chain must fit in one send cycle, or frames would
      * queue up and be lost every cycle. Refuse such a chain here, naming the
      * cycle that carries it (the computation: docs/echocat.md "The wire limit"). */
-    uint64_t need = echocat__cycle_wire_ns(count);
+    uint64_t need = autd3__echocat_cycle_wire_ns(count);
     if (need > ec->period) {
       e = autd3_set_error(AUTD3_E_INVALID_OPTION,
                           "echocat %s: %u devices need %llu us of 100 Mbit/s wire per cycle (outputs, inputs, %u hops), "
                           "more than the send cycle of %u us: raise sync0_period_ns (and send_cycle_ns) to at least %llu us",
                           ec->ifname, count, (unsigned long long)(need / 1000), count, (unsigned)(ec->period / 1000),
-                          (unsigned long long)(echocat__min_cycle_ns(count) / 1000));
+                          (unsigned long long)(autd3__echocat_min_cycle_ns(count) / 1000));
       goto fail;
     }
   }
   autd3_link_init(&ec->base, &ec_vt, AUTD3_LINK_ECHOCAT, ec->n);
 
   uint16_t all[AUTD3_MAX_DEVICES];
-  echocat__list_range(all, 0, ec->n);
-  if ((e = echocat__to_preop(ec, all, ec->n)) != AUTD3_OK || (e = echocat__dc_config(ec, all, ec->n, true)) != AUTD3_OK ||
-      (e = echocat__wait_sync(ec)) != AUTD3_OK || (e = echocat__sync0_on(ec, all, ec->n)) != AUTD3_OK ||
-      (e = echocat__map_pdo(ec, all, ec->n)) != AUTD3_OK || (e = echocat__request_state(ec, all, ec->n, AL_SAFEOP)) != AUTD3_OK ||
-      (e = echocat__wait_state(ec, all, ec->n, AL_SAFEOP, o->state_timeout_ms)) != AUTD3_OK)
+  autd3__echocat_list_range(all, 0, ec->n);
+  if ((e = autd3__echocat_to_preop(ec, all, ec->n)) != AUTD3_OK || (e = autd3__echocat_dc_config(ec, all, ec->n, true)) != AUTD3_OK ||
+      (e = autd3__echocat_wait_sync(ec)) != AUTD3_OK || (e = autd3__echocat_sync0_on(ec, all, ec->n)) != AUTD3_OK ||
+      (e = autd3__echocat_map_pdo(ec, all, ec->n)) != AUTD3_OK || (e = autd3__echocat_request_state(ec, all, ec->n, AL_SAFEOP)) != AUTD3_OK ||
+      (e = autd3__echocat_wait_state(ec, all, ec->n, AL_SAFEOP, o->state_timeout_ms)) != AUTD3_OK)
     goto fail;
 
   /* Cyclic exchange: warm-up in SAFE-OP, then OP once the WKC is stable for 5 cycles. */
   ec->ngroups = (ec->n + 1) / 2;
+  ec->in_ngr = autd3__echocat_in_groups(ec->n, &ec->in_gsz);
   ec->zero_tx = calloc((size_t)ec->n, OUT_BYTES + IN_BYTES);
   if (!ec->zero_tx) {
     e = autd3_set_error(AUTD3_E_NOMEM, "echocat: out of memory");
@@ -417,25 +419,25 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   /* Initial timing estimates from the wire model of a 100 Mbit/s chain (refined by measurement). */
   ec->out_rtt_ns = (double)(ec->n * OUT_BYTES + ec->ngroups * 70) * 80.0 + 20000.0;
   ec->rd_rtt_ns = 100000.0;
-  ec->w0_ns = echocat__out_wire_ns(ec->n < 2 ? ec->n : 2);
-  ec->lead_ns = echocat__cycle_wire_ns(ec->n) + 2000u;
+  ec->w0_ns = autd3__echocat_out_wire_ns(ec->n < 2 ? ec->n : 2);
+  ec->lead_ns = autd3__echocat_cycle_wire_ns(ec->n) + 2000u;
   /* an output frame's preamble 8 + Ethernet 14 + EtherCAT 2 + datagram header 10 + its first device's outputs */
   ec->credit_ns = (uint64_t)(8 + 14 + 2 + 10 + OUT_BYTES) * 80u - 5000u;
   ec->wake_lat_ns = 50000.0;
-  ec->burst = echocat__out_wire_ns(ec->n) + (uint64_t)ec->n * HOP_MAX_NS + GUARD_NS + SPLIT_HOST_NS > ec->period;
-  echocat__update_read_ahead(ec);
+  ec->burst = autd3__echocat_out_wire_ns(ec->n) + (uint64_t)ec->n * HOP_MAX_NS + GUARD_NS + SPLIT_HOST_NS > ec->period;
+  autd3__echocat_update_read_ahead(ec);
   uint8_t *rx = ec->zero_tx + (size_t)ec->n * OUT_BYTES;
   uint64_t op_req = 0, last_fix = 0;
   int good = 0;
   for (uint32_t i = 0;; i++) {
     cycle_res_t res;
-    if ((e = echocat__cycle_core(ec, ec->zero_tx, rx, &res)) != AUTD3_OK)
+    if ((e = autd3__echocat_cycle_core(ec, ec->zero_tx, rx, &res)) != AUTD3_OK)
       goto fail;
     uint64_t now = autd3__now_ns();
     if (i == opt->warmup_cycles) {
       uint8_t v[2];
       ecat_put16(v, AL_OP);
-      if ((e = echocat__dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, NULL)) != AUTD3_OK)
+      if ((e = autd3__echocat_dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, NULL)) != AUTD3_OK)
         goto fail;
       op_req = last_fix = now;
     }
@@ -448,7 +450,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
       last_fix = now;
       uint8_t al[AUTD3_MAX_DEVICES];
       uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
-      if (echocat__read_states(ec, all, ec->n, al, code, wkc) == AUTD3_OK)
+      if (autd3__echocat_read_states(ec, all, ec->n, al, code, wkc) == AUTD3_OK)
         for (uint16_t k = 0; k < ec->n; k++) {
           uint8_t v[2];
           if ((al[k] & 0x1F) == (AL_SAFEOP | AL_ERROR))
@@ -457,18 +459,18 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
             ecat_put16(v, AL_OP);
           else
             continue;
-          echocat__dg1(ec, ECAT_FPWR, STATION(k), REG_ALCTL, v, 2, NULL, NULL);
+          autd3__echocat_dg1(ec, ECAT_FPWR, STATION(k), REG_ALCTL, v, 2, NULL, NULL);
         }
     }
     if (now - op_req > (uint64_t)o->op_wait_timeout_ms * 1000000u) {
       uint8_t al[AUTD3_MAX_DEVICES];
       uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
       char detail[256] = "";
-      if (echocat__read_states(ec, all, ec->n, al, code, wkc) == AUTD3_OK)
+      if (autd3__echocat_read_states(ec, all, ec->n, al, code, wkc) == AUTD3_OK)
         for (uint16_t k = 0; k < ec->n; k++) {
           size_t l = strlen(detail);
           snprintf(detail + l, sizeof detail - l, "%sdevice %u %s%s code 0x%04x", k ? "; " : "", k,
-                   wkc[k] ? echocat__al_name(al[k]) : "lost", (al[k] & AL_ERROR) ? "+ERROR" : "", code[k]);
+                   wkc[k] ? autd3__echocat_al_name(al[k]) : "lost", (al[k] & AL_ERROR) ? "+ERROR" : "", code[k]);
         }
       e = autd3_set_error(AUTD3_E_STATE_TIMEOUT, "echocat %s: devices not in OP with a stable working counter within "
                                                  "op_wait_timeout_ms = %u: %s",
@@ -477,7 +479,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
     }
   }
   if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0) {
-    e = echocat__foreign_master_error(ec, "during open");
+    e = autd3__echocat_foreign_master_error(ec, "during open");
     goto fail;
   }
   if ((e = recovery_create(ec)) != AUTD3_OK)
@@ -500,7 +502,7 @@ fail:
     ecat_put16(v, AL_INIT);
     char keep[512];
     snprintf(keep, sizeof keep, "%s", autd3_last_error());
-    echocat__dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, NULL);
+    autd3__echocat_dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, NULL);
     autd3_set_error(e, "%s", keep);
   }
   release(ec);

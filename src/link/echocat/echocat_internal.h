@@ -28,10 +28,19 @@
 #define SM2_START 0x1800
 #define SM3_START 0x1F80
 #define MAX_GROUPS ((AUTD3_MAX_DEVICES + 1) / 2)
+/* The read frame's input datagrams while a device is missing (one LRD per
+ * group of devices, so that a working counter tells whose inputs came back):
+ * at most this many, with the FRMW and the BRD inside a slot's 64 datagrams.
+ * One device per group up to 60 devices (docs/reliability.md "A fault costs
+ * only its device"). A healthy chain reads all inputs with one LRD. */
+#define IN_DG_MAX 60
+/* Healthy read frames in a row (per-device LRDs all complete) before the read
+ * goes back to one LRD of every input. */
+#define IN_SPLIT_HOLD 100
 #define OUT_BYTES AUTD3_TX_FRAME_BYTES
 #define IN_BYTES AUTD3_RX_FRAME_BYTES
 #define JIT_BUCKETS 2048 /* 1 µs buckets */
-#define STATIC_DRIFT_ITER 10000 /* FRMW compares before cyclic operation (EtherCrab's count, §7.6) */
+#define STATIC_DRIFT_ITER 10000 /* FRMW compares before cyclic operation (ethercrab 0.7 src/dc.rs's count) */
 #define GUARD_NS 50000u          /* aim: outputs through the chain this long before SYNC0 */
 #define MIN_LEAD_NS 30000u       /* try an edge only if at least this far ahead */
 /* wait_next_cycle wakes this long (at most a fifth of the cycle) before the
@@ -98,6 +107,7 @@ typedef struct cycle_res {
   bool lost;     /* a frame did not come back */
   bool wkc_ok;   /* every working counter as expected */
   bool all_op;   /* BRD AL status == OP from every device */
+  bool in_ok[AUTD3_MAX_DEVICES]; /* device d's input group came back with its full working counter */
 } cycle_res_t;
 
 typedef struct echocat {
@@ -119,7 +129,7 @@ typedef struct echocat {
   bool off_valid;
   uint64_t rtt_floor;     /* fastest recent round trip with a reference read */
   uint64_t ring_ns;       /* a frame's way from the reference round the chain back to it (DC port times at open) */
-  uint64_t lb_dc, lb_t;   /* DC lower bound from one reference read (ecat_dc_lower) */
+  uint64_t lb_dc, lb_t;   /* DC lower bound from one reference read (autd3__ecat_dc_lower) */
   bool silent;            /* the bus answered nothing to the last resolve wait */
   bool first_call;        /* next cycle is the caller's first after open */
   uint64_t last_slot;     /* DC time of the SYNC0 edge the last outputs were aimed at */
@@ -137,7 +147,7 @@ typedef struct echocat {
   bool burst;             /* chosen at open from the wire budget (wire.c) */
   uint64_t w0_ns;         /* line time of the first output frame */
   uint64_t credit_ns;     /* an output frame's line time before its first device holds the image, less 5 µs */
-  uint64_t lead_ns;       /* a burst's line time to the last device (echocat__cycle_wire_ns) */
+  uint64_t lead_ns;       /* a burst's line time to the last device (autd3__echocat_cycle_wire_ns) */
   uint64_t burst_slot;    /* the edge the last burst aimed at */
   bool out_silent;        /* the last wait for a burst's output replies got none */
   uint32_t serial_n;      /* consecutive bursts whose first outputs took >= 3/4 w0_ns to the reference */
@@ -149,11 +159,17 @@ typedef struct echocat {
   slot_t out[MAX_GROUPS];
   uint16_t out_dc[MAX_GROUPS]; /* offset of the reference time read in each output frame */
   slot_t rd;
-  uint16_t rd_frmw, rd_lrd, rd_brd; /* data offsets in the read frame */
+  uint16_t rd_frmw, rd_brd; /* data offsets in the read frame */
+  uint16_t rd_lrd[IN_DG_MAX]; /* data offset of each input group's LRD */
+  uint16_t in_gsz, in_ngr;    /* devices per input group, groups while split (set at open) */
+  uint16_t rd_gsz, rd_ngr;    /* the read frame in flight: devices per group, groups (1 group of n: healthy) */
+  bool in_split;              /* a short input read was seen: read per group until IN_SPLIT_HOLD good ones */
+  uint32_t in_good;           /* consecutive complete split reads */
   uint8_t *zero_tx;
 
   /* transactions (open, close, checker) */
   slot_t xs;
+  bool by_pos;          /* SII reads by position, station addresses untouched (the tools' bus, bus.c) */
   atomic_bool running;  /* open finished: transactions go through the mailbox */
   atomic_int owner;
   atomic_int mbx;
@@ -180,55 +196,59 @@ typedef struct dgspec {
 } dgspec_t;
 
 /* slots.c: frame slots and transactions */
-autd3_err_t echocat__collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline);
-autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t deadline, const slot_t *stop);
-autd3_err_t echocat__dg1(echocat_t *ec, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len,
+autd3_err_t autd3__echocat_collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline);
+autd3_err_t autd3__echocat_collect_until(echocat_t *ec, slot_t **set, int n, uint64_t deadline, const slot_t *stop);
+autd3_err_t autd3__echocat_dg1(echocat_t *ec, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len,
                          void *out, uint16_t *wkc);
-autd3_err_t echocat__each(echocat_t *ec, const uint16_t *list, int cnt, bool by_pos, const dgspec_t *spec, int nspec,
+autd3_err_t autd3__echocat_each(echocat_t *ec, const uint16_t *list, int cnt, bool by_pos, const dgspec_t *spec, int nspec,
                           const uint8_t *in, uint8_t *out, uint16_t *wkc);
-void echocat__list_range(uint16_t *list, int first, int cnt);
-autd3_err_t echocat__slot_send(echocat_t *ec, slot_t *s);
-void echocat__slot_start(echocat_t *ec, slot_t *s, bool bus);
-autd3_err_t echocat__xfer(echocat_t *ec, slot_t *s);
-autd3_err_t echocat__xfer_direct(echocat_t *ec, slot_t *s, uint32_t timeout_us, int tries);
+void autd3__echocat_list_range(uint16_t *list, int first, int cnt);
+autd3_err_t autd3__echocat_slot_send(echocat_t *ec, slot_t *s);
+void autd3__echocat_slot_start(echocat_t *ec, slot_t *s, bool bus);
+autd3_err_t autd3__echocat_xfer(echocat_t *ec, slot_t *s);
+autd3_err_t autd3__echocat_xfer_direct(echocat_t *ec, slot_t *s, uint32_t timeout_us, int tries);
 
 /* scan.c: scan, identity, AL states, PDO mapping */
-const char *echocat__al_name(uint8_t st);
-autd3_err_t echocat__assign_addresses(echocat_t *ec, const uint16_t *list, int cnt);
-autd3_err_t echocat__check_identity(echocat_t *ec, const uint16_t *list, int cnt);
-autd3_err_t echocat__count_slaves(echocat_t *ec, uint16_t *count);
-autd3_err_t echocat__map_pdo(echocat_t *ec, const uint16_t *list, int cnt);
-autd3_err_t echocat__read_states(echocat_t *ec, const uint16_t *list, int cnt, uint8_t *al, uint16_t *code, uint16_t *wkc);
-autd3_err_t echocat__request_state(echocat_t *ec, const uint16_t *list, int cnt, uint16_t state);
-autd3_err_t echocat__reset_slaves(echocat_t *ec);
-autd3_err_t echocat__sii_read(echocat_t *ec, const uint16_t *list, int cnt);
+const char *autd3__echocat_al_name(uint8_t st);
+autd3_err_t autd3__echocat_assign_addresses(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t autd3__echocat_check_identity(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t autd3__echocat_count_slaves(echocat_t *ec, uint16_t *count);
+autd3_err_t autd3__echocat_map_pdo(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t autd3__echocat_read_states(echocat_t *ec, const uint16_t *list, int cnt, uint8_t *al, uint16_t *code, uint16_t *wkc);
+autd3_err_t autd3__echocat_request_state(echocat_t *ec, const uint16_t *list, int cnt, uint16_t state);
+autd3_err_t autd3__echocat_reset_slaves(echocat_t *ec);
+autd3_err_t autd3__echocat_sii_read(echocat_t *ec, const uint16_t *list, int cnt);
+/* 8 bytes of SII from EEPROM word `word` of every slave in list into out[k*8]. */
+autd3_err_t autd3__echocat_eep_read(echocat_t *ec, const uint16_t *list, int cnt, uint16_t word, uint8_t *out);
 /* The mailbox SyncManagers (SM0/SM1) from SII, for the slaves that have a mailbox. */
-autd3_err_t echocat__mailbox_sm(echocat_t *ec, const uint16_t *list, int cnt);
-autd3_err_t echocat__to_preop(echocat_t *ec, const uint16_t *list, int cnt);
-autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, uint8_t state, uint32_t timeout_ms);
+autd3_err_t autd3__echocat_mailbox_sm(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t autd3__echocat_to_preop(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t autd3__echocat_wait_state(echocat_t *ec, const uint16_t *list, int cnt, uint8_t state, uint32_t timeout_ms);
 
 /* dc.c: distributed clocks */
-void echocat__dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv);
-uint64_t echocat__dc_lower(const echocat_t *ec, uint64_t now); /* the bound at host time now (0: none yet) */
-uint64_t echocat__dc_lower(const echocat_t *ec, uint64_t now); /* the bound at host time now (0: none yet) */
-autd3_err_t echocat__dc_config(echocat_t *ec, const uint16_t *list, int cnt, bool initial);
-void echocat__dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_recv);
-autd3_err_t echocat__rebase_reference(echocat_t *ec);
-autd3_err_t echocat__sync0_on(echocat_t *ec, const uint16_t *list, int cnt);
-autd3_err_t echocat__wait_sync(echocat_t *ec);
+void autd3__echocat_dc_bound(echocat_t *ec, uint64_t dc, uint64_t t_recv);
+uint64_t autd3__echocat_dc_lower(const echocat_t *ec, uint64_t now); /* the bound at host time now (0: none yet) */
+uint64_t autd3__echocat_dc_lower(const echocat_t *ec, uint64_t now); /* the bound at host time now (0: none yet) */
+autd3_err_t autd3__echocat_dc_config(echocat_t *ec, const uint16_t *list, int cnt, bool initial);
+void autd3__echocat_dc_sample(echocat_t *ec, uint64_t dc, uint64_t t_send, uint64_t t_recv);
+autd3_err_t autd3__echocat_rebase_reference(echocat_t *ec);
+autd3_err_t autd3__echocat_sync0_on(echocat_t *ec, const uint16_t *list, int cnt);
+autd3_err_t autd3__echocat_wait_sync(echocat_t *ec);
 
 /* wire.c: what a 100 Mbit/s line carries per cycle */
-uint64_t echocat__frame_wire_ns(size_t len);
-uint64_t echocat__out_wire_ns(uint16_t n);
-uint64_t echocat__read_wire_ns(uint16_t n);
-uint64_t echocat__cycle_wire_ns(uint16_t n);
-uint64_t echocat__min_cycle_ns(uint16_t n);
+uint64_t autd3__echocat_frame_wire_ns(size_t len);
+uint64_t autd3__echocat_out_wire_ns(uint16_t n);
+uint64_t autd3__echocat_read_wire_ns(uint16_t n);
+/* Input groups of the read frame for n devices (IN_DG_MAX); *gsz = devices per group (the last may hold fewer). */
+uint16_t autd3__echocat_in_groups(uint16_t n, uint16_t *gsz);
+uint64_t autd3__echocat_cycle_wire_ns(uint16_t n);
+uint64_t autd3__echocat_min_cycle_ns(uint16_t n);
 
 /* cycle.c: the cycle engine */
-autd3_err_t echocat__cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res);
-autd3_err_t echocat__cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
-autd3_err_t echocat__wait_next_cycle(struct autd3_link *link);
-autd3_err_t echocat__foreign_master_error(echocat_t *ec, const char *when);
-void echocat__update_read_ahead(echocat_t *ec);
+autd3_err_t autd3__echocat_cycle_core(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cycle_res_t *res);
+autd3_err_t autd3__echocat_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
+autd3_err_t autd3__echocat_wait_next_cycle(struct autd3_link *link);
+autd3_err_t autd3__echocat_foreign_master_error(echocat_t *ec, const char *when);
+void autd3__echocat_update_read_ahead(echocat_t *ec);
 
 #endif

@@ -7,9 +7,10 @@
 #include "link/echocat/echocat_internal.h"
 
 /* Read 4 words at `word` from every slave in list into out[k*8] (ESCs without
- * 8-byte reads are asked twice). §3.4: FPWR 0x0502 {cmd 0x0100, address}, poll
- * busy, FPRD 0x0508. */
-static autd3_err_t eep_read(echocat_t *ec, const uint16_t *list, int cnt, uint16_t word, uint8_t *out) {
+ * 8-byte reads are asked twice). SII interface (Beckhoff ESC datasheet section II,
+ * registers 0x0500-0x050F): FPWR 0x0502 {cmd 0x0100, address}, poll
+ * busy, FPRD 0x0508 (by position instead on the tools' bus, ec->by_pos). */
+autd3_err_t autd3__echocat_eep_read(echocat_t *ec, const uint16_t *list, int cnt, uint16_t word, uint8_t *out) {
   for (int half = 0; half < 2; half++) {
     uint8_t cmd[AUTD3_MAX_DEVICES * 6] = {0};
     for (int i = 0; i < cnt; i++) {
@@ -17,16 +18,16 @@ static autd3_err_t eep_read(echocat_t *ec, const uint16_t *list, int cnt, uint16
       ecat_put16(c, 0x0100);
       ecat_put32(c + 2, (uint32_t)word + (uint32_t)half * 2);
     }
-    const dgspec_t wr = {ECAT_FPWR, REG_EEPCTL, 6};
-    autd3_err_t e = echocat__each(ec, list, cnt, false, &wr, 1, cmd, NULL, NULL);
+    const dgspec_t wr = {ec->by_pos ? ECAT_APWR : ECAT_FPWR, REG_EEPCTL, 6};
+    autd3_err_t e = autd3__echocat_each(ec, list, cnt, ec->by_pos, &wr, 1, cmd, NULL, NULL);
     if (e != AUTD3_OK)
       return e;
     uint8_t st[AUTD3_MAX_DEVICES * 14];
     uint16_t wkc[AUTD3_MAX_DEVICES];
-    const dgspec_t rd = {ECAT_FPRD, REG_EEPCTL, 14};
+    const dgspec_t rd = {ec->by_pos ? ECAT_APRD : ECAT_FPRD, REG_EEPCTL, 14};
     bool all8 = true;
     for (int poll = 0;; poll++) {
-      e = echocat__each(ec, list, cnt, false, &rd, 1, NULL, st, wkc);
+      e = autd3__echocat_each(ec, list, cnt, ec->by_pos, &rd, 1, NULL, st, wkc);
       if (e != AUTD3_OK)
         return e;
       bool busy = false;
@@ -62,21 +63,21 @@ static autd3_err_t eep_read(echocat_t *ec, const uint16_t *list, int cnt, uint16
 
 /* Identity, mailbox, name (string 1, as SOEM and the AUTD links read it) and
  * the General "not LRW" flag of every slave in list. */
-autd3_err_t echocat__sii_read(echocat_t *ec, const uint16_t *list, int cnt) {
+autd3_err_t autd3__echocat_sii_read(echocat_t *ec, const uint16_t *list, int cnt) {
   uint8_t tmp[AUTD3_MAX_DEVICES * 8];
   autd3_err_t e;
-  if ((e = eep_read(ec, list, cnt, 0x08, tmp)) != AUTD3_OK)
+  if ((e = autd3__echocat_eep_read(ec, list, cnt, 0x08, tmp)) != AUTD3_OK)
     return e;
   for (int i = 0; i < cnt; i++) {
     slave_t *s = &ec->sl[list[i]];
     s->vendor = ecat_get32(tmp + list[i] * 8);
     s->product = ecat_get32(tmp + list[i] * 8 + 4);
   }
-  if ((e = eep_read(ec, list, cnt, 0x0C, tmp)) != AUTD3_OK)
+  if ((e = autd3__echocat_eep_read(ec, list, cnt, 0x0C, tmp)) != AUTD3_OK)
     return e;
   for (int i = 0; i < cnt; i++)
     ec->sl[list[i]].revision = ecat_get32(tmp + list[i] * 8);
-  if ((e = eep_read(ec, list, cnt, 0x18, tmp)) != AUTD3_OK)
+  if ((e = autd3__echocat_eep_read(ec, list, cnt, 0x18, tmp)) != AUTD3_OK)
     return e;
   for (int i = 0; i < cnt; i++) {
     slave_t *s = &ec->sl[list[i]];
@@ -97,7 +98,7 @@ autd3_err_t echocat__sii_read(echocat_t *ec, const uint16_t *list, int cnt) {
   do {                                                                                \
     uint32_t a_ = (addr), w_ = (a_ / 2) & ~3u;                                        \
     if (w_ != cached) {                                                               \
-      if ((e = eep_read(ec, one, 1, (uint16_t)w_, blk)) != AUTD3_OK) return e;        \
+      if ((e = autd3__echocat_eep_read(ec, one, 1, (uint16_t)w_, blk)) != AUTD3_OK) return e;        \
       memcpy(data, blk + (size_t)k * 8, 8);                                           \
       cached = w_;                                                                    \
     }                                                                                 \
@@ -127,7 +128,7 @@ autd3_err_t echocat__sii_read(echocat_t *ec, const uint16_t *list, int cnt) {
           ec->sl[k].name[slen] = 0;
         }
         have_name = true;
-      } else if (type == 30 && words >= 6) { /* General: byte 11 bit 0x02 = use LRD/LWR (§4.2) */
+      } else if (type == 30 && words >= 6) { /* General: byte 11 bit 0x02 = use LRD/LWR (ETG.2010 category General) */
         uint8_t flags;
         SII_BYTE(d + 11, flags);
         ec->sl[k].no_lrw = (flags & 0x02) != 0;
@@ -140,7 +141,7 @@ autd3_err_t echocat__sii_read(echocat_t *ec, const uint16_t *list, int cnt) {
   return AUTD3_OK;
 }
 
-autd3_err_t echocat__check_identity(echocat_t *ec, const uint16_t *list, int cnt) {
+autd3_err_t autd3__echocat_check_identity(echocat_t *ec, const uint16_t *list, int cnt) {
   for (int i = 0; i < cnt; i++) {
     const slave_t *s = &ec->sl[list[i]];
     autd3_err_t e = autd3__ecat_check_identity("echocat", ec->ifname, list[i], s->vendor, s->product, s->name);
@@ -152,7 +153,7 @@ autd3_err_t echocat__check_identity(echocat_t *ec, const uint16_t *list, int cnt
 
 /* ---------------------------------------------------------------- states */
 
-const char *echocat__al_name(uint8_t st) {
+const char *autd3__echocat_al_name(uint8_t st) {
   switch (st & 0x0F) {
   case AL_INIT: return "INIT";
   case AL_PREOP: return "PRE-OP";
@@ -163,19 +164,19 @@ const char *echocat__al_name(uint8_t st) {
   }
 }
 
-autd3_err_t echocat__request_state(echocat_t *ec, const uint16_t *list, int cnt, uint16_t state) {
+autd3_err_t autd3__echocat_request_state(echocat_t *ec, const uint16_t *list, int cnt, uint16_t state) {
   uint8_t v[AUTD3_MAX_DEVICES * 2] = {0};
   for (int i = 0; i < cnt; i++)
     ecat_put16(v + (size_t)list[i] * 2, state);
   const dgspec_t sp = {ECAT_FPWR, REG_ALCTL, 2};
-  return echocat__each(ec, list, cnt, false, &sp, 1, v, NULL, NULL);
+  return autd3__echocat_each(ec, list, cnt, false, &sp, 1, v, NULL, NULL);
 }
 
 /* AL status (+code) of every slave in list: al[k] = status low byte (0 if no answer), code[k]. */
-autd3_err_t echocat__read_states(echocat_t *ec, const uint16_t *list, int cnt, uint8_t *al, uint16_t *code, uint16_t *wkc) {
+autd3_err_t autd3__echocat_read_states(echocat_t *ec, const uint16_t *list, int cnt, uint8_t *al, uint16_t *code, uint16_t *wkc) {
   uint8_t st[AUTD3_MAX_DEVICES * 6];
   const dgspec_t sp = {ECAT_FPRD, REG_ALSTAT, 6};
-  autd3_err_t e = echocat__each(ec, list, cnt, false, &sp, 1, NULL, st, wkc);
+  autd3_err_t e = autd3__echocat_each(ec, list, cnt, false, &sp, 1, NULL, st, wkc);
   if (e != AUTD3_OK)
     return e;
   for (int i = 0; i < cnt; i++) {
@@ -188,12 +189,12 @@ autd3_err_t echocat__read_states(echocat_t *ec, const uint16_t *list, int cnt, u
 
 /* Wait until every slave in list reports `state`; a slave that raises the
  * error flag fails at once with its AL status code. */
-autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, uint8_t state, uint32_t timeout_ms) {
+autd3_err_t autd3__echocat_wait_state(echocat_t *ec, const uint16_t *list, int cnt, uint8_t state, uint32_t timeout_ms) {
   uint64_t end = autd3__now_ns() + (uint64_t)timeout_ms * 1000000u;
   uint8_t al[AUTD3_MAX_DEVICES];
   uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
   for (;;) {
-    autd3_err_t e = echocat__read_states(ec, list, cnt, al, code, wkc);
+    autd3_err_t e = autd3__echocat_read_states(ec, list, cnt, al, code, wkc);
     if (e != AUTD3_OK && e != AUTD3_E_TIMEOUT)
       return e;
     int bad = -1;
@@ -203,7 +204,7 @@ autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, ui
         if (wkc[k] == 1 && (al[k] & AL_ERROR))
           return autd3_set_error(AUTD3_E_STATE_TIMEOUT,
                                  "echocat %s: device %u refused %s: state %s+ERROR, AL status code 0x%04x", ec->ifname, k,
-                                 echocat__al_name(state), echocat__al_name(al[k]), code[k]);
+                                 autd3__echocat_al_name(state), autd3__echocat_al_name(al[k]), code[k]);
         if (wkc[k] != 1 || (al[k] & 0x0F) != state)
           bad = k;
       }
@@ -212,10 +213,10 @@ autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, ui
     }
     if (autd3__now_ns() > end) {
       if (bad < 0)
-        return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "echocat %s: no answer while waiting for %s", ec->ifname, echocat__al_name(state));
+        return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "echocat %s: no answer while waiting for %s", ec->ifname, autd3__echocat_al_name(state));
       return autd3_set_error(AUTD3_E_STATE_TIMEOUT,
                              "echocat %s: device %d did not reach %s within %u ms (state %s, AL status code 0x%04x%s)",
-                             ec->ifname, bad, echocat__al_name(state), timeout_ms, wkc[bad] ? echocat__al_name(al[bad]) : "no answer",
+                             ec->ifname, bad, autd3__echocat_al_name(state), timeout_ms, wkc[bad] ? autd3__echocat_al_name(al[bad]) : "no answer",
                              code[bad], wkc[bad] ? "" : ", lost");
     }
     if (!atomic_load(&ec->running))
@@ -225,15 +226,15 @@ autd3_err_t echocat__wait_state(echocat_t *ec, const uint16_t *list, int cnt, ui
 
 /* ---------------------------------------------------------------- bring-up steps */
 
-/* Count the slaves: BRD of register 0x0000, the working counter is the count (§7.2). */
-autd3_err_t echocat__count_slaves(echocat_t *ec, uint16_t *count) {
+/* Count the slaves: BRD of register 0x0000, the working counter is the count (as SOEM v2.0.0 src/ec_config.c ecx_detect_slaves). */
+autd3_err_t autd3__echocat_count_slaves(echocat_t *ec, uint16_t *count) {
   slot_t *s = &ec->xs;
-  echocat__slot_start(ec, s, false);
+  autd3__echocat_slot_start(ec, s, false);
   uint8_t v[2];
   ecat_put16(v, AL_INIT | AL_ACK);
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_ALCTL, v, 2);
-  uint16_t o = ecat_dg_add(&s->f, ECAT_BRD, 0, REG_TYPE, NULL, 2);
-  autd3_err_t e = echocat__xfer_direct(ec, s, 20000, 3);
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_ALCTL, v, 2);
+  uint16_t o = autd3__ecat_dg_add(&s->f, ECAT_BRD, 0, REG_TYPE, NULL, 2);
+  autd3_err_t e = autd3__echocat_xfer_direct(ec, s, 20000, 3);
   if (e == AUTD3_E_TIMEOUT) {
     *count = 0;
     return AUTD3_OK;
@@ -244,35 +245,35 @@ autd3_err_t echocat__count_slaves(echocat_t *ec, uint16_t *count) {
   return AUTD3_OK;
 }
 
-/* Back to defaults (§7.2 step 2), all broadcast in one frame. */
-autd3_err_t echocat__reset_slaves(echocat_t *ec) {
+/* Back to defaults (the registers SOEM v2.0.0 src/ec_config.c ecx_set_slaves_to_default writes), all broadcast in one frame. */
+autd3_err_t autd3__echocat_reset_slaves(echocat_t *ec) {
   slot_t *s = &ec->xs;
-  echocat__slot_start(ec, s, false);
+  autd3__echocat_slot_start(ec, s, false);
   uint8_t z[48] = {0}, v[2];
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DLCTL + 1, z, 1);         /* auto loop control */
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_FMMU0, z, 48);            /* FMMU0-2 off */
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_SM0, z, 32);              /* SM0-3 off */
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCACT, z, 1);             /* SYNC off */
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DLCTL + 1, z, 1);         /* auto loop control */
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_FMMU0, z, 48);            /* FMMU0-2 off */
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_SM0, z, 32);              /* SM0-3 off */
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCACT, z, 1);             /* SYNC off */
   ecat_put16(v, 0x1000);
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCSPEED, v, 2);           /* DC loop bandwidth, resets the filter */
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCSPEED, v, 2);           /* DC loop bandwidth, resets the filter */
   ecat_put16(v, 0x0C00);
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCFILT, v, 2);
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_DCFILT, v, 2);
   ecat_put16(v, 2);
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_EEPCFG, v, 1);            /* force EEPROM to ECAT... */
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_EEPCFG, z, 1);            /* ...and keep it there */
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_EEPCFG, v, 1);            /* force EEPROM to ECAT... */
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_EEPCFG, z, 1);            /* ...and keep it there */
   ecat_put16(v, AL_INIT | AL_ACK);
-  ecat_dg_add(&s->f, ECAT_BWR, 0, REG_ALCTL, v, 2);
-  return echocat__xfer_direct(ec, s, 20000, 3);
+  autd3__ecat_dg_add(&s->f, ECAT_BWR, 0, REG_ALCTL, v, 2);
+  return autd3__echocat_xfer_direct(ec, s, 20000, 3);
 }
 
-/* Station addresses 0x1001.. by position (APWR, §7.2 step 3). */
-autd3_err_t echocat__assign_addresses(echocat_t *ec, const uint16_t *list, int cnt) {
+/* Station addresses 0x1001.. by position (APWR, as SOEM v2.0.0 src/ec_config.c ecx_config_init). */
+autd3_err_t autd3__echocat_assign_addresses(echocat_t *ec, const uint16_t *list, int cnt) {
   uint8_t v[AUTD3_MAX_DEVICES * 2] = {0};
   uint16_t wkc[AUTD3_MAX_DEVICES];
   for (int i = 0; i < cnt; i++)
     ecat_put16(v + (size_t)list[i] * 2, STATION(list[i]));
   const dgspec_t sp = {ECAT_APWR, REG_STADR, 2};
-  autd3_err_t e = echocat__each(ec, list, cnt, true, &sp, 1, v, NULL, wkc);
+  autd3_err_t e = autd3__echocat_each(ec, list, cnt, true, &sp, 1, v, NULL, wkc);
   if (e != AUTD3_OK)
     return e;
   for (int i = 0; i < cnt; i++)
@@ -283,7 +284,7 @@ autd3_err_t echocat__assign_addresses(echocat_t *ec, const uint16_t *list, int c
 }
 
 /* SM0/SM1 for the mailbox where the SII declares one, then PRE-OP. */
-autd3_err_t echocat__mailbox_sm(echocat_t *ec, const uint16_t *list, int cnt) {
+autd3_err_t autd3__echocat_mailbox_sm(echocat_t *ec, const uint16_t *list, int cnt) {
   uint8_t sm[AUTD3_MAX_DEVICES * 16] = {0};
   uint16_t mlist[AUTD3_MAX_DEVICES];
   int m = 0;
@@ -298,20 +299,20 @@ autd3_err_t echocat__mailbox_sm(echocat_t *ec, const uint16_t *list, int cnt) {
     mlist[m++] = list[i];
   }
   const dgspec_t sp = {ECAT_FPWR, REG_SM0, 16};
-  return m ? echocat__each(ec, mlist, m, false, &sp, 1, sm, NULL, NULL) : AUTD3_OK;
+  return m ? autd3__echocat_each(ec, mlist, m, false, &sp, 1, sm, NULL, NULL) : AUTD3_OK;
 }
 
-autd3_err_t echocat__to_preop(echocat_t *ec, const uint16_t *list, int cnt) {
-  autd3_err_t e = echocat__mailbox_sm(ec, list, cnt);
+autd3_err_t autd3__echocat_to_preop(echocat_t *ec, const uint16_t *list, int cnt) {
+  autd3_err_t e = autd3__echocat_mailbox_sm(ec, list, cnt);
   if (e == AUTD3_OK)
-    e = echocat__request_state(ec, list, cnt, AL_PREOP | AL_ACK);
+    e = autd3__echocat_request_state(ec, list, cnt, AL_PREOP | AL_ACK);
   if (e == AUTD3_OK)
-    e = echocat__wait_state(ec, list, cnt, AL_PREOP, ec->opt.ethercat.state_timeout_ms);
+    e = autd3__echocat_wait_state(ec, list, cnt, AL_PREOP, ec->opt.ethercat.state_timeout_ms);
   return e;
 }
 
-/* SM2/SM3 and FMMU0/1 (§3.5, §3.6): all outputs first (626 per device), then all inputs (2 per device). */
-autd3_err_t echocat__map_pdo(echocat_t *ec, const uint16_t *list, int cnt) {
+/* SM2/SM3 and FMMU0/1 (Beckhoff ESC datasheet section II, registers 0x0600 and 0x0800): all outputs first (626 per device), then all inputs (2 per device). */
+autd3_err_t autd3__echocat_map_pdo(echocat_t *ec, const uint16_t *list, int cnt) {
   uint8_t cfg[AUTD3_MAX_DEVICES * 48] = {0};
   for (int i = 0; i < cnt; i++) {
     uint16_t k = list[i];
@@ -328,7 +329,7 @@ autd3_err_t echocat__map_pdo(echocat_t *ec, const uint16_t *list, int cnt) {
   }
   const dgspec_t sp[2] = {{ECAT_FPWR, REG_SM2, 16}, {ECAT_FPWR, REG_FMMU0, 32}};
   uint16_t wkc[AUTD3_MAX_DEVICES * 2];
-  autd3_err_t e = echocat__each(ec, list, cnt, false, sp, 2, cfg, NULL, wkc);
+  autd3_err_t e = autd3__echocat_each(ec, list, cnt, false, sp, 2, cfg, NULL, wkc);
   if (e != AUTD3_OK)
     return e;
   for (int i = 0; i < cnt; i++)

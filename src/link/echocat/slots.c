@@ -6,16 +6,16 @@
 #define _GNU_SOURCE
 #include "link/echocat/echocat_internal.h"
 
-void echocat__slot_start(echocat_t *ec, slot_t *s, bool bus) {
+void autd3__echocat_slot_start(echocat_t *ec, slot_t *s, bool bus) {
   uint8_t idx = bus ? (uint8_t)(ec->bus_idx++ & 0x7F) : (uint8_t)(0x80 | (ec->x_idx++ & 0x7F));
-  ecat_frame_init(&s->f, ec->mac, idx);
+  autd3__ecat_frame_init(&s->f, ec->mac, idx);
   s->state = SLOT_IDLE;
   s->accounted = false;
   s->stamped = false;
 }
 
-autd3_err_t echocat__slot_send(echocat_t *ec, slot_t *s) {
-  s->wire = ecat_frame_finish(&s->f);
+autd3_err_t autd3__echocat_slot_send(echocat_t *ec, slot_t *s) {
+  s->wire = autd3__ecat_frame_finish(&s->f);
   s->sent_ns = autd3__now_ns();
   autd3_err_t e = autd3__nic_send(ec->nic, s->f.buf, s->wire);
   s->state = e == AUTD3_OK ? SLOT_SENT : SLOT_FAILED;
@@ -25,7 +25,7 @@ autd3_err_t echocat__slot_send(echocat_t *ec, slot_t *s) {
 /* Receive replies until none of `set` is SENT or `deadline` passes. A reply is
  * matched on the idx of its first datagram and on an unchanged datagram chain;
  * anything else (late replies of an earlier cycle, foreign frames) is ignored. */
-autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t deadline, const slot_t *stop) {
+autd3_err_t autd3__echocat_collect_until(echocat_t *ec, slot_t **set, int n, uint64_t deadline, const slot_t *stop) {
   int pending = 0;
   for (int i = 0; i < n; i++)
     pending += set[i]->state == SLOT_SENT;
@@ -53,7 +53,7 @@ autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t 
     for (int i = 0; i < n; i++) {
       slot_t *s = set[i];
       if (s->state == SLOT_SENT && s->f.idx == idx && s->f.ndg <= 64 &&
-          ecat_reply_matches(&s->f, s->wire, ec->rxbuf, len, s->dg)) {
+          autd3__ecat_reply_matches(&s->f, s->wire, ec->rxbuf, len, s->dg)) {
         memcpy(s->f.buf, ec->rxbuf, len);
         /* The NIC's arrival stamp where it has one: a reply taken from the
          * ring long after it arrived still proves how far the devices' clock
@@ -70,19 +70,19 @@ autd3_err_t echocat__collect_until(echocat_t *ec, slot_t **set, int n, uint64_t 
   return AUTD3_OK;
 }
 
-autd3_err_t echocat__collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline) {
-  return echocat__collect_until(ec, set, n, deadline, NULL);
+autd3_err_t autd3__echocat_collect(echocat_t *ec, slot_t **set, int n, uint64_t deadline) {
+  return autd3__echocat_collect_until(ec, set, n, deadline, NULL);
 }
 
 /* One exchange on the NIC from the calling thread: send, wait, resend with the
  * same idx on timeout (as SOEM does). */
-autd3_err_t echocat__xfer_direct(echocat_t *ec, slot_t *s, uint32_t timeout_us, int tries) {
+autd3_err_t autd3__echocat_xfer_direct(echocat_t *ec, slot_t *s, uint32_t timeout_us, int tries) {
   for (int t = 0; t < tries; t++) {
-    autd3_err_t e = echocat__slot_send(ec, s);
+    autd3_err_t e = autd3__echocat_slot_send(ec, s);
     if (e != AUTD3_OK)
       return e;
     slot_t *set[1] = {s};
-    e = echocat__collect(ec, set, 1, autd3__now_ns() + (uint64_t)timeout_us * 1000u);
+    e = autd3__echocat_collect(ec, set, 1, autd3__now_ns() + (uint64_t)timeout_us * 1000u);
     if (e != AUTD3_OK)
       return e;
     if (s->state == SLOT_DONE)
@@ -93,10 +93,10 @@ autd3_err_t echocat__xfer_direct(echocat_t *ec, slot_t *s, uint32_t timeout_us, 
 
 /* A transaction on ec->xs: direct during open/close, through the bus thread's
  * mailbox while cycle() runs, or direct again (ownership flag) when nobody cycles. */
-autd3_err_t echocat__xfer(echocat_t *ec, slot_t *s) {
+autd3_err_t autd3__echocat_xfer(echocat_t *ec, slot_t *s) {
   if (!atomic_load(&ec->running))
-    return echocat__xfer_direct(ec, s, 20000, 3);
-  s->wire = ecat_frame_finish(&s->f);
+    return autd3__echocat_xfer_direct(ec, s, 20000, 3);
+  s->wire = autd3__ecat_frame_finish(&s->f);
   for (int attempt = 0; attempt < 3; attempt++) {
     s->state = SLOT_IDLE;
     atomic_store(&ec->mbx, MBX_POSTED);
@@ -117,7 +117,7 @@ autd3_err_t echocat__xfer(echocat_t *ec, slot_t *s) {
         if (atomic_compare_exchange_strong(&ec->mbx, &exp, MBX_IDLE)) {
           int own = OWN_NONE;
           if (atomic_compare_exchange_strong(&ec->owner, &own, OWN_CHECKER)) {
-            autd3_err_t e = echocat__xfer_direct(ec, s, 20000, 3);
+            autd3_err_t e = autd3__echocat_xfer_direct(ec, s, 20000, 3);
             atomic_store(&ec->owner, OWN_NONE);
             return e;
           }
@@ -142,7 +142,7 @@ autd3_err_t echocat__xfer(echocat_t *ec, slot_t *s) {
  * stride = sum of lengths; NULL = zeros) and results into `out` (same layout;
  * may be NULL) and wkc[i*nspec + j]. Frames are split at slave boundaries. */
 
-autd3_err_t echocat__each(echocat_t *ec, const uint16_t *list, int cnt, bool by_pos, const dgspec_t *spec, int nspec,
+autd3_err_t autd3__echocat_each(echocat_t *ec, const uint16_t *list, int cnt, bool by_pos, const dgspec_t *spec, int nspec,
                         const uint8_t *in, uint8_t *out, uint16_t *wkc) {
   size_t stride = 0, need = 0;
   for (int j = 0; j < nspec; j++)
@@ -150,23 +150,23 @@ autd3_err_t echocat__each(echocat_t *ec, const uint16_t *list, int cnt, bool by_
   int i = 0;
   while (i < cnt) {
     slot_t *s = &ec->xs;
-    echocat__slot_start(ec, s, false);
+    autd3__echocat_slot_start(ec, s, false);
     int first = i;
     uint16_t offs[64];
     int nd = 0;
-    while (i < cnt && nd + nspec <= 64 && (size_t)ecat_frame_room(&s->f) + ECAT_DG_OVERHEAD >= need) {
+    while (i < cnt && nd + nspec <= 64 && (size_t)autd3__ecat_frame_room(&s->f) + ECAT_DG_OVERHEAD >= need) {
       uint16_t k = list[i];
       uint16_t adp = by_pos ? POSITION(k) : STATION(k);
       size_t o = 0;
       for (int j = 0; j < nspec; j++) {
-        offs[nd++] = ecat_dg_add(&s->f, spec[j].cmd, adp, spec[j].ado, in ? in + (size_t)k * stride + o : NULL, spec[j].len);
+        offs[nd++] = autd3__ecat_dg_add(&s->f, spec[j].cmd, adp, spec[j].ado, in ? in + (size_t)k * stride + o : NULL, spec[j].len);
         o += spec[j].len;
       }
       i++;
     }
     if (i == first)
       return autd3_set_error(AUTD3_E_INTERNAL, "echocat: datagram set does not fit a frame");
-    autd3_err_t e = echocat__xfer(ec, s);
+    autd3_err_t e = autd3__echocat_xfer(ec, s);
     if (e != AUTD3_OK)
       return e;
     nd = 0;
@@ -185,12 +185,12 @@ autd3_err_t echocat__each(echocat_t *ec, const uint16_t *list, int cnt, bool by_
 }
 
 /* One datagram in one frame. */
-autd3_err_t echocat__dg1(echocat_t *ec, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len,
+autd3_err_t autd3__echocat_dg1(echocat_t *ec, uint8_t cmd, uint16_t adp, uint16_t ado, const void *data, uint16_t len,
                        void *out, uint16_t *wkc) {
   slot_t *s = &ec->xs;
-  echocat__slot_start(ec, s, false);
-  uint16_t o = ecat_dg_add(&s->f, cmd, adp, ado, data, len);
-  autd3_err_t e = echocat__xfer(ec, s);
+  autd3__echocat_slot_start(ec, s, false);
+  uint16_t o = autd3__ecat_dg_add(&s->f, cmd, adp, ado, data, len);
+  autd3_err_t e = autd3__echocat_xfer(ec, s);
   if (e != AUTD3_OK)
     return e;
   if (out)
@@ -200,7 +200,7 @@ autd3_err_t echocat__dg1(echocat_t *ec, uint8_t cmd, uint16_t adp, uint16_t ado,
   return AUTD3_OK;
 }
 
-void echocat__list_range(uint16_t *list, int first, int cnt) {
+void autd3__echocat_list_range(uint16_t *list, int first, int cnt) {
   for (int i = 0; i < cnt; i++)
     list[i] = (uint16_t)(first + i);
 }

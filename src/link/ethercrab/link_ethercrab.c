@@ -25,7 +25,7 @@
 static const autd3_link_services_t *S;
 
 /* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
-#define CRAB_ABI_VERSION 7u
+#define CRAB_ABI_VERSION 8u
 
 enum {
   CRAB_OK = 0,
@@ -82,8 +82,10 @@ typedef struct crab_cycle_out {
   uint16_t expected_wkc;
   uint8_t all_op;
   uint8_t rx_valid;
+  uint8_t lost; /* some group's frame did not come back (ABI 8) */
   uint64_t next_cycle_wait_ns;
   uint64_t dc_system_time_ns;
+  uint8_t dev_valid[AUTD3_MAX_DEVICES]; /* per device: its inputs came back (ABI 8) */
 } crab_cycle_out_t;
 
 struct crab_link; /* Rust-owned */
@@ -210,7 +212,12 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
     atomic_fetch_add_explicit(&L->phase_samples, 1, memory_order_relaxed);
     if (phase >= L->period_ns / 2) atomic_fetch_add_explicit(&L->phase_early, 1, memory_order_relaxed);
     pace(L, t0, out.dc_system_time_ns);
-    autd3_link_count_cycle(l, *rx_valid, false);
+    autd3_link_count_cycle(l, *rx_valid, out.lost != 0);
+    if (!*rx_valid) { /* whose inputs this cycle still carries (a group's frame lost or a device missing) */
+      bool dv[AUTD3_MAX_DEVICES];
+      for (uint16_t d = 0; d < l->num_devices; d++) dv[d] = out.dev_valid[d] != 0;
+      autd3_link_report_inputs(l, dv);
+    }
     return AUTD3_OK;
   }
   if (rc == CRAB_LOST) {

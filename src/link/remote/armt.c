@@ -38,14 +38,14 @@ static uint32_t get_u32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-size_t armt__geometry_bytes(const autd3_geometry_t *g) {
+size_t autd3__armt_geometry_bytes(const autd3_geometry_t *g) {
   size_t n = autd3_geometry_num_devices(g), total = 4;
   for (size_t d = 0; d < n; d++) total += 4 + autd3_geometry_num_transducers(g, d) * ARMT_TRANSDUCER_BYTES;
   return total;
 }
 
-size_t armt__encode_geometry(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
-  size_t need = armt__geometry_bytes(g);
+size_t autd3__armt_encode_geometry(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
+  size_t need = autd3__armt_geometry_bytes(g);
   if (out == NULL || cap < need) return 0;
   size_t n = autd3_geometry_num_devices(g), at = 0;
   put_u32(out + at, (uint32_t)n);
@@ -66,17 +66,17 @@ size_t armt__encode_geometry(const autd3_geometry_t *g, uint8_t *out, size_t cap
   return at;
 }
 
-size_t armt__hello_bytes(const autd3_geometry_t *g) { return ARMT_HELLO_BYTES + armt__geometry_bytes(g); }
+size_t autd3__armt_hello_bytes(const autd3_geometry_t *g) { return ARMT_HELLO_BYTES + autd3__armt_geometry_bytes(g); }
 
-size_t armt__encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
-  size_t need = armt__hello_bytes(g);
+size_t autd3__armt_encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap) {
+  size_t need = autd3__armt_hello_bytes(g);
   if (out == NULL || cap < need) return 0;
   memcpy(out, ARMT_MAGIC, 4);
   out[4] = (uint8_t)ARMT_VERSION;
-  return ARMT_HELLO_BYTES + armt__encode_geometry(g, out + ARMT_HELLO_BYTES, cap - ARMT_HELLO_BYTES);
+  return ARMT_HELLO_BYTES + autd3__armt_encode_geometry(g, out + ARMT_HELLO_BYTES, cap - ARMT_HELLO_BYTES);
 }
 
-size_t armt__encode_hello7(const char *sdk, uint8_t *out, size_t cap) {
+size_t autd3__armt_encode_hello7(const char *sdk, uint8_t *out, size_t cap) {
   size_t len = sdk ? strlen(sdk) : 0;
   if (len > ARMT7_SDK_MAX) len = ARMT7_SDK_MAX; /* wire.rs: a u8 length */
   if (out == NULL || cap < 6 + len) return 0;
@@ -87,7 +87,7 @@ size_t armt__encode_hello7(const char *sdk, uint8_t *out, size_t cap) {
   return 6 + len;
 }
 
-size_t armt__encode_session7(uint8_t *out, size_t cap, uint8_t code, uint16_t n, const char *text) {
+size_t autd3__armt_encode_session7(uint8_t *out, size_t cap, uint8_t code, uint16_t n, const char *text) {
   if (code == ARMT7_SESSION_OK) {
     if (cap < 3) return 0;
     out[0] = 0;
@@ -103,7 +103,7 @@ size_t armt__encode_session7(uint8_t *out, size_t cap, uint8_t code, uint16_t n,
   return 3 + len;
 }
 
-void armt__encode_reply7_header(uint8_t out[ARMT7_REPLY_HEADER_BYTES], const armt7_status_t *st) {
+void autd3__armt_encode_reply7_header(uint8_t out[ARMT7_REPLY_HEADER_BYTES], const armt7_status_t *st) {
   out[0] = st->rx_valid ? 1 : 0;
   put_u64(out + 1, st->dc_time_ns);
   out[9] = st->recovering ? 1 : 0;
@@ -111,7 +111,7 @@ void armt__encode_reply7_header(uint8_t out[ARMT7_REPLY_HEADER_BYTES], const arm
   for (int i = 0; i < 5; i++) put_u64(out + 10 + 8 * i, c[i]);
 }
 
-void armt__decode_reply7_header(const uint8_t in[ARMT7_REPLY_HEADER_BYTES], armt7_status_t *st) {
+void autd3__armt_decode_reply7_header(const uint8_t in[ARMT7_REPLY_HEADER_BYTES], armt7_status_t *st) {
   st->rx_valid = in[0] != 0; /* link.rs: buf[0] != 0 */
   st->dc_time_ns = get_u64(in + 1);
   st->recovering = in[9] != 0;
@@ -122,7 +122,7 @@ void armt__decode_reply7_header(const uint8_t in[ARMT7_REPLY_HEADER_BYTES], armt
   st->worst_phase_deviation_ns = get_u64(in + 42);
 }
 
-uint8_t armt__encode_device_state7(uint8_t state, uint8_t al_bits) {
+uint8_t autd3__armt_encode_device_state7(uint8_t state, uint8_t al_bits) {
   switch (state) {
     case AUTD3_DEVICE_OP: return ARMT7_DEV_OP;
     case AUTD3_DEVICE_SAFE_OP: return ARMT7_DEV_SAFE_OP;
@@ -132,7 +132,7 @@ uint8_t armt__encode_device_state7(uint8_t state, uint8_t al_bits) {
   }
 }
 
-uint8_t armt__decode_device_state7(uint8_t byte, uint8_t *al_bits) {
+uint8_t autd3__armt_decode_device_state7(uint8_t byte, uint8_t *al_bits) {
   *al_bits = 0;
   switch (byte) {
     case ARMT7_DEV_OP: return AUTD3_DEVICE_OP;
@@ -145,7 +145,7 @@ uint8_t armt__decode_device_state7(uint8_t byte, uint8_t *al_bits) {
   }
 }
 
-size_t armt__encode_refusal(uint8_t *out, size_t cap, uint8_t reason, const char *text) {
+size_t autd3__armt_encode_refusal(uint8_t *out, size_t cap, uint8_t reason, const char *text) {
   size_t len = text ? strlen(text) : 0;
   if (len > ARMT_REFUSAL_TEXT_MAX) len = ARMT_REFUSAL_TEXT_MAX;
   if (cap < 5 + len) return 0;
@@ -156,15 +156,15 @@ size_t armt__encode_refusal(uint8_t *out, size_t cap, uint8_t reason, const char
   return 5 + len;
 }
 
-void armt__parser_init(armt_parser_t *p, uint32_t max_devices) {
+void autd3__armt_parser_init(armt_parser_t *p, uint32_t max_devices) {
   memset(p, 0, sizeof *p);
   p->state = S_HELLO;
   p->max_devices = max_devices;
 }
 
-void armt__parser_set_frame(armt_parser_t *p, uint8_t *dst) { p->frame = dst; }
+void autd3__armt_parser_set_frame(armt_parser_t *p, uint8_t *dst) { p->frame = dst; }
 
-bool armt__parser_mid_message(const armt_parser_t *p) {
+bool autd3__armt_parser_mid_message(const armt_parser_t *p) {
   return p->state == S_HELLO || p->state == S_SDKLEN || p->state == S_SDK || p->state == S_COUNT || p->state == S_TCOUNT || p->state == S_SKIP || p->state == S_FRAME;
 }
 
@@ -191,7 +191,7 @@ static bool end_of_device(armt_parser_t *p) {
   return true;
 }
 
-size_t armt__parser_feed(armt_parser_t *p, const uint8_t *buf, size_t len, armt_event_t *ev) {
+size_t autd3__armt_parser_feed(armt_parser_t *p, const uint8_t *buf, size_t len, armt_event_t *ev) {
   size_t i = 0;
   *ev = ARMT_EV_NONE;
   while (i < len) {

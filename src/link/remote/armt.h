@@ -84,19 +84,19 @@ enum armt_refusal {
 };
 
 /* Bytes of the client's opening message (hello + geometry) for `g`. */
-size_t armt__hello_bytes(const autd3_geometry_t *g);
-/* Write hello + geometry into out (cap >= armt__hello_bytes); returns the length, 0 if it does not fit. */
-size_t armt__encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap);
+size_t autd3__armt_hello_bytes(const autd3_geometry_t *g);
+/* Write hello + geometry into out (cap >= autd3__armt_hello_bytes); returns the length, 0 if it does not fit. */
+size_t autd3__armt_encode_hello(const autd3_geometry_t *g, uint8_t *out, size_t cap);
 /* Write a refusal: u16 0, reason, u16 length, text (truncated to ARMT_REFUSAL_TEXT_MAX). Returns the length. */
-size_t armt__encode_refusal(uint8_t *out, size_t cap, uint8_t reason, const char *text);
+size_t autd3__armt_encode_refusal(uint8_t *out, size_t cap, uint8_t reason, const char *text);
 
 /* v7: "ARMT" 07 len sdk (sdk truncated to 255 bytes). Returns the length, 0 if it does not fit. */
-size_t armt__encode_hello7(const char *sdk, uint8_t *out, size_t cap);
+size_t autd3__armt_encode_hello7(const char *sdk, uint8_t *out, size_t cap);
 /* The geometry alone (u32 N; per device u32 T + T records), the v7 message after the hellos. */
-size_t armt__geometry_bytes(const autd3_geometry_t *g);
-size_t armt__encode_geometry(const autd3_geometry_t *g, uint8_t *out, size_t cap);
+size_t autd3__armt_geometry_bytes(const autd3_geometry_t *g);
+size_t autd3__armt_encode_geometry(const autd3_geometry_t *g, uint8_t *out, size_t cap);
 /* v7 session reply: code 0 -> 00 + u16 n; otherwise code + u16 length + text (truncated to ARMT_REFUSAL_TEXT_MAX). */
-size_t armt__encode_session7(uint8_t *out, size_t cap, uint8_t code, uint16_t n, const char *text);
+size_t autd3__armt_encode_session7(uint8_t *out, size_t cap, uint8_t code, uint16_t n, const char *text);
 
 /* The bus facts a v7 reply carries besides rx. */
 typedef struct armt7_status {
@@ -106,11 +106,11 @@ typedef struct armt7_status {
   uint64_t recoveries, stale_cycles, lost_cycles, phase_excursions, worst_phase_deviation_ns;
 } armt7_status_t;
 /* Write the 50-byte v7 reply header. */
-void armt__encode_reply7_header(uint8_t out[ARMT7_REPLY_HEADER_BYTES], const armt7_status_t *st);
-void armt__decode_reply7_header(const uint8_t in[ARMT7_REPLY_HEADER_BYTES], armt7_status_t *st);
+void autd3__armt_encode_reply7_header(uint8_t out[ARMT7_REPLY_HEADER_BYTES], const armt7_status_t *st);
+void autd3__armt_decode_reply7_header(const uint8_t in[ARMT7_REPLY_HEADER_BYTES], armt7_status_t *st);
 /* autd3_device_state_t (+ raw AL bits for OTHER) <-> the v7 state byte. */
-uint8_t armt__encode_device_state7(uint8_t state, uint8_t al_bits);
-uint8_t armt__decode_device_state7(uint8_t byte, uint8_t *al_bits);
+uint8_t autd3__armt_encode_device_state7(uint8_t state, uint8_t al_bits);
+uint8_t autd3__armt_decode_device_state7(uint8_t byte, uint8_t *al_bits);
 
 /* ---- server side: incremental parser of the client's byte stream ---- */
 
@@ -152,17 +152,17 @@ typedef struct armt_parser {
 } armt_parser_t;
 
 /* Start parsing a new connection; device counts above max_devices are rejected. */
-void armt__parser_init(armt_parser_t *p, uint32_t max_devices);
+void autd3__armt_parser_init(armt_parser_t *p, uint32_t max_devices);
 /* Where the next request's payload goes (num_devices x 626 bytes). Set after ARMT_EV_GEOMETRY and after each frame. */
-void armt__parser_set_frame(armt_parser_t *p, uint8_t *dst);
+void autd3__armt_parser_set_frame(armt_parser_t *p, uint8_t *dst);
 /*
  * Consume up to `len` bytes, stopping right after the first event. Returns
  * the number of bytes consumed and the event in *ev. Bounded: O(len), no
  * allocation. A FRAME request with no frame buffer set is consumed into
  * nothing (the payload is dropped) so a fuzzer can drive it without one.
  */
-size_t armt__parser_feed(armt_parser_t *p, const uint8_t *buf, size_t len, armt_event_t *ev);
+size_t autd3__armt_parser_feed(armt_parser_t *p, const uint8_t *buf, size_t len, armt_event_t *ev);
 /* True while a message is partly received (used for the stall timeout). */
-bool armt__parser_mid_message(const armt_parser_t *p);
+bool autd3__armt_parser_mid_message(const armt_parser_t *p);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "autd3/link_driver.h"
 #include "autd3/link_remote.h"
+#include "core/error_context.h"
 #include "net/mdns.h"
 #include "net/net.h"
 #include "platform/platform.h"
@@ -45,7 +46,7 @@ static int kind_of(const char *name) {
   size_t n = strlen(name);
   for (int k = 0; k < 2; k++) {
     size_t t = strlen(svc[k]);
-    if (n > t + 1 && name[n - t - 1] == '.' && mdns__name_eq(name + n - t, svc[k])) return k;
+    if (n > t + 1 && name[n - t - 1] == '.' && autd3__mdns_name_eq(name + n - t, svc[k])) return k;
   }
   return -1;
 }
@@ -54,7 +55,7 @@ static found_t *entry(acc_t *a, const char *fullname) {
   int k = kind_of(fullname);
   if (k < 0) return NULL;
   for (size_t i = 0; i < a->nf; i++)
-    if (mdns__name_eq(a->f[i].fullname, fullname)) return &a->f[i];
+    if (autd3__mdns_name_eq(a->f[i].fullname, fullname)) return &a->f[i];
   if (a->nf == MAX_FOUND) return NULL;
   found_t *f = &a->f[a->nf++];
   memset(f, 0, sizeof *f);
@@ -69,7 +70,7 @@ static void on_record(void *ctx, const mdns_record_t *r) {
   found_t *f;
   switch (r->type) {
     case MDNS_TYPE_PTR:
-      if ((mdns__name_eq(r->name, svc[0]) || mdns__name_eq(r->name, svc[1])) && r->ttl != 0) (void)entry(a, r->target);
+      if ((autd3__mdns_name_eq(r->name, svc[0]) || autd3__mdns_name_eq(r->name, svc[1])) && r->ttl != 0) (void)entry(a, r->target);
       break;
     case MDNS_TYPE_SRV:
       if ((f = entry(a, r->name)) != NULL) {
@@ -81,14 +82,14 @@ static void on_record(void *ctx, const mdns_record_t *r) {
       break;
     case MDNS_TYPE_TXT:
       if ((f = entry(a, r->name)) != NULL) {
-        (void)mdns__txt_get(r->txt, r->txt_len, "wire", f->wire, sizeof f->wire);
-        (void)mdns__txt_get(r->txt, r->txt_len, "sdk", f->sdk, sizeof f->sdk);
-        (void)mdns__txt_get(r->txt, r->txt_len, "ctrl", f->ctrl, sizeof f->ctrl);
+        (void)autd3__mdns_txt_get(r->txt, r->txt_len, "wire", f->wire, sizeof f->wire);
+        (void)autd3__mdns_txt_get(r->txt, r->txt_len, "sdk", f->sdk, sizeof f->sdk);
+        (void)autd3__mdns_txt_get(r->txt, r->txt_len, "ctrl", f->ctrl, sizeof f->ctrl);
       }
       break;
     case MDNS_TYPE_A:
       for (size_t i = 0; i < a->nh; i++)
-        if (mdns__name_eq(a->h[i].name, r->name)) {
+        if (autd3__mdns_name_eq(a->h[i].name, r->name)) {
           memcpy(a->h[i].a, r->a, 4); /* the latest answer wins */
           return;
         }
@@ -104,7 +105,7 @@ static void on_record(void *ctx, const mdns_record_t *r) {
 static void ask(int fd) {
   uint8_t q[512];
   for (int k = 0; k < 2; k++) {
-    size_t n = mdns__build_query(q, sizeof q, 0, svc[k], MDNS_TYPE_PTR);
+    size_t n = autd3__mdns_build_query(q, sizeof q, 0, svc[k], MDNS_TYPE_PTR);
     if (n) (void)autd3__net_udp_send4(fd, q, n, NULL, MDNS_PORT);
   }
 }
@@ -122,7 +123,7 @@ autd3_err_t autd3_remote_discover(uint32_t timeout_ms, autd3_remote_found_t *out
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "autd3_remote_discover: timeout_ms = %u; must be 1..60000", timeout_ms);
   int fd = -1;
   autd3_err_t err = autd3__net_mdns_open(&fd);
-  if (err != AUTD3_OK) return autd3_set_error(err, "Remote discovery: %s", autd3_last_error());
+  if (err != AUTD3_OK) return autd3__error_context(err, "Remote discovery");
   acc_t *a = calloc(1, sizeof *a);
   if (a == NULL) {
     autd3__net_close(fd);
@@ -145,7 +146,7 @@ autd3_err_t autd3_remote_discover(uint32_t timeout_ms, autd3_remote_found_t *out
     long r;
     uint16_t port;
     while ((r = autd3__net_udp_recv4(fd, pkt, sizeof pkt, a->from, &port)) > 0)
-      (void)mdns__parse(pkt, (size_t)r, on_record, a); /* records before a malformed byte still count */
+      (void)autd3__mdns_parse(pkt, (size_t)r, on_record, a); /* records before a malformed byte still count */
   }
   autd3__net_close(fd);
   size_t k = 0;
@@ -156,7 +157,7 @@ autd3_err_t autd3_remote_discover(uint32_t timeout_ms, autd3_remote_found_t *out
     memset(o, 0, sizeof *o);
     const uint8_t *ip = f->from;
     for (size_t h = 0; h < a->nh; h++)
-      if (mdns__name_eq(a->h[h].name, f->target)) ip = a->h[h].a;
+      if (autd3__mdns_name_eq(a->h[h].name, f->target)) ip = a->h[h].a;
     size_t il = strlen(f->fullname) - strlen(svc[f->kind]) - 1;
     snprintf(o->instance, sizeof o->instance, "%.*s", (int)il, f->fullname);
     snprintf(o->host, sizeof o->host, "%.*s", (int)sizeof o->host - 1, f->target); /* truncated if longer */

@@ -24,6 +24,7 @@
 #include "link/link_internal.h"
 #include "link/remote/armt.h"
 #include "net/net.h"
+#include "net/stage_hist.h"
 #include "platform/platform.h"
 
 typedef struct remote_link {
@@ -42,6 +43,15 @@ typedef struct remote_link {
   /* reply timing, for wait_next_cycle: the bus period is the shortest reply-to-reply interval of 16 */
   uint64_t last_reply_ns, last_iv_ns, period_ns, win_min_ns;
   uint32_t win_n;
+  uint64_t wait_ns;    /* wait_next_cycle's sleep after a reply: adapts to the server's pickup, see remote_wait */
+  bool waited;         /* the request now in flight was sent after such a sleep */
+  bool hooked;         /* wait_next_cycle ran before this cycle: the caller waits for its acks (link_driver.h) */
+  uint32_t in_time;    /* replies one period apart since wait_ns last changed */
+  uint64_t wait_misses; /* cycles a request missed after a sleep (each halved wait_ns) */
+  /* Stage timings (bus thread writes; diagnostics reads, a snapshot): the last reply -> the next send (the caller and
+   * wait_next_cycle), and send -> its reply (the server's share plus the network). docs/remote.md "Why". */
+  uint64_t last_send_ns;
+  autd3_stage_hist_t h_gap, h_xchg;
   size_t tx_bytes, rx_bytes;
   uint8_t *reply;     /* v3: 1 + N x 2; v7: 50 + N + N x 2 */
   size_t reply_bytes; /* whole reply */
@@ -83,10 +93,13 @@ static autd3_err_t read_reply(remote_link_t *l, uint64_t deadline) {
   autd3_err_t err = autd3__net_read_all(l->fd, l->reply, l->reply_bytes, deadline, &got);
   if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, l->reply_bytes);
   uint64_t now = autd3__now_ns();
+  autd3__stage_add(&l->h_xchg, l->last_send_ns, now);
+  l->last_send_ns = 0;
   if (l->last_reply_ns) {
     l->last_iv_ns = now - l->last_reply_ns;
     if (l->last_iv_ns < l->win_min_ns || l->win_n == 0) l->win_min_ns = l->last_iv_ns;
     if (++l->win_n == 16) {
+      if (l->period_ns == 0) l->wait_ns = l->win_min_ns / 3; /* the first estimate: start at the most */
       l->period_ns = l->win_min_ns > 100000000u ? 0 : l->win_min_ns;
       l->win_n = 0;
     }
@@ -96,23 +109,50 @@ static autd3_err_t read_reply(remote_link_t *l, uint64_t deadline) {
 }
 
 /*
- * wait_next_cycle: the server takes the next request at its next bus cycle
- * (strict: the one after the cycle just answered; pipelined: the one after
- * the cycle now running), about one period after the last reply. A request
- * sent a third of a period after that reply still makes it, and the caller
+ * wait_next_cycle: sleep a little after the last reply, so that the caller
  * stages what its user submitted meanwhile (typically a reaction to that
- * reply's acks, which comes within microseconds) - the emulator's trick
- * (link_emulator.c emu_wait), one hop further away. Two thirds of the period
- * are left for the network, the server and scheduling delays. Right
- * after a missed cycle (a reply interval > 1.5 periods) it does not wait, so it
- * cannot lock itself into missing every cycle.
+ * reply's acks, which comes within microseconds) and the request still makes
+ * the server's next pickup - the emulator's trick (link_emulator.c emu_wait),
+ * one hop further away. How long after the reply that pickup comes depends on
+ * the server's link, and the client cannot see it: ~a period for a link that
+ * returns right after its exchange (emulator), but only ~0.4 of one for
+ * echocat, whose cycle() returns with the inputs read after the edge and whose
+ * next pickup is just before the following edge. A fixed third of a period
+ * made every strict request miss echocat's pickup (measured: TCP receive ->
+ * bus pickup p50 970 us, two cycles per stop-and-wait send; docs/remote.md
+ * "Why the hop cost cycles"). So the sleep adapts: it starts at a third of
+ * the period, shrinks by a quarter whenever a request sent after it missed a
+ * cycle (reply interval > 1.5 periods), never below 1/16 period (what the
+ * caller needs to react to the acks: below it the reaction misses the request
+ * instead), and creeps back up by 1/64 period after every 64 replies in time.
+ * Right after a missed cycle it does not wait, so it cannot lock itself into
+ * missing every cycle.
  */
 /* Not the shared pacer (link/pacer.h): the server paces the bus, so there is
  * no grid here to keep, only a wake-up relative to the last reply. */
 static autd3_err_t remote_wait(struct autd3_link *base) {
   remote_link_t *l = (remote_link_t *)base;
-  if (l->period_ns == 0 || l->broken || l->last_iv_ns > l->period_ns * 3 / 2) return AUTD3_OK;
-  autd3__sleep_until_ns(l->last_reply_ns + l->period_ns / 3, 0);
+  bool waited = l->waited;
+  l->waited = false;
+  l->hooked = true;
+  if (l->period_ns == 0 || l->broken) return AUTD3_OK;
+  const uint64_t most = l->period_ns / 3, step = l->period_ns / 64, floor = l->period_ns / 16;
+  if (l->last_iv_ns > l->period_ns * 3 / 2) {
+    if (waited) {
+      l->wait_ns = l->wait_ns * 3 / 4 < floor ? floor : l->wait_ns * 3 / 4;
+      l->in_time = 0;
+      l->wait_misses++;
+    }
+    return AUTD3_OK;
+  }
+  if (++l->in_time >= 64) {
+    l->in_time = 0;
+    l->wait_ns = l->wait_ns + step > most ? most : l->wait_ns + step;
+  }
+  if (l->wait_ns > most) l->wait_ns = most;
+  if (l->wait_ns == 0) return AUTD3_OK;
+  autd3__sleep_until_ns(l->last_reply_ns + l->wait_ns, 0);
+  l->waited = true;
   return AUTD3_OK;
 }
 
@@ -166,12 +206,19 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
       l->primed = false;
       l->pipelined = true; /* this call only: read without sending */
     } else {
-      l->pipelined = fresh && (l->primed || l->last_fresh);
+      /* A caller that waited (wait_next_cycle) for this cycle waits for its acks: a new frame right after the last
+       * one is a stop-and-wait reaction, not a stream; starting a pipelined run there cost it a stale cycle. */
+      l->pipelined = fresh && (l->primed || (l->last_fresh && !l->hooked));
     }
     l->last_fresh = fresh;
   }
   autd3_err_t err;
   /* One request = tag + N x 626 in one sendmsg (link.rs writes them back to back, then flushes). */
+  if (send) {
+    uint64_t now = autd3__now_ns();
+    autd3__stage_add(&l->h_gap, l->last_reply_ns, now);
+    l->last_send_ns = l->pipelined ? 0 : now; /* pipelined: the reply read next is an earlier request's */
+  }
   if (send && (err = autd3__net_write2(l->fd, &tag, 1, tx, l->tx_bytes, deadline)) != AUTD3_OK)
     return l->broken = io_error(l, err, "sending a frame", 0, 1 + l->tx_bytes);
   if (l->pipelined && !l->primed && send) { /* nothing to return yet: this request's reply comes with the next call */
@@ -185,6 +232,7 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
     if (l->version == ARMT_VERSION_7) publish_states(l);
   }
   if (l->follow && !send) l->pipelined = false;
+  l->hooked = false;
   autd3_link_count_cycle(base, *rx_valid, false);
   if (l->auto_phase < 2 && (err = auto_step(l, deadline)) != AUTD3_OK) return err;
   return AUTD3_OK;
@@ -193,10 +241,10 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
 /* v7: keep the states and the recovery count of the reply just read for check_state (relaxed: each is a snapshot). */
 static void publish_states(remote_link_t *l) {
   armt7_status_t st;
-  armt__decode_reply7_header(l->reply, &st);
+  autd3__armt_decode_reply7_header(l->reply, &st);
   const uint8_t *states = l->reply + ARMT7_REPLY_HEADER_BYTES;
   for (size_t d = 0; d < l->base.num_devices; d++) {
-    uint8_t al = 0, s = armt__decode_device_state7(states[d], &al);
+    uint8_t al = 0, s = autd3__armt_decode_device_state7(states[d], &al);
     atomic_store_explicit(&l->state[d], s, memory_order_relaxed);
     atomic_store_explicit(&l->al[d], al, memory_order_relaxed);
   }
@@ -229,8 +277,25 @@ static void remote_close(struct autd3_link *base) {
   free(l);
 }
 
-static const autd3_link_vtable_t remote_vt = {
-    .cycle = remote_cycle, .check_state = remote_check_state, .close = remote_close, .wait_next_cycle = remote_wait};
+static size_t remote_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
+  remote_link_t *l = (remote_link_t *)base;
+  int n = snprintf(buf, cap,
+                   "mode                 : %s\n"
+                   "reply -> next send   : p50 %u us, p99 %u us (client side: wait_next_cycle, staging)\n"
+                   "send -> reply        : p50 %u us, p99 %u us (strict exchanges: network + server, %u)\n"
+                   "wait after a reply   : %llu us now; %llu request(s) missed a cycle after it (each shortened it)\n",
+                   l->follow ? "strict, following streaming runs" : l->pipelined ? "pipelined" : "strict",
+                   autd3__stage_us(&l->h_gap, 500), autd3__stage_us(&l->h_gap, 990), autd3__stage_us(&l->h_xchg, 500),
+                   autd3__stage_us(&l->h_xchg, 990), (unsigned)l->h_xchg.n, (unsigned long long)(l->wait_ns / 1000u),
+                   (unsigned long long)l->wait_misses);
+  return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap ? cap - 1 : 0;
+}
+
+static const autd3_link_vtable_t remote_vt = {.cycle = remote_cycle,
+                                              .check_state = remote_check_state,
+                                              .close = remote_close,
+                                              .wait_next_cycle = remote_wait,
+                                              .diagnostics = remote_diagnostics};
 
 /* Make sense of a handshake reply that is not a plain u16 device count. */
 static autd3_err_t handshake_reply(remote_link_t *l, const uint8_t r[2], size_t want_n, uint64_t deadline) {
@@ -303,7 +368,7 @@ static autd3_err_t handshake7(remote_link_t *l, const autd3_geometry_t *g, size_
   uint8_t h[ARMT7_HELLO_MAX];
   char sdk[64];
   snprintf(sdk, sizeof sdk, "libautd3 %s", autd3_version_string());
-  size_t hl = armt__encode_hello7(sdk, h, sizeof h), got = 0;
+  size_t hl = autd3__armt_encode_hello7(sdk, h, sizeof h), got = 0;
   autd3_err_t err = autd3__net_write_all(l->fd, h, hl, deadline, NULL);
   if (err) return io_error(l, err, "sending the hello", 0, hl);
   uint8_t r[6];
@@ -332,10 +397,10 @@ static autd3_err_t handshake7(remote_link_t *l, const autd3_geometry_t *g, size_
     return autd3_set_error(AUTD3_E_VERSION,
                            "remote %s: the server speaks ARMT v%u (autd3-sdk %s); this link is set to v7%s", l->addr, r[4],
                            peer_sdk, r[4] == ARMT_VERSION ? " (set the Remote option protocol = 3 for this server)" : "");
-  size_t gl = armt__geometry_bytes(g);
+  size_t gl = autd3__armt_geometry_bytes(g);
   uint8_t *gb = malloc(gl);
   if (gb == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote: out of memory");
-  (void)armt__encode_geometry(g, gb, gl);
+  (void)autd3__armt_encode_geometry(g, gb, gl);
   err = autd3__net_write_all(l->fd, gb, gl, deadline, NULL);
   free(gb);
   if (err) return io_error(l, err, "sending the geometry", 0, gl);
@@ -395,14 +460,14 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
   l->reply_bytes = l->rx_off + l->rx_bytes;
   l->reply = malloc(l->reply_bytes);
   if (l->auto_phase == 0) l->last_tx = calloc(1, l->tx_bytes); /* for follow, which only AUTO enables */
-  size_t hello_len = l->version == ARMT_VERSION ? armt__hello_bytes(g) : 1;
+  size_t hello_len = l->version == ARMT_VERSION ? autd3__armt_hello_bytes(g) : 1;
   uint8_t *hello = malloc(hello_len);
   autd3_err_t err = AUTD3_OK;
   if (l->reply == NULL || hello == NULL || (l->auto_phase == 0 && l->last_tx == NULL)) {
     err = autd3_set_error(AUTD3_E_NOMEM, "remote: out of memory");
     goto fail;
   }
-  if (l->version == ARMT_VERSION) (void)armt__encode_hello(g, hello, hello_len);
+  if (l->version == ARMT_VERSION) (void)autd3__armt_encode_hello(g, hello, hello_len);
   if ((err = autd3__net_connect_addr(addr, ro->timeout_ms, "remote", " (is autd3-remote-server running there?)", &l->fd)) != AUTD3_OK) goto fail;
   uint64_t deadline = deadline_of(ro->timeout_ms);
   if (l->version == ARMT_VERSION_7) {

@@ -14,7 +14,7 @@
  *   slave an AUTD3 (src/ecat/identity.h) -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
  *   -> DC alignment wait -> ecx_config_map_group (does PRE-OP->SAFE-OP) ->
  *   SAFE-OP check -> warm-up cycles, OP request, wait for OP with a stable WKC.
- * cycle() is paced to the DC phase (§4.3), check_state() is libautd3's
+ * cycle() is paced to the DC phase (as crate autd3-rs-link-soem 0.9.0 does; docs/soem.md), check_state() is libautd3's
  * EtherCAT recovery (services ecat_recovery_*: the new-generation state
  * checker plus the slave recovery) on SOEM's primitives, close() stops SYNC0
  * and requests INIT.
@@ -422,6 +422,59 @@ static autd3_err_t foreign_master_error(soem_link_t *l, const char *when) {
   return S->foreign_master_error("soem", l->ifname, when, l->cap);
 }
 
+/* ---- per-device inputs -------------------------------------------------------------------------- */
+
+/* Devices whose inputs one frame can prove: an LRD per device (14 bytes each). */
+#define SOEM_IN_DG_MAX 60
+
+/* A cycle whose working counter came back short (a device left, went silent
+ * or is not in OP) says nothing about whose inputs are there: SOEM's process
+ * data is one LRW over every device. One more frame, an LRD of each device's
+ * 2 input bytes, tells (docs/reliability.md "A fault costs only its device"):
+ * a device answers it only while its SM3/FMMU are set up, and a device back
+ * from a power cycle is set up only after the state check reported its
+ * reset. Costs nothing on a good cycle, one round trip on a short one. The
+ * reply is taken only if it is ours (first datagram's header, as
+ * fprd_checked), so a late reply to an earlier frame with the same index is
+ * never read as inputs. No allocation. */
+static void per_device_inputs(soem_link_t *l, uint8_t *rx, bool *ok) {
+  ecx_contextt *ctx = l->ctx;
+  ecx_portt *port = &ctx->port;
+  uint16_t n = l->hdr.num_devices;
+  memset(ok, 0, n);
+  if (n > SOEM_IN_DG_MAX) return; /* not in one frame: every device's inputs count as the cycle's */
+  uint8_t zero[RX_BYTES] = {0};
+  uint16_t off[SOEM_IN_DG_MAX];
+  uint8 idx = ecx_getindex(port);
+  uint32_t la0 = (uint32_t)(ctx->slavelist[1].inputs - l->iomap); /* group 0: logical = offset in the IOmap */
+  ecx_setupdatagram(port, &port->txbuf[idx], EC_CMD_LRD, idx, (uint16_t)la0, (uint16_t)(la0 >> 16), RX_BYTES, zero);
+  off[0] = EC_HEADERSIZE;
+  for (uint16_t d = 1; d < n; d++) {
+    uint32_t la = (uint32_t)(ctx->slavelist[d + 1].inputs - l->iomap);
+    off[d] = ecx_adddatagram(port, &port->txbuf[idx], EC_CMD_LRD, idx, d + 1 < n, (uint16_t)la, (uint16_t)(la >> 16), RX_BYTES, zero);
+  }
+  ecx_outframe_red(port, idx);
+  osal_timert t;
+  osal_timer_start(&t, EC_TIMEOUTRET);
+  while (!osal_timer_is_expired(&t)) {
+    int w = ecx_waitinframe(port, idx, EC_TIMEOUTRET);
+    if (w <= EC_NOFRAME) continue;
+    ec_comt h;
+    memcpy(&h, port->rxbuf[idx], sizeof h);
+    if (h.command == EC_CMD_LRD && etohs(h.ADP) == (uint16_t)la0 && etohs(h.ADO) == (uint16_t)(la0 >> 16) &&
+        (etohs(h.dlength) & 0x07ffu) == RX_BYTES) {
+      for (uint16_t d = 0; d < n; d++) {
+        const uint8_t *p = &port->rxbuf[idx][off[d]];
+        ok[d] = (uint16_t)(p[RX_BYTES] | (p[RX_BYTES + 1] << 8)) == 1;
+        if (ok[d]) memcpy(rx + (size_t)d * RX_BYTES, p, RX_BYTES);
+      }
+      break;
+    }
+    ecx_setbufstat(port, idx, EC_BUF_TX); /* someone else's late reply: keep waiting for ours */
+  }
+  ecx_setbufstat(port, idx, EC_BUF_EMPTY);
+}
+
 /* ---- vtable ------------------------------------------------------------------------------------ */
 
 static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
@@ -464,6 +517,11 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   for (uint16_t i = 0; i < n; i++) memcpy(rx + (size_t)i * RX_BYTES, ctx->slavelist[i + 1].inputs, RX_BYTES);
   *rx_valid = valid;
   autd3_link_count_cycle(base, valid, false);
+  if (!valid) { /* whose inputs are there after all */
+    bool ok[AUTD3_MAX_DEVICES];
+    per_device_inputs(l, rx, ok);
+    autd3_link_report_inputs(base, ok);
+  }
   return AUTD3_OK;
 }
 
@@ -488,7 +546,7 @@ static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
       ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
       ecx_FPRD(&ctx->port, s->configadr, REG_DCRTPU, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
     return;
-  uint64_t offset = htoell(S->ecat_dc_offset(etohll(t_ref) + etohll(off_ref), etohll(t_k), (uint32_t)s->pdelay));
+  uint64_t offset = htoell(S->autd3__ecat_dc_offset(etohll(t_ref) + etohll(off_ref), etohll(t_k), (uint32_t)s->pdelay));
   int32_t delay = htoel(s->pdelay);
   uint16_t speed = htoes(0x1000); /* SOEM's reset value; rewriting it restarts the drift filter */
   ecx_FPWR(&ctx->port, s->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
@@ -516,7 +574,7 @@ static void rebase_reference(ecx_contextt *ctx) {
   uint64_t off_ref = 0;
   if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
   uint64_t target = etohll(s_other) + ((a1 + b1) / 2 - (a0 + a1) / 2);
-  uint64_t offset = htoell(S->ecat_dc_rebase_offset(etohll(off_ref), etohll(s_ref), target));
+  uint64_t offset = htoell(S->autd3__ecat_dc_rebase_offset(etohll(off_ref), etohll(s_ref), target));
   uint16_t speed = htoes(0x1000);
   ecx_FPWR(&ctx->port, ref->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
   ecx_FPWR(&ctx->port, ref->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
@@ -750,7 +808,8 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
     return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "soem: devices did not reach SAFE-OP within state_timeout_ms = %u: %s",
                            o->state_timeout_ms, what);
   }
-  /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (reference §4.1). */
+  /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (SOEM v2.0.0
+   * samples/simple_test computes it so; crate autd3-rs-link-soem 0.9.0 checks it). */
   l->expected_wkc = ctx->grouplist[0].outputsWKC * 2 + ctx->grouplist[0].inputsWKC;
   if ((err = wait_for_op(l, o->op_wait_timeout_ms)) != AUTD3_OK) return err;
   if ((err = recovery_create(l, o->state_timeout_ms)) != AUTD3_OK) return err;

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-autd3_err_t ams_netid_parse(const char *s, ams_netid_t *out) {
+autd3_err_t autd3__ams_netid_parse(const char *s, ams_netid_t *out) {
   if (s == NULL || out == NULL) return AUTD3_E_INVALID_ARGUMENT;
   const char *p = s;
   for (int i = 0; i < 6; i++) {
@@ -31,14 +31,14 @@ autd3_err_t ams_netid_parse(const char *s, ams_netid_t *out) {
   return *p == 0 ? AUTD3_OK : AUTD3_E_INVALID_ARGUMENT;
 }
 
-char *ams_netid_format(const ams_netid_t *id, char *buf, size_t cap) {
+char *autd3__ams_netid_format(const ams_netid_t *id, char *buf, size_t cap) {
   snprintf(buf, cap, "%u.%u.%u.%u.%u.%u", id->b[0], id->b[1], id->b[2], id->b[3], id->b[4], id->b[5]);
   return buf;
 }
 
-bool ams_netid_eq(const ams_netid_t *a, const ams_netid_t *b) { return memcmp(a->b, b->b, 6) == 0; }
+bool autd3__ams_netid_eq(const ams_netid_t *a, const ams_netid_t *b) { return memcmp(a->b, b->b, 6) == 0; }
 
-int ams_frame_peek(const uint8_t *buf, size_t len, size_t max_frame, uint16_t *tcp_cmd, size_t *frame_len) {
+int autd3__ams_frame_peek(const uint8_t *buf, size_t len, size_t max_frame, uint16_t *tcp_cmd, size_t *frame_len) {
   if (len < AMS_TCP_HDR_LEN) return 0;
   uint32_t body = ads_get_u32(buf + 2);
   *tcp_cmd = ads_get_u16(buf);
@@ -57,7 +57,7 @@ static void addr_put(uint8_t *p, const ams_addr_t *a) {
   ads_put_u16(p + 6, a->port);
 }
 
-autd3_err_t ams_header_peek(const uint8_t *frame, size_t len, ams_header_t *h) {
+autd3_err_t autd3__ams_header_peek(const uint8_t *frame, size_t len, ams_header_t *h) {
   if (len < AMS_FRAME_HDR_LEN) return AUTD3_E_PROTOCOL;
   const uint8_t *p = frame + AMS_TCP_HDR_LEN;
   addr_get(p, &h->target);
@@ -70,8 +70,8 @@ autd3_err_t ams_header_peek(const uint8_t *frame, size_t len, ams_header_t *h) {
   return AUTD3_OK;
 }
 
-autd3_err_t ams_frame_decode(const uint8_t *frame, size_t len, ams_header_t *h, const uint8_t **data) {
-  if (ams_header_peek(frame, len, h) != AUTD3_OK) return AUTD3_E_PROTOCOL;
+autd3_err_t autd3__ams_frame_decode(const uint8_t *frame, size_t len, ams_header_t *h, const uint8_t **data) {
+  if (autd3__ams_header_peek(frame, len, h) != AUTD3_OK) return AUTD3_E_PROTOCOL;
   uint32_t body = ads_get_u32(frame + 2);
   const uint8_t *p = frame + AMS_TCP_HDR_LEN;
   /* The AMS/TCP length must cover exactly the AMS header plus its data. */
@@ -80,7 +80,7 @@ autd3_err_t ams_frame_decode(const uint8_t *frame, size_t len, ams_header_t *h, 
   return AUTD3_OK;
 }
 
-size_t ams_frame_encode(uint8_t *out, size_t cap, ams_header_t *h, const void *a, size_t na, const void *b, size_t nb) {
+size_t autd3__ams_frame_encode(uint8_t *out, size_t cap, ams_header_t *h, const void *a, size_t na, const void *b, size_t nb) {
   /* Check before adding: na + nb could wrap around size_t and pass a check made on the sum. */
   if (cap < AMS_FRAME_HDR_LEN || na > cap - AMS_FRAME_HDR_LEN || nb > cap - AMS_FRAME_HDR_LEN - na) return 0;
   if ((uint64_t)na + nb > (uint64_t)UINT32_MAX - AMS_HDR_LEN) return 0; /* the AMS/TCP length field is a u32 */
@@ -101,7 +101,7 @@ size_t ams_frame_encode(uint8_t *out, size_t cap, ams_header_t *h, const void *a
   return total;
 }
 
-size_t ams_router_encode(uint8_t *out, size_t cap, uint16_t cmd, const void *payload, size_t n) {
+size_t autd3__ams_router_encode(uint8_t *out, size_t cap, uint16_t cmd, const void *payload, size_t n) {
   if (AMS_TCP_HDR_LEN + n > cap) return 0;
   ads_put_u16(out, cmd);
   ads_put_u32(out + 2, (uint32_t)n);
@@ -109,22 +109,22 @@ size_t ams_router_encode(uint8_t *out, size_t cap, uint16_t cmd, const void *pay
   return AMS_TCP_HDR_LEN + n;
 }
 
-size_t ads_params_rw(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len) {
+size_t autd3__ads_params_rw(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len) {
   ads_put_u32(p, group);
   ads_put_u32(p + 4, offset);
   ads_put_u32(p + 8, len);
   return 12;
 }
 
-size_t ads_params_readwrite(uint8_t *p, uint32_t group, uint32_t offset, uint32_t rlen, uint32_t wlen) {
-  ads_params_rw(p, group, offset, rlen);
+size_t autd3__ads_params_readwrite(uint8_t *p, uint32_t group, uint32_t offset, uint32_t rlen, uint32_t wlen) {
+  autd3__ads_params_rw(p, group, offset, rlen);
   ads_put_u32(p + 12, wlen);
   return 16;
 }
 
-size_t ads_params_add_notification(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
+size_t autd3__ads_params_add_notification(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
                                    uint32_t max_delay_100ns, uint32_t cycle_100ns) {
-  ads_params_rw(p, group, offset, len);
+  autd3__ads_params_rw(p, group, offset, len);
   ads_put_u32(p + 12, mode);
   ads_put_u32(p + 16, max_delay_100ns);
   ads_put_u32(p + 20, cycle_100ns);
@@ -132,7 +132,7 @@ size_t ads_params_add_notification(uint8_t *p, uint32_t group, uint32_t offset, 
   return 40;
 }
 
-autd3_err_t ads_reply_parse(uint16_t cmd, const uint8_t *data, size_t len, uint32_t *result, const uint8_t **payload,
+autd3_err_t autd3__ads_reply_parse(uint16_t cmd, const uint8_t *data, size_t len, uint32_t *result, const uint8_t **payload,
                             uint32_t *payload_len, uint32_t *aux) {
   if (len < 4) return AUTD3_E_PROTOCOL;
   *result = ads_get_u32(data);
@@ -166,8 +166,8 @@ autd3_err_t ads_reply_parse(uint16_t cmd, const uint8_t *data, size_t len, uint3
   }
 }
 
-autd3_err_t ads_device_info_parse(const uint8_t *data, size_t len, uint32_t *result, ads_device_info_t *out) {
-  autd3_err_t e = ads_reply_parse(ADS_CMD_READ_DEVICE_INFO, data, len, result, NULL, NULL, NULL);
+autd3_err_t autd3__ads_device_info_parse(const uint8_t *data, size_t len, uint32_t *result, ads_device_info_t *out) {
+  autd3_err_t e = autd3__ads_reply_parse(ADS_CMD_READ_DEVICE_INFO, data, len, result, NULL, NULL, NULL);
   if (e != AUTD3_OK || *result != 0) return e;
   out->major = data[4];
   out->minor = data[5];
@@ -178,7 +178,7 @@ autd3_err_t ads_device_info_parse(const uint8_t *data, size_t len, uint32_t *res
   return AUTD3_OK;
 }
 
-autd3_err_t ads_notification_parse(const uint8_t *data, size_t len, ads_sample_fn fn, void *ctx) {
+autd3_err_t autd3__ads_notification_parse(const uint8_t *data, size_t len, ads_sample_fn fn, void *ctx) {
   if (len < 8) return AUTD3_E_PROTOCOL;
   uint32_t total = ads_get_u32(data);
   /* `length` counts the bytes after itself. */
@@ -308,14 +308,14 @@ static const struct {
     {0x1000, "real-time system: internal error"},
 };
 
-const char *ads_strerror(uint32_t code) {
+const char *autd3__ads_strerror(uint32_t code) {
   for (size_t i = 0; i < sizeof ads_errors / sizeof ads_errors[0]; i++)
     if (ads_errors[i].code == code) return ads_errors[i].text;
   if (code > 0x1000 && code < 0x1100) return "real-time system error";
   return "unknown ADS error";
 }
 
-const char *ads_cmd_name(uint16_t cmd) {
+const char *autd3__ads_cmd_name(uint16_t cmd) {
   static const char *const names[] = {"Invalid", "ReadDeviceInfo", "Read", "Write", "ReadState",
                                       "WriteControl", "AddDeviceNotification", "DeleteDeviceNotification",
                                       "DeviceNotification", "ReadWrite"};

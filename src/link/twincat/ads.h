@@ -9,7 +9,7 @@
  *
  * Codec: pure functions, no allocation, thread-safe. Client: one object per
  * TCP connection, used by one thread at a time; buffers are allocated once
- * in ads_client_init(), so requests and the notification stream do not
+ * in autd3__ads_client_init(), so requests and the notification stream do not
  * allocate (the link's cycle() uses it on the hot path).
  */
 #ifndef AUTD3_LINK_TWINCAT_ADS_H
@@ -67,7 +67,7 @@ enum {
 /* ADS states (ReadState). */
 enum { ADS_STATE_RUN = 5, ADS_STATE_STOP = 6, ADS_STATE_CONFIG = 15 };
 
-/* ADS return codes used by this code (full table in ads_strerror()). */
+/* ADS return codes used by this code (full table in autd3__ads_strerror()). */
 enum {
   ADS_ERR_NOERR = 0x0000,
   ADS_ERR_TARGET_PORT_NOT_FOUND = 0x0006,
@@ -125,10 +125,10 @@ static inline void ads_put_u64(uint8_t *p, uint64_t v) {
 
 /* ---- NetIds ---- */
 /* Parse "a.b.c.d.e.f" (each 0..255). AUTD3_E_INVALID_ARGUMENT if malformed. */
-autd3_err_t ams_netid_parse(const char *s, ams_netid_t *out);
+autd3_err_t autd3__ams_netid_parse(const char *s, ams_netid_t *out);
 /* Format into buf (at least 24 bytes). Returns buf. */
-char *ams_netid_format(const ams_netid_t *id, char *buf, size_t cap);
-bool ams_netid_eq(const ams_netid_t *a, const ams_netid_t *b);
+char *autd3__ams_netid_format(const ams_netid_t *id, char *buf, size_t cap);
+bool autd3__ams_netid_eq(const ams_netid_t *a, const ams_netid_t *b);
 
 /* ---- framing ---- */
 /*
@@ -137,29 +137,29 @@ bool ams_netid_eq(const ams_netid_t *a, const ams_netid_t *b);
  * are needed, and AUTD3_E_PROTOCOL if the announced length exceeds
  * `max_frame` (a hostile or broken peer: drop the connection).
  */
-int ams_frame_peek(const uint8_t *buf, size_t len, size_t max_frame, uint16_t *tcp_cmd, size_t *frame_len);
+int autd3__ams_frame_peek(const uint8_t *buf, size_t len, size_t max_frame, uint16_t *tcp_cmd, size_t *frame_len);
 /*
  * Decode the AMS header of an ADS frame (the whole frame, AMS/TCP header
  * included). Checks that the AMS/TCP length equals 32 + data length (ads-rs
  * drops the connection otherwise). `*data` points into `frame`.
  */
 /* Decode only the AMS header (needs the first 38 bytes; no length check). */
-autd3_err_t ams_header_peek(const uint8_t *frame, size_t len, ams_header_t *h);
-autd3_err_t ams_frame_decode(const uint8_t *frame, size_t len, ams_header_t *h, const uint8_t **data);
+autd3_err_t autd3__ams_header_peek(const uint8_t *frame, size_t len, ams_header_t *h);
+autd3_err_t autd3__ams_frame_decode(const uint8_t *frame, size_t len, ams_header_t *h, const uint8_t **data);
 /*
  * Encode an ADS frame: AMS/TCP header, AMS header (h->length is set from
  * the part lengths), then `a` (na bytes) and `b` (nb bytes). Returns the
  * frame length, or 0 if it does not fit into `cap`.
  */
-size_t ams_frame_encode(uint8_t *out, size_t cap, ams_header_t *h, const void *a, size_t na, const void *b, size_t nb);
+size_t autd3__ams_frame_encode(uint8_t *out, size_t cap, ams_header_t *h, const void *a, size_t na, const void *b, size_t nb);
 /* A router frame (AMS/TCP command `cmd`, `n` payload bytes). Returns the length or 0. */
-size_t ams_router_encode(uint8_t *out, size_t cap, uint16_t cmd, const void *payload, size_t n);
+size_t autd3__ams_router_encode(uint8_t *out, size_t cap, uint16_t cmd, const void *payload, size_t n);
 
 /* ---- command data (request parameters and reply parsing) ---- */
 /* Fill the fixed parameter words of requests; return the parameter length. */
-size_t ads_params_rw(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len);                      /* Read / Write: 12 */
-size_t ads_params_readwrite(uint8_t *p, uint32_t group, uint32_t offset, uint32_t rlen, uint32_t wlen); /* ReadWrite: 16 */
-size_t ads_params_add_notification(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
+size_t autd3__ads_params_rw(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len);                      /* Read / Write: 12 */
+size_t autd3__ads_params_readwrite(uint8_t *p, uint32_t group, uint32_t offset, uint32_t rlen, uint32_t wlen); /* ReadWrite: 16 */
+size_t autd3__ads_params_add_notification(uint8_t *p, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
                                    uint32_t max_delay_100ns, uint32_t cycle_100ns); /* 40 */
 
 typedef struct ads_device_info {
@@ -175,9 +175,9 @@ typedef struct ads_device_info {
  * AddDeviceNotification `aux` receives the handle. AUTD3_E_PROTOCOL when the
  * data is shorter than the command requires or its length field lies.
  */
-autd3_err_t ads_reply_parse(uint16_t cmd, const uint8_t *data, size_t len, uint32_t *result, const uint8_t **payload,
+autd3_err_t autd3__ads_reply_parse(uint16_t cmd, const uint8_t *data, size_t len, uint32_t *result, const uint8_t **payload,
                             uint32_t *payload_len, uint32_t *aux);
-autd3_err_t ads_device_info_parse(const uint8_t *data, size_t len, uint32_t *result, ads_device_info_t *out);
+autd3_err_t autd3__ads_device_info_parse(const uint8_t *data, size_t len, uint32_t *result, ads_device_info_t *out);
 
 /*
  * Walk a DeviceNotification stream (command 8 data): length, stamps, then per
@@ -185,12 +185,12 @@ autd3_err_t ads_device_info_parse(const uint8_t *data, size_t len, uint32_t *res
  * sample. AUTD3_E_PROTOCOL if any count or size runs past the data.
  */
 typedef void (*ads_sample_fn)(void *ctx, uint64_t filetime, uint32_t handle, const uint8_t *data, uint32_t size);
-autd3_err_t ads_notification_parse(const uint8_t *data, size_t len, ads_sample_fn fn, void *ctx);
+autd3_err_t autd3__ads_notification_parse(const uint8_t *data, size_t len, ads_sample_fn fn, void *ctx);
 
 /* Text of an ADS/AMS return code ("unknown ADS error" if not in the table). */
-const char *ads_strerror(uint32_t code);
+const char *autd3__ads_strerror(uint32_t code);
 /* Name of a command id ("Read", "Write", ...). */
-const char *ads_cmd_name(uint16_t cmd);
+const char *autd3__ads_cmd_name(uint16_t cmd);
 
 /* ---- client ---- */
 typedef void (*ads_notify_fn)(void *ctx, uint32_t handle, const uint8_t *data, uint32_t size);
@@ -205,6 +205,7 @@ typedef struct ads_client {
   ads_notify_fn on_notify;
   void *notify_ctx;
   uint64_t notifications; /* notification frames received */
+  bool heard;             /* a byte came on this connection (a closed connection that never answered: ads_client.c closed) */
   char peer[64];          /* "host:port" for messages */
   autd3_net_addrs_t addrs; /* what the host resolved to at the first connect: reconnects (on the cycle path) reuse it */
 } ads_client_t;
@@ -217,17 +218,17 @@ typedef struct ads_reply {
 } ads_reply_t;
 
 /* Allocate buffers for frames carrying up to `max_data` ADS data bytes. */
-autd3_err_t ads_client_init(ads_client_t *c, size_t max_data, uint32_t timeout_ms);
-void ads_client_free(ads_client_t *c);
+autd3_err_t autd3__ads_client_init(ads_client_t *c, size_t max_data, uint32_t timeout_ms);
+void autd3__ads_client_free(ads_client_t *c);
 /* TCP connect (IPv4 / IPv6 address or name, resolved once: a reconnect to the same host reuses the addresses),
  * TCP_NODELAY, bounded by the timeout. Sets the
  * default source NetId to <local IP>.1.1, port 58913 (what ads-rs' Source::Auto does). */
-autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port);
-void ads_client_disconnect(ads_client_t *c);
+autd3_err_t autd3__ads_client_connect(ads_client_t *c, const char *host, uint16_t port);
+void autd3__ads_client_disconnect(ads_client_t *c);
 /* Ask a local router for an AMS port (AMS/TCP 0x1000); sets c->source to the answer. */
-autd3_err_t ads_client_port_connect(ads_client_t *c);
+autd3_err_t autd3__ads_client_port_connect(ads_client_t *c);
 /* Send a request without waiting; returns its invoke id. */
-autd3_err_t ads_client_send(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
+autd3_err_t autd3__ads_client_send(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
                             const void *data, size_t nd, uint32_t *invoke);
 /*
  * Read and handle frames until the reply to `invoke` arrives (then *got = true
@@ -235,27 +236,27 @@ autd3_err_t ads_client_send(ads_client_t *c, const ams_addr_t *target, uint16_t 
  * `stop_on_notify`), or `deadline_ns` passes (AUTD3_E_TIMEOUT). Replies to
  * other invoke ids (late answers to timed-out requests) are dropped.
  */
-autd3_err_t ads_client_pump(ads_client_t *c, uint32_t invoke, uint64_t deadline_ns, bool stop_on_notify, bool *got,
+autd3_err_t autd3__ads_client_pump(ads_client_t *c, uint32_t invoke, uint64_t deadline_ns, bool stop_on_notify, bool *got,
                             ads_reply_t *reply);
 /*
  * One request/reply round trip. Checks the AMS error, the reply's source and
  * command, and the ADS result; any failure returns AUTD3_E_ADS with a message
  * naming the code, its text, the target and the command.
  */
-autd3_err_t ads_client_request(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
+autd3_err_t autd3__ads_client_request(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
                                const void *data, size_t nd, ads_reply_t *reply);
 /* Check a reply against its request (used by request and by the link's pipelined write). */
-autd3_err_t ads_reply_check(const ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const ads_reply_t *r, uint32_t group,
+autd3_err_t autd3__ads_reply_check(const ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const ads_reply_t *r, uint32_t group,
                             uint32_t offset);
 
-autd3_err_t ads_read(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *buf, uint32_t len, uint32_t *nread);
-autd3_err_t ads_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, const void *buf, uint32_t len);
-autd3_err_t ads_read_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *rbuf, uint32_t rlen,
+autd3_err_t autd3__ads_read(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *buf, uint32_t len, uint32_t *nread);
+autd3_err_t autd3__ads_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, const void *buf, uint32_t len);
+autd3_err_t autd3__ads_read_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *rbuf, uint32_t rlen,
                            const void *wbuf, uint32_t wlen, uint32_t *nread);
-autd3_err_t ads_read_state(ads_client_t *c, const ams_addr_t *t, uint16_t *ads_state, uint16_t *dev_state);
-autd3_err_t ads_read_device_info(ads_client_t *c, const ams_addr_t *t, ads_device_info_t *out);
-autd3_err_t ads_add_notification(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
+autd3_err_t autd3__ads_read_state(ads_client_t *c, const ams_addr_t *t, uint16_t *ads_state, uint16_t *dev_state);
+autd3_err_t autd3__ads_read_device_info(ads_client_t *c, const ams_addr_t *t, ads_device_info_t *out);
+autd3_err_t autd3__ads_add_notification(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
                                  uint32_t max_delay_100ns, uint32_t cycle_100ns, uint32_t *handle);
-autd3_err_t ads_del_notification(ads_client_t *c, const ams_addr_t *t, uint32_t handle);
+autd3_err_t autd3__ads_del_notification(ads_client_t *c, const ams_addr_t *t, uint32_t handle);
 
 #endif

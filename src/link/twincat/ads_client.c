@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "core/error_context.h"
 #include "link/twincat/ads.h"
 #include "net/net.h"
 #include "platform/platform.h"
@@ -17,7 +18,7 @@
 /* ads-rs' Source::Auto uses this AMS port for the client. */
 #define ADS_AUTO_SOURCE_PORT 58913
 
-autd3_err_t ads_client_init(ads_client_t *c, size_t max_data, uint32_t timeout_ms) {
+autd3_err_t autd3__ads_client_init(ads_client_t *c, size_t max_data, uint32_t timeout_ms) {
   memset(c, 0, sizeof *c);
   c->fd = -1;
   c->next_invoke = 1;
@@ -29,20 +30,20 @@ autd3_err_t ads_client_init(ads_client_t *c, size_t max_data, uint32_t timeout_m
   c->rbuf = malloc(c->rcap);
   c->wbuf = malloc(c->wcap);
   if (!c->rbuf || !c->wbuf) {
-    ads_client_free(c);
+    autd3__ads_client_free(c);
     return autd3_set_error(AUTD3_E_NOMEM, "ADS client: cannot allocate %zu bytes of buffers", c->rcap + c->wcap);
   }
   return AUTD3_OK;
 }
 
-void ads_client_free(ads_client_t *c) {
-  ads_client_disconnect(c);
+void autd3__ads_client_free(ads_client_t *c) {
+  autd3__ads_client_disconnect(c);
   free(c->rbuf);
   free(c->wbuf);
   c->rbuf = c->wbuf = NULL;
 }
 
-void ads_client_disconnect(ads_client_t *c) {
+void autd3__ads_client_disconnect(ads_client_t *c) {
   autd3__net_close(c->fd);
   c->fd = -1;
   c->rlen = c->rpos = 0;
@@ -50,8 +51,8 @@ void ads_client_disconnect(ads_client_t *c) {
 
 static uint64_t deadline_after(const ads_client_t *c) { return autd3__now_ns() + (uint64_t)c->timeout_ms * 1000000ull; }
 
-autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port) {
-  ads_client_disconnect(c);
+autd3_err_t autd3__ads_client_connect(ads_client_t *c, const char *host, uint16_t port) {
+  autd3__ads_client_disconnect(c);
   snprintf(c->peer, sizeof c->peer, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
   if (c->addrs.n == 0 || c->addrs.port != port || strcmp(c->addrs.host, host) != 0) {
     autd3_err_t e = autd3__net_resolve(host, port, "TwinCAT", &c->addrs);
@@ -64,6 +65,7 @@ autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port)
   autd3_err_t e = autd3__net_connect_resolved(&c->addrs, c->timeout_ms, "TwinCAT", NULL, &fd);
   if (e != AUTD3_OK) return e;
   c->fd = fd;
+  c->heard = false;
   /* Default source as ads-rs Source::Auto: this socket's local IPv4 + ".1.1" (127.0.0.1 over IPv6: set
    * client_ams_net_id there). */
   if (!autd3__net_local_ipv4(fd, c->source.netid.b)) {
@@ -75,15 +77,27 @@ autd3_err_t ads_client_connect(ads_client_t *c, const char *host, uint16_t port)
   return AUTD3_OK;
 }
 
+/* The connection ended (`how`: "closed the connection", "reset the connection", ...). Before the peer ever
+ * answered, the likely causes are named: a TwinCAT router accepts a TCP connection and closes it at once when
+ * it has no place for another ADS client, and so does a service that is not a router (or rejects us). */
+static autd3_err_t closed_error(ads_client_t *c, const char *how) {
+  if (c->heard) return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: %s %s", c->peer, how);
+  return autd3_set_error(AUTD3_E_PEER_CLOSED,
+                         "TwinCAT: %s accepted the connection and %s before answering anything: the TwinCAT runtime there "
+                         "may be at its connection limit (other ADS clients connected: close them, e.g. TwinCAT XAE or "
+                         "another program), or what listens on that port is not a TwinCAT router (AMS/TCP, port 48898)",
+                         c->peer, how);
+}
+
 static autd3_err_t send_all(ads_client_t *c, const uint8_t *p, size_t n, uint64_t deadline) {
   if (c->fd < 0) return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: not connected to %s", c->peer);
   autd3_err_t e = autd3__net_write_all(c->fd, p, n, deadline, NULL);
   if (e == AUTD3_E_TIMEOUT) return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: send to %s timed out after %u ms", c->peer, c->timeout_ms);
   if (e != AUTD3_OK) {
-    char why[128];
-    snprintf(why, sizeof why, "%s", autd3_last_error());
-    ads_client_disconnect(c);
-    return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: connection to %s lost while sending: %s", c->peer, why);
+    char why[160];
+    snprintf(why, sizeof why, "dropped it while we were sending (%s)", autd3_last_error());
+    autd3__ads_client_disconnect(c);
+    return closed_error(c, why);
   }
   return AUTD3_OK;
 }
@@ -100,12 +114,12 @@ static autd3_err_t fill(ads_client_t *c, uint64_t deadline) {
     long r = autd3__net_recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (r > 0) {
       c->rlen += (size_t)r;
+      c->heard = true;
       return AUTD3_OK;
     }
     if (r < 0) {
-      ads_client_disconnect(c);
-      return autd3_set_error(AUTD3_E_PEER_CLOSED, r == AUTD3_NET_EOF ? "TwinCAT: %s closed the connection" : "TwinCAT: connection to %s lost",
-                             c->peer);
+      autd3__ads_client_disconnect(c);
+      return closed_error(c, r == AUTD3_NET_EOF ? "closed the connection" : "reset the connection");
     }
     if (autd3__net_wait(c->fd, false, deadline) != AUTD3_OK)
       return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: no answer from %s within %u ms", c->peer, c->timeout_ms);
@@ -115,9 +129,9 @@ static autd3_err_t fill(ads_client_t *c, uint64_t deadline) {
 /* The next whole frame (blocking until the deadline). */
 static autd3_err_t next_frame(ads_client_t *c, uint64_t deadline, uint16_t *tcp_cmd, const uint8_t **frame, size_t *len) {
   for (;;) {
-    int k = ams_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->rcap, tcp_cmd, len);
+    int k = autd3__ams_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->rcap, tcp_cmd, len);
     if (k < 0) {
-      ads_client_disconnect(c);
+      autd3__ads_client_disconnect(c);
       return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: %s sent a frame longer than %zu bytes", c->peer, c->rcap);
     }
     if (k == 1) {
@@ -136,10 +150,10 @@ static void on_sample(void *ctx, uint64_t filetime, uint32_t handle, const uint8
   if (c->on_notify) c->on_notify(c->notify_ctx, handle, data, size);
 }
 
-autd3_err_t ads_client_port_connect(ads_client_t *c) {
+autd3_err_t autd3__ads_client_port_connect(ads_client_t *c) {
   uint8_t req[AMS_TCP_HDR_LEN + 2];
   uint16_t any = 0;
-  size_t n = ams_router_encode(req, sizeof req, AMS_TCP_PORT_CONNECT, &any, 2);
+  size_t n = autd3__ams_router_encode(req, sizeof req, AMS_TCP_PORT_CONNECT, &any, 2);
   uint64_t deadline = deadline_after(c);
   autd3_err_t e = send_all(c, req, n, deadline);
   if (e != AUTD3_OK) return e;
@@ -158,17 +172,17 @@ autd3_err_t ads_client_port_connect(ads_client_t *c) {
   }
 }
 
-autd3_err_t ads_client_send(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
+autd3_err_t autd3__ads_client_send(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
                             const void *data, size_t nd, uint32_t *invoke) {
   ams_header_t h = {.target = *target, .source = c->source, .cmd = cmd, .flags = AMS_SF_ADS, .invoke = c->next_invoke++};
   if (c->next_invoke == 0) c->next_invoke = 1;
-  size_t n = ams_frame_encode(c->wbuf, c->wcap, &h, params, np, data, nd);
-  if (n == 0) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "ADS %s: %zu data bytes exceed the client's buffer", ads_cmd_name(cmd), np + nd);
+  size_t n = autd3__ams_frame_encode(c->wbuf, c->wcap, &h, params, np, data, nd);
+  if (n == 0) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "ADS %s: %zu data bytes exceed the client's buffer", autd3__ads_cmd_name(cmd), np + nd);
   if (invoke) *invoke = h.invoke;
   return send_all(c, c->wbuf, n, deadline_after(c));
 }
 
-autd3_err_t ads_client_pump(ads_client_t *c, uint32_t invoke, uint64_t deadline_ns, bool stop_on_notify, bool *got,
+autd3_err_t autd3__ads_client_pump(ads_client_t *c, uint32_t invoke, uint64_t deadline_ns, bool stop_on_notify, bool *got,
                             ads_reply_t *reply) {
   *got = false;
   for (;;) {
@@ -180,15 +194,15 @@ autd3_err_t ads_client_pump(ads_client_t *c, uint32_t invoke, uint64_t deadline_
     if (tcmd != AMS_TCP_ADS) continue; /* router messages: not for us */
     ams_header_t h;
     const uint8_t *d;
-    if (ams_frame_decode(f, len, &h, &d) != AUTD3_OK) {
-      ads_client_disconnect(c);
+    if (autd3__ams_frame_decode(f, len, &h, &d) != AUTD3_OK) {
+      autd3__ads_client_disconnect(c);
       return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: %s sent an AMS frame whose lengths disagree", c->peer);
     }
     /* Frames for another NetId/port are not ours. */
-    if (!ams_netid_eq(&h.target.netid, &c->source.netid) || h.target.port != c->source.port) continue;
+    if (!autd3__ams_netid_eq(&h.target.netid, &c->source.netid) || h.target.port != c->source.port) continue;
     if (h.cmd == ADS_CMD_NOTIFICATION && !(h.flags & AMS_SF_RESPONSE)) {
-      if (ads_notification_parse(d, h.length, on_sample, c) != AUTD3_OK) {
-        ads_client_disconnect(c);
+      if (autd3__ads_notification_parse(d, h.length, on_sample, c) != AUTD3_OK) {
+        autd3__ads_client_disconnect(c);
         return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: malformed DeviceNotification from %s", c->peer);
       }
       c->notifications++;
@@ -206,116 +220,116 @@ autd3_err_t ads_client_pump(ads_client_t *c, uint32_t invoke, uint64_t deadline_
   }
 }
 
-autd3_err_t ads_reply_check(const ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const ads_reply_t *r, uint32_t group,
+autd3_err_t autd3__ads_reply_check(const ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const ads_reply_t *r, uint32_t group,
                             uint32_t offset) {
   char id[24];
-  ams_netid_format(&target->netid, id, sizeof id);
+  autd3__ams_netid_format(&target->netid, id, sizeof id);
   if (r->h.error != 0)
-    return autd3_set_error(AUTD3_E_ADS, "TwinCAT: AMS error 0x%04x (%s) from %s:%u on %s", r->h.error, ads_strerror(r->h.error), id,
-                           target->port, ads_cmd_name(cmd));
-  if (r->h.cmd != cmd || !ams_netid_eq(&r->h.source.netid, &target->netid) || r->h.source.port != target->port)
+    return autd3_set_error(AUTD3_E_ADS, "TwinCAT: AMS error 0x%04x (%s) from %s:%u on %s", r->h.error, autd3__ads_strerror(r->h.error), id,
+                           target->port, autd3__ads_cmd_name(cmd));
+  if (r->h.cmd != cmd || !autd3__ams_netid_eq(&r->h.source.netid, &target->netid) || r->h.source.port != target->port)
     return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: reply from %s to %s does not match the request (command %u)", c->peer,
-                           ads_cmd_name(cmd), r->h.cmd);
+                           autd3__ads_cmd_name(cmd), r->h.cmd);
   uint32_t result;
-  if (ads_reply_parse(cmd, r->data, r->len, &result, NULL, NULL, NULL) != AUTD3_OK)
-    return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: malformed %s reply from %s (%zu data bytes)", ads_cmd_name(cmd), c->peer, r->len);
+  if (autd3__ads_reply_parse(cmd, r->data, r->len, &result, NULL, NULL, NULL) != AUTD3_OK)
+    return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: malformed %s reply from %s (%zu data bytes)", autd3__ads_cmd_name(cmd), c->peer, r->len);
   if (result != 0) {
     if (cmd == ADS_CMD_READ || cmd == ADS_CMD_WRITE || cmd == ADS_CMD_READ_WRITE || cmd == ADS_CMD_ADD_NOTIFICATION)
       return autd3_set_error(AUTD3_E_ADS, "TwinCAT: ADS error 0x%04x (%s) from %s:%u on %s IG 0x%08x IO 0x%08x", result,
-                             ads_strerror(result), id, target->port, ads_cmd_name(cmd), group, offset);
-    return autd3_set_error(AUTD3_E_ADS, "TwinCAT: ADS error 0x%04x (%s) from %s:%u on %s", result, ads_strerror(result), id,
-                           target->port, ads_cmd_name(cmd));
+                             autd3__ads_strerror(result), id, target->port, autd3__ads_cmd_name(cmd), group, offset);
+    return autd3_set_error(AUTD3_E_ADS, "TwinCAT: ADS error 0x%04x (%s) from %s:%u on %s", result, autd3__ads_strerror(result), id,
+                           target->port, autd3__ads_cmd_name(cmd));
   }
   return AUTD3_OK;
 }
 
-autd3_err_t ads_client_request(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
+autd3_err_t autd3__ads_client_request(ads_client_t *c, const ams_addr_t *target, uint16_t cmd, const void *params, size_t np,
                                const void *data, size_t nd, ads_reply_t *reply) {
   uint32_t invoke;
-  autd3_err_t e = ads_client_send(c, target, cmd, params, np, data, nd, &invoke);
+  autd3_err_t e = autd3__ads_client_send(c, target, cmd, params, np, data, nd, &invoke);
   if (e != AUTD3_OK) return e;
   uint64_t deadline = deadline_after(c);
   bool got = false;
   while (!got) {
-    e = ads_client_pump(c, invoke, deadline, false, &got, reply);
+    e = autd3__ads_client_pump(c, invoke, deadline, false, &got, reply);
     if (e == AUTD3_E_TIMEOUT)
       return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: no reply to %s from %s within %u ms (ADS 0x0745: check the route)",
-                             ads_cmd_name(cmd), c->peer, c->timeout_ms);
+                             autd3__ads_cmd_name(cmd), c->peer, c->timeout_ms);
     if (e != AUTD3_OK) return e;
   }
   uint32_t group = np >= 8 ? ads_get_u32(params) : 0, offset = np >= 8 ? ads_get_u32((const uint8_t *)params + 4) : 0;
-  return ads_reply_check(c, target, cmd, reply, group, offset);
+  return autd3__ads_reply_check(c, target, cmd, reply, group, offset);
 }
 
-autd3_err_t ads_read(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *buf, uint32_t len, uint32_t *nread) {
+autd3_err_t autd3__ads_read(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *buf, uint32_t len, uint32_t *nread) {
   uint8_t p[12];
   ads_reply_t r;
-  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ, p, ads_params_rw(p, group, offset, len), NULL, 0, &r);
+  autd3_err_t e = autd3__ads_client_request(c, t, ADS_CMD_READ, p, autd3__ads_params_rw(p, group, offset, len), NULL, 0, &r);
   if (e != AUTD3_OK) return e;
   uint32_t res, n;
   const uint8_t *d;
-  ads_reply_parse(ADS_CMD_READ, r.data, r.len, &res, &d, &n, NULL);
+  autd3__ads_reply_parse(ADS_CMD_READ, r.data, r.len, &res, &d, &n, NULL);
   if (n > len) n = len;
   memcpy(buf, d, n);
   if (nread) *nread = n;
   return AUTD3_OK;
 }
 
-autd3_err_t ads_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, const void *buf, uint32_t len) {
+autd3_err_t autd3__ads_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, const void *buf, uint32_t len) {
   uint8_t p[12];
   ads_reply_t r;
-  return ads_client_request(c, t, ADS_CMD_WRITE, p, ads_params_rw(p, group, offset, len), buf, len, &r);
+  return autd3__ads_client_request(c, t, ADS_CMD_WRITE, p, autd3__ads_params_rw(p, group, offset, len), buf, len, &r);
 }
 
-autd3_err_t ads_read_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *rbuf, uint32_t rlen,
+autd3_err_t autd3__ads_read_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *rbuf, uint32_t rlen,
                            const void *wbuf, uint32_t wlen, uint32_t *nread) {
   uint8_t p[16];
   ads_reply_t r;
-  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ_WRITE, p, ads_params_readwrite(p, group, offset, rlen, wlen), wbuf, wlen, &r);
+  autd3_err_t e = autd3__ads_client_request(c, t, ADS_CMD_READ_WRITE, p, autd3__ads_params_readwrite(p, group, offset, rlen, wlen), wbuf, wlen, &r);
   if (e != AUTD3_OK) return e;
   uint32_t res, n;
   const uint8_t *d;
-  ads_reply_parse(ADS_CMD_READ_WRITE, r.data, r.len, &res, &d, &n, NULL);
+  autd3__ads_reply_parse(ADS_CMD_READ_WRITE, r.data, r.len, &res, &d, &n, NULL);
   if (n > rlen) n = rlen;
   memcpy(rbuf, d, n);
   if (nread) *nread = n;
   return AUTD3_OK;
 }
 
-autd3_err_t ads_read_state(ads_client_t *c, const ams_addr_t *t, uint16_t *ads_state, uint16_t *dev_state) {
+autd3_err_t autd3__ads_read_state(ads_client_t *c, const ams_addr_t *t, uint16_t *ads_state, uint16_t *dev_state) {
   ads_reply_t r;
-  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ_STATE, NULL, 0, NULL, 0, &r);
+  autd3_err_t e = autd3__ads_client_request(c, t, ADS_CMD_READ_STATE, NULL, 0, NULL, 0, &r);
   if (e != AUTD3_OK) return e;
   uint32_t res, aux = 0;
-  ads_reply_parse(ADS_CMD_READ_STATE, r.data, r.len, &res, NULL, NULL, &aux);
+  autd3__ads_reply_parse(ADS_CMD_READ_STATE, r.data, r.len, &res, NULL, NULL, &aux);
   *ads_state = (uint16_t)(aux >> 16);
   *dev_state = (uint16_t)aux;
   return AUTD3_OK;
 }
 
-autd3_err_t ads_read_device_info(ads_client_t *c, const ams_addr_t *t, ads_device_info_t *out) {
+autd3_err_t autd3__ads_read_device_info(ads_client_t *c, const ams_addr_t *t, ads_device_info_t *out) {
   ads_reply_t r;
-  autd3_err_t e = ads_client_request(c, t, ADS_CMD_READ_DEVICE_INFO, NULL, 0, NULL, 0, &r);
+  autd3_err_t e = autd3__ads_client_request(c, t, ADS_CMD_READ_DEVICE_INFO, NULL, 0, NULL, 0, &r);
   if (e != AUTD3_OK) return e;
   uint32_t res;
-  return ads_device_info_parse(r.data, r.len, &res, out);
+  return autd3__ads_device_info_parse(r.data, r.len, &res, out);
 }
 
-autd3_err_t ads_add_notification(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
+autd3_err_t autd3__ads_add_notification(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, uint32_t len, uint32_t mode,
                                  uint32_t max_delay_100ns, uint32_t cycle_100ns, uint32_t *handle) {
   uint8_t p[40];
   ads_reply_t r;
-  size_t np = ads_params_add_notification(p, group, offset, len, mode, max_delay_100ns, cycle_100ns);
-  autd3_err_t e = ads_client_request(c, t, ADS_CMD_ADD_NOTIFICATION, p, np, NULL, 0, &r);
+  size_t np = autd3__ads_params_add_notification(p, group, offset, len, mode, max_delay_100ns, cycle_100ns);
+  autd3_err_t e = autd3__ads_client_request(c, t, ADS_CMD_ADD_NOTIFICATION, p, np, NULL, 0, &r);
   if (e != AUTD3_OK) return e;
   uint32_t res;
-  ads_reply_parse(ADS_CMD_ADD_NOTIFICATION, r.data, r.len, &res, NULL, NULL, handle);
+  autd3__ads_reply_parse(ADS_CMD_ADD_NOTIFICATION, r.data, r.len, &res, NULL, NULL, handle);
   return AUTD3_OK;
 }
 
-autd3_err_t ads_del_notification(ads_client_t *c, const ams_addr_t *t, uint32_t handle) {
+autd3_err_t autd3__ads_del_notification(ads_client_t *c, const ams_addr_t *t, uint32_t handle) {
   uint8_t p[4];
   ads_put_u32(p, handle);
   ads_reply_t r;
-  return ads_client_request(c, t, ADS_CMD_DEL_NOTIFICATION, p, 4, NULL, 0, &r);
+  return autd3__ads_client_request(c, t, ADS_CMD_DEL_NOTIFICATION, p, 4, NULL, 0, &r);
 }

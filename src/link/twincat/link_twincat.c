@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "core/error_context.h"
 #include "link/link_internal.h"
 #include "link/pacer.h"
 #include "link/twincat/ads.h"
@@ -118,7 +119,7 @@ static autd3_err_t check_count(tc_link_t *l) {
 
 static autd3_err_t read_input(tc_link_t *l) {
   uint32_t n = 0;
-  autd3_err_t e = ads_read(&l->ads, &l->target, TC_INDEX_GROUP, TC_OFFSET_INPUT, l->input, l->input_len, &n);
+  autd3_err_t e = autd3__ads_read(&l->ads, &l->target, TC_INDEX_GROUP, TC_OFFSET_INPUT, l->input, l->input_len, &n);
   if (e != AUTD3_OK) return e;
   if (n != l->input_len)
     return autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: read %u bytes of the input image, expected %u (2 + 4 x %u devices)", n,
@@ -128,12 +129,12 @@ static autd3_err_t read_input(tc_link_t *l) {
 
 /* Connect, find our AmsAddr, check the task, register the notification. */
 static autd3_err_t session_open(tc_link_t *l, bool first) {
-  autd3_err_t e = ads_client_connect(&l->ads, l->host, l->tcp_port);
+  autd3_err_t e = autd3__ads_client_connect(&l->ads, l->host, l->tcp_port);
   if (e != AUTD3_OK) return e;
   if (!l->have_server_id && !l->local) {
     /* server_ip is a name: the default NetId is the address it resolved to + ".1.1", as for an IPv4 literal. */
     if (!autd3__net_peer_ipv4(l->ads.fd, l->target.netid.b)) {
-      ads_client_disconnect(&l->ads);
+      autd3__ads_client_disconnect(&l->ads);
       return autd3_set_error(AUTD3_E_INVALID_OPTION,
                              "TwinCAT: server_ip \"%s\" is reached over IPv6: set server_ams_net_id (the default, the server's IPv4 "
                              "address + \".1.1\", does not exist)",
@@ -145,7 +146,7 @@ static autd3_err_t session_open(tc_link_t *l, bool first) {
   if (l->local && !l->have_client_id) {
     /* Local router: ask for a port; its answer carries the local NetId
      * (ads-rs Source::Request, what the reference's local variant does). */
-    e = ads_client_port_connect(&l->ads);
+    e = autd3__ads_client_port_connect(&l->ads);
     if (e != AUTD3_OK) return e;
     if (!l->have_server_id) l->target.netid = l->ads.source.netid;
   }
@@ -153,7 +154,7 @@ static autd3_err_t session_open(tc_link_t *l, bool first) {
   /* The slave count alone first: with a wrong N the whole image's size
    * would only give 0x0705 instead of a clear mismatch message. */
   uint32_t got = 0;
-  e = ads_read(&l->ads, &l->target, TC_INDEX_GROUP, TC_OFFSET_INPUT, l->input, TC_SLAVE_COUNT_BYTES, &got);
+  e = autd3__ads_read(&l->ads, &l->target, TC_INDEX_GROUP, TC_OFFSET_INPUT, l->input, TC_SLAVE_COUNT_BYTES, &got);
   if (e == AUTD3_OK && got != TC_SLAVE_COUNT_BYTES)
     e = autd3_set_error(AUTD3_E_PROTOCOL, "TwinCAT: the slave count read returned %u bytes, expected 2", got);
   if (e == AUTD3_OK) e = check_count(l);
@@ -165,7 +166,7 @@ static autd3_err_t session_open(tc_link_t *l, bool first) {
     bool want = first ? l->notify_error[0] == 0 : true;
     if (want) {
       uint32_t cycle_100ns = (uint32_t)(l->task_ns / 100);
-      e = ads_add_notification(&l->ads, &l->target, TC_INDEX_GROUP, TC_OFFSET_INPUT, l->input_len, ADS_TRANS_SERVER_CYCLE, 0,
+      e = autd3__ads_add_notification(&l->ads, &l->target, TC_INDEX_GROUP, TC_OFFSET_INPUT, l->input_len, ADS_TRANS_SERVER_CYCLE, 0,
                                cycle_100ns, &l->handle);
       if (e == AUTD3_OK) {
         l->notify = true;
@@ -183,7 +184,7 @@ static autd3_err_t session_open(tc_link_t *l, bool first) {
 }
 
 static void mark_lost(tc_link_t *l) {
-  ads_client_disconnect(&l->ads);
+  autd3__ads_client_disconnect(&l->ads);
   atomic_store(&l->connected, false);
   l->last_fresh_ns = 0; /* no wake estimate until notifications flow again */
   if (l->lost_since_ns == 0) l->lost_since_ns = autd3__now_ns();
@@ -196,7 +197,7 @@ static void pace(tc_link_t *l) { (void)autd3__pacer_wait(&l->pace); }
 static bool readable(ads_client_t *c) {
   uint16_t cmd;
   size_t len;
-  if (ams_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->rcap, &cmd, &len) != 0) return true;
+  if (autd3__ams_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, c->rcap, &cmd, &len) != 0) return true;
   return c->fd >= 0 && autd3__net_readable(c->fd);
 }
 
@@ -208,13 +209,11 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
     autd3_err_t e = session_open(l, false);
     if (e != AUTD3_OK) {
       if (e == AUTD3_E_DEVICE_COUNT_MISMATCH || autd3__now_ns() - l->lost_since_ns > (uint64_t)l->ads.timeout_ms * 1000000ull) {
-        char why[256]; /* the message buffer is reused by autd3_set_error */
-        snprintf(why, sizeof why, "%s", autd3_last_error());
-        return autd3_set_error(e == AUTD3_E_DEVICE_COUNT_MISMATCH ? e : AUTD3_E_PEER_CLOSED,
-                               "TwinCAT: connection to %s lost and not re-established within %u ms: %s", l->ads.peer,
-                               l->ads.timeout_ms, why);
+        return autd3__error_context(e == AUTD3_E_DEVICE_COUNT_MISMATCH ? e : AUTD3_E_PEER_CLOSED,
+                                    "TwinCAT: connection to %s lost and not re-established within %u ms", l->ads.peer,
+                                    l->ads.timeout_ms);
       }
-      ads_client_disconnect(&l->ads);
+      autd3__ads_client_disconnect(&l->ads);
       pace(l);
       autd3_link_count_cycle(base, false, true);
       return AUTD3_OK;
@@ -224,7 +223,7 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
 
   uint8_t p[12];
   uint32_t invoke;
-  autd3_err_t e = ads_client_send(&l->ads, &l->target, ADS_CMD_WRITE, p, ads_params_rw(p, TC_INDEX_GROUP, TC_OFFSET_TX, n * AUTD3_TX_FRAME_BYTES),
+  autd3_err_t e = autd3__ads_client_send(&l->ads, &l->target, ADS_CMD_WRITE, p, autd3__ads_params_rw(p, TC_INDEX_GROUP, TC_OFFSET_TX, n * AUTD3_TX_FRAME_BYTES),
                                   tx, (size_t)n * AUTD3_TX_FRAME_BYTES, &invoke);
   uint64_t deadline = autd3__now_ns() + (uint64_t)l->ads.timeout_ms * 1000000ull;
   ads_reply_t reply;
@@ -232,16 +231,16 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
   l->fresh = false;
   while (e == AUTD3_OK && (!got || (l->notify && !l->fresh))) {
     bool g = false;
-    e = ads_client_pump(&l->ads, got ? 0 : invoke, deadline, l->notify, &g, &reply);
+    e = autd3__ads_client_pump(&l->ads, got ? 0 : invoke, deadline, l->notify, &g, &reply);
     if (e == AUTD3_OK && g) {
       got = true;
-      e = ads_reply_check(&l->ads, &l->target, ADS_CMD_WRITE, &reply, TC_INDEX_GROUP, TC_OFFSET_TX);
+      e = autd3__ads_reply_check(&l->ads, &l->target, ADS_CMD_WRITE, &reply, TC_INDEX_GROUP, TC_OFFSET_TX);
       if (e != AUTD3_OK) return e; /* e.g. 0x0705: the task's image does not fit N devices */
     }
   }
   if (e == AUTD3_OK && l->notify) {
     /* Notifications that queued up while we were late: keep the newest. */
-    while (e == AUTD3_OK && readable(&l->ads)) e = ads_client_pump(&l->ads, 0, deadline, true, &got, &reply);
+    while (e == AUTD3_OK && readable(&l->ads)) e = autd3__ads_client_pump(&l->ads, 0, deadline, true, &got, &reply);
   } else if (e == AUTD3_OK) {
     e = read_input(l);
   }
@@ -331,16 +330,16 @@ static void tc_close(struct autd3_link *base) {
   if (l->ads.fd >= 0) {
     uint32_t t = l->ads.timeout_ms;
     l->ads.timeout_ms = t < 200 ? t : 200; /* best effort: do not hang in close */
-    if (l->notify) ads_del_notification(&l->ads, &l->target, l->handle);
+    if (l->notify) autd3__ads_del_notification(&l->ads, &l->target, l->handle);
     if (l->local && !l->have_client_id) {
       /* give the router its port back (AMS/TCP 0x0001) */
       uint8_t f[AMS_TCP_HDR_LEN + 2], port[2];
       ads_put_u16(port, l->ads.source.port);
-      size_t n = ams_router_encode(f, sizeof f, AMS_TCP_PORT_CLOSE, port, 2);
+      size_t n = autd3__ams_router_encode(f, sizeof f, AMS_TCP_PORT_CLOSE, port, 2);
       (void)autd3__net_send(l->ads.fd, f, n); /* best effort, never waits */
     }
   }
-  ads_client_free(&l->ads);
+  autd3__ads_client_free(&l->ads);
   free(l->input);
   free(l);
 }
@@ -370,22 +369,22 @@ autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const au
   l->input_len = (uint32_t)(TC_SLAVE_COUNT_BYTES + n * (AUTD3_RX_FRAME_BYTES + TC_STATE_BYTES));
   autd3_err_t e = AUTD3_OK;
   if (o->server_ams_net_id != NULL) {
-    if (ams_netid_parse(o->server_ams_net_id, &l->target.netid) != AUTD3_OK)
+    if (autd3__ams_netid_parse(o->server_ams_net_id, &l->target.netid) != AUTD3_OK)
       e = autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: server_ams_net_id \"%s\" is not of the form a.b.c.d.e.f", o->server_ams_net_id);
     l->have_server_id = true;
   } else if (!l->local) {
     /* remote default: server_ip + ".1.1" (link_twincat.h); for a name, the address it resolves to (session_open) */
     char id[80];
     snprintf(id, sizeof id, "%s.1.1", l->host);
-    if (ams_netid_parse(id, &l->target.netid) == AUTD3_OK) l->have_server_id = true;
+    if (autd3__ams_netid_parse(id, &l->target.netid) == AUTD3_OK) l->have_server_id = true;
   }
   if (e == AUTD3_OK && o->client_ams_net_id != NULL) {
-    if (ams_netid_parse(o->client_ams_net_id, &l->client_id) != AUTD3_OK)
+    if (autd3__ams_netid_parse(o->client_ams_net_id, &l->client_id) != AUTD3_OK)
       e = autd3_set_error(AUTD3_E_INVALID_OPTION, "TwinCAT: client_ams_net_id \"%s\" is not of the form a.b.c.d.e.f", o->client_ams_net_id);
     l->have_client_id = true;
   }
   if (e == AUTD3_OK && o->no_notification) snprintf(l->notify_error, sizeof l->notify_error, "disabled by no_notification");
-  if (e == AUTD3_OK) e = ads_client_init(&l->ads, n * AUTD3_TX_FRAME_BYTES + l->input_len + 64, o->timeout_ms);
+  if (e == AUTD3_OK) e = autd3__ads_client_init(&l->ads, n * AUTD3_TX_FRAME_BYTES + l->input_len + 64, o->timeout_ms);
   if (e == AUTD3_OK) {
     l->ads.on_notify = on_notify;
     l->ads.notify_ctx = l;
@@ -394,7 +393,7 @@ autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const au
   }
   if (e == AUTD3_OK) e = session_open(l, true);
   if (e != AUTD3_OK) {
-    ads_client_free(&l->ads);
+    autd3__ads_client_free(&l->ads);
     free(l->input);
     free(l);
     return e;

@@ -44,11 +44,12 @@ use ethercrab::std::ethercat_now;
 use ethercrab::subdevice_group::{CycleInfo, DcConfiguration, HasDc, HasPdi, NoDc, PreOp};
 use ethercrab::{
     Command, DcSync, DefaultLock, MainDevice, MainDeviceConfig, PduRx, PduStorage, PduTx,
-    RegisterAddress, RetryBehaviour, SubDeviceGroup, SubDeviceGroupHandle, Timeouts, TxRxResponse,
+    RegisterAddress, RetryBehaviour, SubDeviceGroup, SubDeviceGroupHandle, SubDeviceState, Timeouts,
+    TxRxResponse,
 };
 
 /// Version of the C ABI below; `link_ethercrab.c` checks it before any other call.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;
 
 // Status codes; link_ethercrab.c maps them onto autd3_err_t.
 const CODE_OK: i32 = 0;
@@ -172,12 +173,17 @@ pub struct CycleOut {
     pub expected_wkc: u16,
     pub all_op: u8,
     pub rx_valid: u8,
+    /// Some group's frame did not come back (the others' did: CODE_OK) (ABI 8).
+    pub lost: u8,
     /// EtherCrab's wait from the start of this exchange to the next SYNC0
     /// edge + shift (its own pacing rule; link_ethercrab.c paces from
     /// dc_system_time_ns through a filtered offset instead, see pace()).
     pub next_cycle_wait_ns: u64,
     /// DC system time at which this cycle's frame read the reference device.
     pub dc_system_time_ns: u64,
+    /// Per device (discovery order): its inputs came back this cycle, even
+    /// when rx_valid is 0 because another device's did not (ABI 8).
+    pub dev_valid: [u8; MAX_SUBDEVICES],
 }
 
 struct Fail {
@@ -603,15 +609,37 @@ fn notify_adapter(args: &OpenArgs, ifname: &str) -> Result<(), Fail> {
 struct Agg {
     working_counter: u16,
     all_op: bool,
+    /// Some group's frame was lost (its devices' inputs are not in rx).
+    any_lost: bool,
     next_cycle_wait: Duration,
     dc_system_time: u64,
+    /// Per device: its inputs came back (group_devices_valid).
+    dev_valid: [bool; MAX_SUBDEVICES],
+}
+
+/// Which devices of one group answered its exchange: the group's frame
+/// carries its LRW and an AL status read (FPRD) per device, in one pass, so a
+/// device that read OP there processed the LRW too; the LRW's working counter
+/// must then be `per_device` for each of them and nothing else (a device not
+/// in OP that still counted would make the sum ambiguous: none is taken).
+/// No allocation: the verdicts go to `out` (the group's devices, in order).
+fn group_devices_valid(working_counter: u16, states: &[SubDeviceState], per_device: u16, out: &mut [bool]) {
+    let op = states.iter().filter(|s| **s == SubDeviceState::Op).count() as u16;
+    let sum_ok = per_device > 0 && working_counter == op.saturating_mul(per_device);
+    for (o, s) in out.iter_mut().zip(states.iter().chain(std::iter::repeat(&SubDeviceState::None))) {
+        *o = sum_ok && *s == SubDeviceState::Op;
+    }
 }
 
 /// One `tx_rx_dc` per group, all in flight at once; waits for every group
-/// (so no PDU is abandoned mid-flight) and returns the first error.
+/// (so no PDU is abandoned mid-flight). A group whose frame was lost costs
+/// only its devices (Agg::dev_valid, any_lost); the exchange fails with the
+/// first error only if every group's was lost, or with any other error.
+/// `per_device` = the working counter one device adds (expected / devices).
 async fn exchange<S: HasPdi>(
     groups: &[Group<S, HasDc>],
     md: &MainDevice<'_>,
+    per_device: u16,
 ) -> Result<Agg, CrabError> {
     type Resp = Result<TxRxResponse<GROUP_SUBDEVICES, CycleInfo>, CrabError>;
     let mut futs: heapless::Vec<_, MAX_GROUPS> = heapless::Vec::new();
@@ -649,18 +677,38 @@ async fn exchange<S: HasPdi>(
     let mut agg = Agg {
         working_counter: 0,
         all_op: true,
+        any_lost: false,
         next_cycle_wait: Duration::ZERO,
         dc_system_time: 0,
+        dev_valid: [false; MAX_SUBDEVICES],
     };
     let mut first_err = None;
-    for (i, r) in results.into_iter().enumerate() {
+    let mut first_lost = None;
+    let mut any_ok = false;
+    let mut k = 0usize;
+    for (r, g) in results.into_iter().zip(groups.iter()) {
+        let len = g.len().min(MAX_SUBDEVICES - k);
         match r {
             Some(Ok(resp)) => {
                 agg.working_counter = agg.working_counter.saturating_add(resp.working_counter);
                 agg.all_op &= resp.all_op();
                 agg.next_cycle_wait = agg.next_cycle_wait.max(resp.extra.next_cycle_wait);
-                if i == 0 {
+                if !any_ok {
                     agg.dc_system_time = resp.extra.dc_system_time;
+                }
+                any_ok = true;
+                group_devices_valid(
+                    resp.working_counter,
+                    &resp.subdevice_states,
+                    per_device,
+                    &mut agg.dev_valid[k..k + len],
+                );
+            }
+            Some(Err(e)) if is_lost(&e) => {
+                agg.any_lost = true;
+                agg.all_op = false;
+                if first_lost.is_none() {
+                    first_lost = Some(e);
                 }
             }
             Some(Err(e)) => {
@@ -674,10 +722,12 @@ async fn exchange<S: HasPdi>(
                 }
             }
         }
+        k += len;
     }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(agg),
+    match (first_err, first_lost) {
+        (Some(e), _) => Err(e),
+        (None, Some(e)) if !any_ok => Err(e),
+        _ => Ok(agg),
     }
 }
 
@@ -1084,7 +1134,7 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
     // Warm-up: run DC-paced cycles so SYNC0 and the host phase settle before OP.
     for _ in 0..OP_WARMUP_CYCLES {
         let t0 = Instant::now();
-        let r = exchange(&safe, md)
+        let r = exchange(&safe, md, 0)
             .await
             .map_err(|e| crab_fail("DC warm-up", e))?;
         sleep_until(t0 + r.next_cycle_wait).await;
@@ -1103,7 +1153,7 @@ async fn bring_up(args: &OpenArgs, iface: Option<String>) -> Result<Link, Fail> 
     let mut stable = 0u32;
     let expected_wkc = loop {
         let t0 = Instant::now();
-        let next = match exchange(&op, md).await {
+        let next = match exchange(&op, md, 0).await {
             Ok(r) => {
                 if r.all_op && baseline == Some(r.working_counter) {
                     stable += 1;
@@ -1406,11 +1456,17 @@ pub unsafe extern "C" fn autd3crab_cycle(
             }
         }
         out.expected_wkc = link.expected_wkc;
-        match futures_lite::future::block_on(exchange(&link.groups, md)) {
+        let per_device = if n > 0 { link.expected_wkc / n as u16 } else { 0 };
+        match futures_lite::future::block_on(exchange(&link.groups, md, per_device)) {
             Ok(r) => {
                 out.working_counter = r.working_counter;
                 out.all_op = u8::from(r.all_op);
-                out.rx_valid = u8::from(r.all_op && r.working_counter == link.expected_wkc);
+                out.rx_valid =
+                    u8::from(!r.any_lost && r.all_op && r.working_counter == link.expected_wkc);
+                out.lost = u8::from(r.any_lost);
+                for (o, v) in out.dev_valid.iter_mut().zip(r.dev_valid.iter()).take(n) {
+                    *o = u8::from(*v);
+                }
                 out.next_cycle_wait_ns = r.next_cycle_wait.as_nanos() as u64;
                 out.dc_system_time_ns = r.dc_system_time;
                 let mut k = 0usize;
@@ -1624,6 +1680,25 @@ mod tests {
             unsafe { autd3crab_open(&args, &mut link, &mut info, buf.as_mut_ptr(), buf.len()) };
         assert_eq!(rc, CODE_VERSION);
         assert!(link.is_null());
+    }
+
+    #[test]
+    fn group_validity_is_per_device() {
+        use SubDeviceState::{None as Gone, Op, SafeOp};
+        let mut v = [false; 2];
+        group_devices_valid(6, &[Op, Op], 3, &mut v);
+        assert_eq!(v, [true, true]);
+        // the second device left: its state read got no answer, the LRW counted 3
+        group_devices_valid(3, &[Op, Gone], 3, &mut v);
+        assert_eq!(v, [true, false]);
+        group_devices_valid(3, &[Gone, Op], 3, &mut v);
+        assert_eq!(v, [false, true]);
+        // a device not in OP that still counted: the sum is ambiguous, nobody is taken
+        group_devices_valid(6, &[Op, SafeOp], 3, &mut v);
+        assert_eq!(v, [false, false]);
+        // the bring-up's exchanges (no per-device count): nobody
+        group_devices_valid(6, &[Op, Op], 0, &mut v);
+        assert_eq!(v, [false, false]);
     }
 
     #[test]

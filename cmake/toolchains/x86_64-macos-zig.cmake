@@ -1,0 +1,3 @@
+# macOS x86_64 with Zig's C compiler: cmake/Autd3MacosZig.cmake.
+set(AUTD3_MACOS_ARCH x86_64)
+include(${CMAKE_CURRENT_LIST_DIR}/../Autd3MacosZig.cmake)

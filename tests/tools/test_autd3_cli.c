@@ -1,0 +1,546 @@
+/*
+ * The `autd3` command (tools/autd3, docs/tools.md) against an emulated chain
+ * whose faults are known: autd3-emu on a veth pair in a private network
+ * namespace (tests/harness/emu_chain.h), ESC error counters injected over its
+ * control socket (docs/emulator.md "Error counters"). Each case checks the
+ * fault or state first (the emulator's own read-back), then what the tool
+ * reports, and the exit codes of docs/tools.md. No timing is asserted.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "emu/emu.h"
+#include "harness/emu_chain.h"
+#include "harness/emuctl.h"
+#include "harness/test.h"
+#include "nic/master_guard.h"
+
+#define CLI AUTD3_BINARY_DIR "/tools/autd3/autd3"
+
+static char g_out[1 << 20];
+
+/* Run `autd3 ARGS` (a shell line, @IF@ = the master-side interface); stdout
+ * into g_out, returns the exit code. */
+static int run(const char *args) {
+  if (access(CLI, X_OK) != 0)
+    SKIP("%s is not built", CLI);
+  char line[2048], cmd[2400];
+  const char *ifn = getenv("AUTD3_TEST_IFNAME");
+  const char *at = strstr(args, "@IF@");
+  if (at)
+    snprintf(line, sizeof line, "%.*s%s%s", (int)(at - args), args, ifn ? ifn : "none", at + 4);
+  else
+    snprintf(line, sizeof line, "%s", args);
+  snprintf(cmd, sizeof cmd, "'%s' %s", CLI, line);
+  FILE *p = popen(cmd, "r");
+  ASSERT_TRUE(p != NULL);
+  size_t n = fread(g_out, 1, sizeof g_out - 1, p);
+  g_out[n] = 0;
+  int st = pclose(p);
+  int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  fprintf(stderr, "$ autd3 %s -> %d\n%.*s\n", line, code, 2000, g_out);
+  return code;
+}
+
+static void ctl(const char *cmd, char *r, size_t cap) {
+  if (autd3_emuctl(cmd, r, cap) != 0)
+    TEST_FAIL_("emuctl '%s': %s", cmd, r);
+}
+
+/* The integer after "key": in the JSON object of device `pos` (and inside
+ * its port `port` object when port >= 0). The tool's JSON has a fixed member
+ * order: "position" opens a device, "port" a port. -1 if not found. */
+static long long jfield(const char *json, int pos, int port, const char *key) {
+  char tag[64];
+  snprintf(tag, sizeof tag, "{\"position\":%d,", pos);
+  const char *d = strstr(json, tag);
+  if (!d)
+    return -1;
+  const char *end = strstr(d + 1, "{\"position\":");
+  if (port >= 0) {
+    snprintf(tag, sizeof tag, "{\"port\":%d,", port);
+    d = strstr(d, tag);
+    if (!d || (end && d > end))
+      return -1;
+    end = strchr(d, '}');
+  }
+  snprintf(tag, sizeof tag, "\"%s\":", key);
+  const char *k = strstr(d, tag);
+  if (!k || (end && k > end))
+    return -1;
+  return strtoll(k + strlen(tag), NULL, 10);
+}
+
+TEST(help_and_usage_exit_codes) {
+  ASSERT_EQ(run("help"), 0);
+  static const char *subs[] = {"adapters", "scan", "sii", "reg", "doctor", "watch", "synctune"};
+  for (int i = 0; i < 7; i++) {
+    ASSERT_CONTAINS(g_out, subs[i]);
+  }
+  for (int i = 0; i < 7; i++) {
+    char a[64];
+    snprintf(a, sizeof a, "%s --help", subs[i]);
+    ASSERT_EQ(run(a), 0);
+    ASSERT_CONTAINS(g_out, "usage: autd3 ");
+    snprintf(a, sizeof a, "help %s", subs[i]);
+    ASSERT_EQ(run(a), 0);
+    ASSERT_CONTAINS(g_out, "usage: autd3 ");
+  }
+  ASSERT_EQ(run("no-such-subcommand 2>/dev/null"), 2);
+  ASSERT_EQ(run("2>/dev/null"), 2);
+  ASSERT_EQ(run("scan 2>/dev/null"), 2);                     /* --interface missing */
+  ASSERT_EQ(run("scan --interface 2>/dev/null"), 2);         /* value missing */
+  ASSERT_EQ(run("sii --interface x 2>/dev/null"), 2);        /* --position missing */
+  ASSERT_EQ(run("sii --interface x --position 200 2>/dev/null"), 2);
+  ASSERT_EQ(run("reg read --interface x 0x130 2>/dev/null"), 2);            /* no address mode */
+  ASSERT_EQ(run("reg write --interface x --position 0 0x10 1 2>/dev/null"), 2); /* no --yes-write */
+  ASSERT_EQ(run("reg write --interface x --position 0 0x10 0x10000 --yes-write 2>/dev/null"), 2); /* too wide */
+  ASSERT_EQ(run("doctor --wake-cycles -1 2>/dev/null"), 2);
+}
+
+TEST(scan_without_device_or_interface) {
+  autd3_test_in_emu_chain("scan_without_device_or_interface", 1, NULL, true);
+  ASSERT_EQ(run("scan --interface @IF@ 2>/dev/null"), 6); /* nothing answers on the veth */
+  ASSERT_EQ(run("scan --interface no-such-if0 2>/dev/null"), 5);
+}
+
+TEST(scan_shows_injected_counters_and_resets_them) {
+  autd3_test_in_emu_chain("scan_shows_injected_counters_and_resets_them", 3, "", false);
+  char r[4096];
+  ctl("errors 1 crc 0 5", r, sizeof r);
+  ctl("errors 2 lost-link 1 2", r, sizeof r);
+  ctl("errors 0 pu 3", r, sizeof r);
+  ctl("errors 0 pdi 4", r, sizeof r);
+  ctl("errors 0 phy 1 9", r, sizeof r);
+  ctl("errors 1", r, sizeof r);
+  ASSERT_CONTAINS(r, "ok errors 1 05"); /* the fault is in the chain: device 1's 0x0300 = 5 */
+  ASSERT_EQ(run("scan --interface @IF@ --json"), 0);
+  ASSERT_EQ(jfield(g_out, 0, -1, "count") , -1); /* (count is outside the devices) */
+  ASSERT_CONTAINS(g_out, "\"count\":3");
+  for (int k = 0; k < 3; k++) {
+    ASSERT_EQ(jfield(g_out, k, -1, "vendor"), AUTD3_EMU_VENDOR);
+    ASSERT_EQ(jfield(g_out, k, -1, "product"), AUTD3_EMU_PRODUCT);
+    ASSERT_EQ(jfield(g_out, k, -1, "revision"), AUTD3_EMU_REVISION);
+    ASSERT_EQ(jfield(g_out, k, -1, "serial"), k + 1);
+    ASSERT_EQ(jfield(g_out, k, -1, "station"), 0); /* nothing assigned: the scan leaves the chain as it is */
+  }
+  ASSERT_CONTAINS(g_out, "\"name\":\"AUTD\"");
+  ASSERT_CONTAINS(g_out, "\"state\":\"INIT\"");
+  ASSERT_EQ(jfield(g_out, 1, 0, "crc_errors"), 5);
+  ASSERT_EQ(jfield(g_out, 2, 0, "forwarded_errors"), 5);
+  ASSERT_EQ(jfield(g_out, 1, 1, "forwarded_errors"), 5);
+  ASSERT_EQ(jfield(g_out, 0, 1, "forwarded_errors"), 5);
+  ASSERT_EQ(jfield(g_out, 2, 1, "lost_links"), 2);
+  ASSERT_EQ(jfield(g_out, 0, 1, "phy_errors"), 9);
+  ASSERT_EQ(jfield(g_out, 0, -1, "processing_unit_errors"), 3);
+  ASSERT_EQ(jfield(g_out, 0, -1, "pdi_errors"), 4);
+  /* DL status: device 2 is the end of the line (port 1 closed, no link) */
+  ASSERT_EQ(jfield(g_out, 2, -1, "dl_status") & 0x0F00, 0x0600);
+  ASSERT_CONTAINS(g_out, "\"dc\":{\"delay_ns\":");
+  /* the text form says the same */
+  ASSERT_EQ(run("scan --interface @IF@"), 0);
+  ASSERT_CONTAINS(g_out, "3 devices");
+  ASSERT_CONTAINS(g_out, "port 0: CRC 5 PHY 0 forwarded 0 lost link 0");
+  ASSERT_CONTAINS(g_out, "processing unit 3, PDI 4");
+  /* --reset-counters: the emulator's registers are zero afterwards, and the next scan shows it */
+  ASSERT_EQ(run("scan --interface @IF@ --reset-counters --json"), 0);
+  ASSERT_CONTAINS(g_out, "\"counters_reset\":true");
+  ASSERT_EQ(jfield(g_out, 1, 0, "crc_errors"), 5); /* what was read before the reset */
+  for (int k = 0; k < 3; k++) {
+    char q[32];
+    snprintf(q, sizeof q, "errors %d", k);
+    ctl(q, r, sizeof r);
+    ASSERT_CONTAINS(r, "0000000000000000000000000000000000000000");
+  }
+  ASSERT_EQ(run("scan --interface @IF@ --json"), 0);
+  for (int k = 0; k < 3; k++)
+    for (int p = 0; p < 2; p++) {
+      ASSERT_EQ(jfield(g_out, k, p, "crc_errors"), 0);
+      ASSERT_EQ(jfield(g_out, k, p, "forwarded_errors"), 0);
+      ASSERT_EQ(jfield(g_out, k, p, "lost_links"), 0);
+    }
+  /* the scan changed no state: the devices are still in INIT with no station address */
+  ctl("al 1", r, sizeof r);
+  ASSERT_CONTAINS(r, "ok 0x01 code 0x0000");
+}
+
+TEST(sii_matches_the_emulator_image) {
+  autd3_test_in_emu_chain("sii_matches_the_emulator_image", 2, "", false);
+  char path[] = "/tmp/autd3-sii-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  char a[256];
+  snprintf(a, sizeof a, "sii --interface @IF@ --position 1 --raw %s", path);
+  ASSERT_EQ(run(a), 0);
+  static uint8_t want[AUTD3_EMU_SII_BYTES], got[AUTD3_EMU_SII_BYTES + 16];
+  autd3_sii_build(want, AUTD3_EMU_VENDOR, 2, NULL, false); /* device 1's image: serial 2 */
+  FILE *f = fopen(path, "rb");
+  ASSERT_TRUE(f != NULL);
+  size_t n = fread(got, 1, sizeof got, f);
+  fclose(f);
+  unlink(path);
+  ASSERT_GT(n, 0x80 + 4);
+  ASSERT_EQ(got[n - 4], 0xFF); /* ends with the end category (type 0xFFFF and its length word) */
+  ASSERT_EQ(got[n - 3], 0xFF);
+  ASSERT_MEMEQ(got, want, n);
+  /* decoded */
+  ASSERT_EQ(run("sii --interface @IF@ --position 1 --json"), 0);
+  ASSERT_CONTAINS(g_out, "\"checksum_ok\":true");
+  ASSERT_CONTAINS(g_out, "\"vendor\":2217");
+  ASSERT_CONTAINS(g_out, "\"serial\":2");
+  ASSERT_CONTAINS(g_out, "\"strings\":[\"AUTD\",\"RxPdo0\",\"RxPdo1\",\"TxPdo\"]");
+  ASSERT_CONTAINS(g_out, "\"general\":{\"group\":\"AUTD\",\"image\":\"\",\"order\":\"AUTD\",\"name\":\"AUTD\"");
+  ASSERT_CONTAINS(g_out, "\"flags\":2");
+  ASSERT_CONTAINS(g_out, "{\"start\":6144,\"length\":626,\"control\":100,\"enable\":1,\"type\":\"outputs\"}");
+  ASSERT_CONTAINS(g_out, "\"index\":6656,\"name\":\"TxPdo\",\"sm\":3");
+  ASSERT_CONTAINS(g_out, "\"index\":5632,\"name\":\"RxPdo0\",\"sm\":2,\"dc_sync\":0,\"flags\":17,\"bits\":3984");
+  ASSERT_CONTAINS(g_out, "\"index\":5633,\"name\":\"RxPdo1\",\"sm\":2,\"dc_sync\":0,\"flags\":17,\"bits\":1024");
+  ASSERT_EQ(run("sii --interface @IF@ --position 0"), 0);
+  ASSERT_CONTAINS(g_out, "checksum        0x");
+  ASSERT_CONTAINS(g_out, "(ok,");
+  ASSERT_CONTAINS(g_out, "RxPDO           0x1600 \"RxPdo0\" SM2, 249 entries, 3984 bits");
+  ASSERT_EQ(run("sii --interface @IF@ --position 2 2>/dev/null"), 6); /* no device there */
+}
+
+TEST(reg_read_write_round_trip) {
+  autd3_test_in_emu_chain("reg_read_write_round_trip", 3, "", false);
+  ASSERT_EQ(run("reg read --interface @IF@ --broadcast 0x0000 --json"), 0);
+  ASSERT_CONTAINS(g_out, "\"wkc\":3"); /* three devices answered the BRD */
+  ASSERT_EQ(run("reg write --interface @IF@ --position 2 0x0010 0x1234 2>/dev/null"), 2); /* refused without --yes-write */
+  ASSERT_EQ(run("reg read --interface @IF@ --position 2 0x0010 --json"), 0);
+  ASSERT_CONTAINS(g_out, "\"value\":0}"); /* unchanged */
+  ASSERT_EQ(run("reg write --interface @IF@ --position 2 0x0010 0x1234 --yes-write --json"), 0);
+  ASSERT_CONTAINS(g_out, "\"wkc\":1");
+  ASSERT_EQ(run("reg read --interface @IF@ --station 0x1234 0x0010 --json"), 0);
+  ASSERT_CONTAINS(g_out, "\"bytes\":\"3412\",\"value\":4660");
+  ASSERT_EQ(run("reg read --interface @IF@ --station 0x1234 0x0130 --size 6"), 0);
+  ASSERT_CONTAINS(g_out, "0x0130: 01 00 00 00 00 00");
+  ASSERT_EQ(run("reg read --interface @IF@ --station 0x4321 0x0010 2>/dev/null"), 6); /* nobody has it: wkc 0 */
+  /* a request through AL control shows in AL status */
+  ASSERT_EQ(run("reg write --interface @IF@ --position 0 0x0120 2 --yes-write"), 0);
+  char r[256];
+  ctl("al 0", r, sizeof r);
+  ASSERT_CONTAINS(r, "ok 0x02");
+}
+
+/* Count the frames of pcap file `path` the master sent / the chain returned (and remove it). */
+static void pcap_count(const char *path, int *sent, int *back) {
+  FILE *f = fopen(path, "rb");
+  ASSERT_TRUE(f != NULL);
+  static uint8_t fr[2048];
+  uint8_t h[24], rec[16];
+  ASSERT_EQ(fread(h, 1, 24, f), 24);
+  ASSERT_EQ(h[0] | h[1] << 8 | h[2] << 16 | (uint32_t)h[3] << 24, 0xa1b23c4du);
+  *sent = *back = 0;
+  while (fread(rec, 1, 16, f) == 16) {
+    uint32_t incl = rec[8] | rec[9] << 8 | rec[10] << 16 | (uint32_t)rec[11] << 24;
+    ASSERT_LE(incl, sizeof fr);
+    ASSERT_EQ(fread(fr, 1, incl, f), incl);
+    ASSERT_EQ(fr[12], 0x88);
+    ASSERT_EQ(fr[13], 0xA4);
+    if (fr[6] & 0x02)
+      (*back)++; /* the first ESC sets the locally-administered bit in what it returns */
+    else
+      (*sent)++;
+  }
+  fclose(f);
+  unlink(path);
+}
+
+TEST(capture_holds_both_directions) {
+  autd3_test_in_emu_chain("capture_holds_both_directions", 2, "", false);
+  char path[] = "/tmp/autd3-cap-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  char a[256];
+  snprintf(a, sizeof a, "scan --interface @IF@ --capture %s", path);
+  ASSERT_EQ(run(a), 0);
+  int sent, back;
+  pcap_count(path, &sent, &back);
+  ASSERT_GT(sent, 5); /* the master's own frames, which bypass the qdisc without the fix */
+  ASSERT_GT(back, 5);
+  ASSERT_LE(back, sent);
+}
+
+/* The same capture through the echocat link's capture_path (autd3-perftest --capture). */
+TEST(perftest_capture_holds_both_directions) {
+  const char *pt = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
+  if (access(pt, X_OK) != 0)
+    SKIP("autd3-perftest is not built");
+  autd3_test_in_emu_chain("perftest_capture_holds_both_directions", 2, "", false);
+  char path[] = "/tmp/autd3-cap-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' --link echocat --interface '%s' --devices 2 --count 50 --mode stop-and-wait --capture '%s' >/dev/null",
+           pt, getenv("AUTD3_TEST_IFNAME"), path);
+  int st = system(cmd);
+  ASSERT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 128, 0);
+  int sent, back;
+  pcap_count(path, &sent, &back);
+  ASSERT_GT(sent, 50); /* echocat's requests are in the file, not only the replies */
+  ASSERT_GT(back, 50);
+}
+
+TEST(adapters_marks_the_one_in_use) {
+  autd3_test_in_emu_chain("adapters_marks_the_one_in_use", 1, "", false);
+  const char *ifn = getenv("AUTD3_TEST_IFNAME");
+  ASSERT_EQ(run("adapters --json"), 0);
+  char want[128];
+  snprintf(want, sizeof want, "{\"name\":\"%s\",\"description\":", ifn);
+  ASSERT_CONTAINS(g_out, want);
+  const char *me = strstr(g_out, want);
+  const char *free_ = strstr(me, "\"ethercat\":\"free\"");
+  ASSERT_TRUE(free_ != NULL && free_ < strchr(me, '}')); /* the emulator sends nothing by itself */
+  /* another master holds the interface (the lock every EtherCAT link takes) */
+  autd3_master_guard_t *g = NULL;
+  ASSERT_OK(autd3__master_guard_take(ifn, AUTD3_NIC_AUTO, "test", &g));
+  ASSERT_EQ(run("adapters --json"), 0);
+  me = strstr(g_out, want);
+  ASSERT_TRUE(me != NULL);
+  const char *close_ = strchr(me, '}');
+  const char *inuse = strstr(me, "\"ethercat\":\"in use\"");
+  ASSERT_TRUE(inuse != NULL && inuse < close_);
+  ASSERT_EQ(run("scan --interface @IF@ 2>/dev/null"), 7); /* and the chain subcommands refuse it */
+  autd3__master_guard_release(g);
+  ASSERT_EQ(run("adapters --no-probe"), 0);
+  ASSERT_CONTAINS(g_out, "not probed");
+}
+
+TEST(doctor_check_list_and_exit_code) {
+  autd3_test_in_emu_chain("doctor_check_list_and_exit_code", 1, "", false);
+  int rc = run("doctor --interface @IF@ --json --wake-cycles 20");
+  static const char *checks[] = {"capabilities", "rt-priority", "interface", "second-master", "ip-stack", "coalescing",
+                                 "eee", "flow-control", "cpu-governor", "timer-slack", "wake-up-floor", "pcap"};
+  for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+    char c[64];
+    snprintf(c, sizeof c, "{\"check\":\"%s\",\"status\":\"", checks[i]);
+    ASSERT_CONTAINS(g_out, c);
+  }
+  /* the namespace's root has every capability: that check passes */
+  ASSERT_CONTAINS(g_out, "{\"check\":\"capabilities\",\"status\":\"pass\"");
+  ASSERT_CONTAINS(g_out, "{\"check\":\"second-master\",\"status\":\"pass\"");
+  ASSERT_CONTAINS(g_out, "{\"check\":\"interface\",\"status\":\"pass\",\"detail\":\"autd3m0 is up, carrier\"");
+  /* the exit code is the worst result */
+  if (strstr(g_out, "\"status\":\"fail\"")) {
+    ASSERT_EQ(rc, 1);
+    ASSERT_CONTAINS(g_out, "\"result\":\"fail\"");
+  } else if (strstr(g_out, "\"status\":\"warn\"")) {
+    ASSERT_EQ(rc, 3);
+    ASSERT_CONTAINS(g_out, "\"result\":\"warn\"");
+  } else {
+    ASSERT_EQ(rc, 0);
+    ASSERT_CONTAINS(g_out, "\"result\":\"pass\"");
+  }
+  /* a missing interface is a failure with its fix */
+  ASSERT_EQ(run("doctor --interface no-such-if0 --wake-cycles 0"), 1);
+  ASSERT_CONTAINS(g_out, "FAIL  interface");
+  ASSERT_CONTAINS(g_out, "fix: ");
+  ASSERT_CONTAINS(g_out, "result: fail");
+  /* the interface taken down: that check fails, naming the fix */
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ip link set %s down", getenv("AUTD3_TEST_IFNAME"));
+  ASSERT_EQ(system(cmd), 0);
+  ASSERT_EQ(run("doctor --interface @IF@ --wake-cycles 0"), 1);
+  ASSERT_CONTAINS(g_out, "FAIL  interface       ");
+  ASSERT_CONTAINS(g_out, "is down");
+  ASSERT_CONTAINS(g_out, "fix: sudo ip link set ");
+}
+
+TEST(scan_and_sii_agree_with_pysoem) {
+  if (access(AUTD3_PYTHON_EXE, X_OK) != 0)
+    SKIP("no Python at %s (make build creates build/.venv with pysoem)", AUTD3_PYTHON_EXE);
+  autd3_test_in_emu_chain("scan_and_sii_agree_with_pysoem", 3, "", false);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' '%s/pysoem_crosscheck.py' '%s' 3", AUTD3_PYTHON_EXE, AUTD3_TOOLS_TESTS_DIR, CLI);
+  int st = system(cmd);
+  int code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  if (code == 77)
+    SKIP("pysoem is not installed in %s", AUTD3_PYTHON_EXE);
+  ASSERT_EQ(code, 0);
+}
+
+/* device `pos`'s integer `key` in one `watch --json` line, -1 if absent. */
+static long long wfield(const char *line, int pos, const char *key) { return jfield(line, pos, -1, key); }
+
+TEST(watch_json_shows_a_power_cycled_device_and_spares_its_neighbour) {
+  autd3_test_in_emu_chain("watch_json_shows_a_power_cycled_device_and_spares_its_neighbour", 2, "", false);
+  if (access(CLI, X_OK) != 0)
+    SKIP("%s is not built", CLI);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' watch --interface '%s' --devices 2 --interval-ms 100 --count 40 --json", CLI,
+           getenv("AUTD3_TEST_IFNAME"));
+  FILE *p = popen(cmd, "r");
+  ASSERT_TRUE(p != NULL);
+  static char line[8192], last[8192];
+  int lines = 0;
+  char r[4096];
+  while (fgets(line, sizeof line, p)) {
+    lines++;
+    if (lines == 1) { /* the client is open: both devices in OP, nothing reset */
+      ASSERT_CONTAINS(line, "\"link\":\"echocat\"");
+      ASSERT_EQ(wfield(line, 0, "resets"), 0);
+      ASSERT_EQ(wfield(line, 1, "resets"), 0);
+    }
+    if (lines == 3)
+      ctl("power-cycle 1", r, sizeof r);
+    snprintf(last, sizeof last, "%s", line);
+  }
+  int st = pclose(p);
+  ASSERT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 128, 0);
+  ASSERT_EQ(lines, 40);
+  fprintf(stderr, "last: %s", last);
+  /* the fault happened and the view shows it: device 1 rebooted, was re-established, is back in OP */
+  ASSERT_GE(wfield(last, 1, "resets"), 1);
+  ASSERT_EQ(wfield(last, 1, "reinits"), wfield(last, 1, "resets"));
+  ASSERT_CONTAINS(last, "\"device_resets\":1");
+  /* and its neighbour lost nothing */
+  ASSERT_EQ(wfield(last, 0, "resets"), 0);
+  ASSERT_TRUE(strstr(last, "{\"position\":0,\"state\":\"OP\"") != NULL);
+}
+
+/* The terminal view under tmux: redrawn in place (one header on the screen
+ * after many refreshes), the states readable, Ctrl-C ends it with exit 0. */
+static int tmux(const char *args, char *out, size_t cap) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "tmux -L autd3-watch-test %s", args);
+  FILE *p = popen(cmd, "r");
+  if (!p)
+    return -1;
+  size_t n = out ? fread(out, 1, cap - 1, p) : 0;
+  if (out)
+    out[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int count_of(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *q = strstr(s, needle); q; q = strstr(q + 1, needle))
+    n++;
+  return n;
+}
+
+TEST(watch_redraws_in_place_under_tmux) {
+  if (system("command -v tmux >/dev/null 2>&1") != 0)
+    SKIP("tmux is not installed");
+  autd3_test_in_emu_chain("watch_redraws_in_place_under_tmux", 2, "", false);
+  if (access(CLI, X_OK) != 0)
+    SKIP("%s is not built", CLI);
+  char cmd[1536], screen[16384];
+  snprintf(cmd, sizeof cmd,
+           "new-session -d -s w -x 120 -y 30 \"'%s' watch --interface '%s' --devices 2 --interval-ms 50; "
+           "echo WATCH-EXIT=\\$?; sleep 30\"",
+           CLI, getenv("AUTD3_TEST_IFNAME"));
+  ASSERT_EQ(tmux(cmd, NULL, 0), 0);
+  /* wait (bounded) until at least the tenth refresh is on the screen */
+  bool seen = false;
+  for (int i = 0; i < 200 && !seen; i++) {
+    usleep(50000);
+    tmux("capture-pane -p -t w", screen, sizeof screen);
+    const char *t = strstr(screen, "device(s), ");
+    seen = t && strtod(t + 11, NULL) >= 0.5 && count_of(screen, "1    OP") == 1;
+  }
+  fprintf(stderr, "screen:\n%s\n", screen);
+  ASSERT_TRUE(seen);
+  ASSERT_EQ(count_of(screen, "dev  state"), 1); /* redrawn, not appended */
+  ASSERT_CONTAINS(screen, "0    OP");
+  tmux("send-keys -t w C-c", NULL, 0);
+  bool exited = false;
+  for (int i = 0; i < 200 && !exited; i++) {
+    usleep(50000);
+    tmux("capture-pane -p -t w", screen, sizeof screen);
+    exited = strstr(screen, "WATCH-EXIT=") != NULL;
+  }
+  tmux("kill-server", NULL, 0);
+  ASSERT_TRUE(exited);
+  ASSERT_CONTAINS(screen, "WATCH-EXIT=0");
+}
+
+/* The integer after "key": in the `synctune --json` settings object ranked `rank`; -1 if absent. */
+static long long sfield(const char *json, int rank, const char *key) {
+  char tag[64];
+  snprintf(tag, sizeof tag, "{\"rank\":%d,", rank);
+  const char *d = strstr(json, tag);
+  if (!d)
+    return -1;
+  const char *end = strchr(d, '}');
+  snprintf(tag, sizeof tag, "\"%s\":", key);
+  const char *k = strstr(d, tag);
+  if (!k || k > end)
+    return -1;
+  if (k[strlen(tag)] == 't' || k[strlen(tag)] == 'f') /* true / false */
+    return k[strlen(tag)] == 't';
+  return strtoll(k + strlen(tag), NULL, 10);
+}
+
+TEST(synctune_ranks_a_period_the_chain_cannot_keep_last) {
+  /* every reply 700 us late: a 500 us SYNC0 period cannot be kept, 1000 and 1500 us can */
+  autd3_test_in_emu_chain("synctune_ranks_a_period_the_chain_cannot_keep_last", 1, "--delay-us 700", false);
+  ASSERT_EQ(run("synctune --interface @IF@ --period-min 500 --period-max 1500 --period-step 500 --shift-min 0 "
+                "--shift-max 0 --dwell 400 --warmup 200 --json"), 0);
+  ASSERT_CONTAINS(g_out, "\"settings\":[");
+  ASSERT_EQ(sfield(g_out, 4, "period_us"), -1); /* three settings, no more */
+  ASSERT_EQ(sfield(g_out, 3, "period_us"), 500);
+  /* the fault is there: the 500 us setting did not open, or ran with stale cycles */
+  ASSERT_TRUE(sfield(g_out, 3, "opened") == 0 || sfield(g_out, 3, "stale_cycles") > 0);
+  ASSERT_EQ(sfield(g_out, 1, "opened"), 1);
+  ASSERT_EQ(sfield(g_out, 1, "stale_cycles") * 100 <= sfield(g_out, 1, "cycles"), 1);
+  char want[64];
+  snprintf(want, sizeof want, "--cycle-us %lld --shift-us 0\"", sfield(g_out, 1, "period_us"));
+  ASSERT_CONTAINS(g_out, want);
+  /* the usage errors */
+  ASSERT_EQ(run("synctune --interface @IF@ --period-min 700 2>/dev/null"), 2);  /* not a multiple of 500 */
+  ASSERT_EQ(run("synctune --interface @IF@ --csv --json 2>/dev/null"), 2);
+  ASSERT_EQ(run("synctune --link emulator --interface @IF@ 2>/dev/null"), 2); /* no SYNC0 */
+  ASSERT_EQ(run("synctune --interface no-such-if0 --period-max 500 --shift-min 0 --shift-max 0 --dwell 50 2>/dev/null"), 5);
+}
+
+/* `watch` through autd3-remote-server (echocat on the chain): the server's
+ * devices in OP as ARMT v7 reports them, and the server's --capture file
+ * holding both directions of its bus. */
+TEST(watch_through_remote_server_and_its_capture) {
+  const char *srv = AUTD3_BINARY_DIR "/tools/remote-server/autd3-remote-server";
+  if (access(srv, X_OK) != 0)
+    SKIP("autd3-remote-server is not built");
+  autd3_test_in_emu_chain("watch_through_remote_server_and_its_capture", 2, "", false);
+  char path[] = "/tmp/autd3-rcap-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  char cmd[1536];
+  snprintf(cmd, sizeof cmd,
+           "'%s' --link echocat --interface '%s' --devices 2 --listen 127.0.0.1:18181 --capture '%s' 2>/dev/null & echo $!",
+           srv, getenv("AUTD3_TEST_IFNAME"), path);
+  FILE *p = popen(cmd, "r");
+  ASSERT_TRUE(p != NULL);
+  int pid = 0;
+  ASSERT_EQ(fscanf(p, "%d", &pid), 1);
+  pclose(p);
+  int code = 1;
+  for (int i = 0; i < 100 && code != 0; i++) { /* bounded wait until the server listens and its link is up */
+    usleep(100000);
+    code = run("watch --link remote --address 127.0.0.1:18181 --devices 2 --count 3 --interval-ms 100 --json 2>/dev/null");
+  }
+  kill(pid, SIGTERM); /* the server closes its link (and the capture file) and exits: wait, bounded */
+  for (int i = 0; i < 100 && kill(pid, 0) == 0; i++)
+    usleep(100000);
+  ASSERT_EQ(code, 0);
+  ASSERT_CONTAINS(g_out, "\"link\":\"remote\"");
+  const char *last = g_out;
+  for (const char *q = strstr(g_out, "{\"link\""); q; q = strstr(q + 1, "{\"link\""))
+    last = q;
+  ASSERT_TRUE(strstr(last, "{\"position\":0,\"state\":\"OP\"") != NULL);
+  ASSERT_TRUE(strstr(last, "{\"position\":1,\"state\":\"OP\"") != NULL);
+  int sent, back;
+  pcap_count(path, &sent, &back);
+  ASSERT_GT(sent, 10);
+  ASSERT_GT(back, 10);
+}
