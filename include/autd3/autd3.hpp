@@ -42,6 +42,9 @@ class Response {
   }
   /** The first non-zero data byte as AUTD3_E_DEVICE naming the device (autd3_response_check()). */
   Result<void> try_check() const { return detail::check(autd3_response_check(&r_, nullptr, nullptr)); }
+#if AUTD3_HPP_EXCEPTIONS
+  void check() const { try_check().value(); }
+#endif
   const autd3_response_t &raw() const noexcept { return r_; }
 
  private:
@@ -96,6 +99,7 @@ class Request {
   template <class R, class P>
   std::optional<Response> wait_for(std::chrono::duration<R, P> t) { return try_wait_for(t).value(); }
   std::optional<Response> poll() { return try_poll().value(); }
+  void detach() { try_detach().value(); }
 #endif
 
  private:
@@ -128,6 +132,9 @@ class EmulatorOutputs {
     if (autd3_err_t e = autd3_emulator_outputs_read(o_, dev, &s); e != AUTD3_OK) return detail::last_error(e);
     return s;
   }
+#if AUTD3_HPP_EXCEPTIONS
+  OutputState read(uint16_t dev) const { return try_read(dev).value(); }
+#endif
 
  private:
   friend class LinkRef;
@@ -181,8 +188,15 @@ class LinkRef {
   }
   autd3_link_t *get() const noexcept { return l_; }
 #if AUTD3_HPP_EXCEPTIONS
+  LinkStatus check_state() { return try_check_state().value(); }
+  void inject(uint16_t dev, const DeviceFault &f) { try_inject(dev, f).value(); }
+  void power_cycle(uint16_t dev) { try_power_cycle(dev).value(); }
+  DeviceCounters counters(uint16_t dev) const { return try_counters(dev).value(); }
   OutputState output(uint16_t dev) const { return try_output(dev).value(); }
   EmulatorOutputs outputs() const { return try_outputs().value(); }
+  std::vector<ExecEntry> log_drain(uint16_t dev, size_t max = AUTD3_EXEC_LOG_CAPACITY, uint64_t *dropped = nullptr) {
+    return try_log_drain(dev, max, dropped).value();
+  }
 #endif
 
  private:
@@ -213,6 +227,11 @@ class Link {
   }
   Result<void> try_wait_next_cycle() { return detail::check(autd3_link_wait_next_cycle(l_)); }
   LinkRef view() const noexcept { return LinkRef(l_); }
+#if AUTD3_HPP_EXCEPTIONS
+  static Link open(const LinkOption &o, const Geometry &geo) { return try_open(o, geo).value(); }
+  bool cycle(const std::vector<uint8_t> &tx, std::vector<uint8_t> &rx) { return try_cycle(tx, rx).value(); }
+  void wait_next_cycle() { try_wait_next_cycle().value(); }
+#endif
 
  private:
   explicit Link(autd3_link_t *l) noexcept : l_(l) {}
@@ -278,8 +297,12 @@ class Client {
   }
   void close() { try_close().value(); }
   Request send(const Frame &f) { return try_send(f).value(); }
+  void send_detached(const Frame &f) { try_send_detached(f).value(); }
   Response send_checked(const Frame &f) { return try_send_checked(f).value(); }
   std::vector<FirmwareVersion> firmware_versions() { return try_firmware_versions().value(); }
+  std::vector<uint8_t> error_details() { return try_error_details().value(); }
+  std::vector<uint8_t> fpga_states() { return try_fpga_states().value(); }
+  ClientDeviceStatus device_status(uint16_t dev) const { return try_device_status(dev).value(); }
 #endif
 
  private:

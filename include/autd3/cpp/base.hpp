@@ -160,6 +160,9 @@ inline Result<LinkKind> try_link_kind_parse(const std::string &name) {
   if (autd3_err_t e = autd3_link_kind_parse(name.c_str(), &k); e != AUTD3_OK) return detail::last_error(e);
   return static_cast<LinkKind>(k);
 }
+#if AUTD3_HPP_EXCEPTIONS
+inline LinkKind link_kind_parse(const std::string &name) { return try_link_kind_parse(name).value(); }
+#endif
 
 using TimingModel = autd3_timing_model_t;
 inline TimingModel timing_model_default() noexcept { return autd3_timing_model_default(); }
@@ -170,6 +173,9 @@ inline Result<TimingModel> try_timing_model_parse(const std::string &s) {
   if (autd3_err_t e = autd3_timing_model_parse(s.c_str(), &t); e != AUTD3_OK) return detail::last_error(e);
   return t;
 }
+#if AUTD3_HPP_EXCEPTIONS
+inline TimingModel timing_model_parse(const std::string &s) { return try_timing_model_parse(s).value(); }
+#endif
 
 using FirmwareVersion = autd3_fw_version_t;
 using DevicePose = autd3_device_pose_t;
@@ -341,6 +347,9 @@ class ClientConfig {
   ClientConfig &close_timeout(std::chrono::duration<R, P> d) noexcept { c_.close_timeout_ms = detail::to_ms(d); return *this; }
   ClientConfig &protocol(Protocol p) noexcept { c_.protocol = static_cast<uint32_t>(p); return *this; }
   Result<void> try_validate() const { return detail::check(autd3_client_config_validate(&c_)); }
+#if AUTD3_HPP_EXCEPTIONS
+  void validate() const { try_validate().value(); }
+#endif
   const autd3_client_config_t &raw() const noexcept { return c_; }
   autd3_client_config_t &raw() noexcept { return c_; }
 

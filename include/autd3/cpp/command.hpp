@@ -97,7 +97,43 @@ class Command {
   static Command silencer_fixed_completion_time(std::chrono::duration<R1, P1> i, std::chrono::duration<R2, P2> p, bool strict = true) {
     return try_silencer_fixed_completion_time(i, p, strict).value();
   }
+  static Command silencer_fixed_update_rate(uint16_t intensity, uint16_t phase) {
+    return try_silencer_fixed_update_rate(intensity, phase).value();
+  }
+  static Command write_pattern(uint8_t bank, uint32_t offset, const std::vector<Drive> &d) {
+    return try_write_pattern(bank, offset, d).value();
+  }
+  static Command config_pattern(uint8_t bank, uint16_t divider, uint32_t size, uint16_t rep) {
+    return try_config_pattern(bank, divider, size, rep).value();
+  }
+  static Command change_pattern_bank(uint8_t bank, const Transition &t) { return try_change_pattern_bank(bank, t).value(); }
+  static Command write_pattern_fused(uint8_t bank, const std::array<Drive, AUTD3_NUM_TRANSDUCERS> &d, uint16_t divider,
+                                     const Transition &t = Transition::immediate()) {
+    return try_write_pattern_fused(bank, d, divider, t).value();
+  }
+  static Command write_pattern_compressed(uint8_t bank, uint32_t index, autd3_pattern_compression_t format,
+                                          const std::vector<uint8_t> &phases) {
+    return try_write_pattern_compressed(bank, index, format, phases).value();
+  }
+  static Command phase_correction(const std::array<uint8_t, AUTD3_NUM_TRANSDUCERS> &p) { return try_phase_correction(p).value(); }
+  static Command output_mask(const std::array<bool, AUTD3_NUM_TRANSDUCERS> &enabled) { return try_output_mask(enabled).value(); }
+  static Command write_modulation(uint8_t bank, uint32_t offset, const std::vector<uint8_t> &d) {
+    return try_write_modulation(bank, offset, d).value();
+  }
+  static Command config_modulation(uint8_t bank, uint16_t divider, uint32_t size, uint16_t rep) {
+    return try_config_modulation(bank, divider, size, rep).value();
+  }
+  static Command change_modulation_bank(uint8_t bank, const Transition &t) { return try_change_modulation_bank(bank, t).value(); }
+  static Command write_modulation_fused(uint8_t bank, const std::vector<uint8_t> &d, uint16_t divider, uint16_t rep,
+                                        const Transition &t = Transition::immediate()) {
+    return try_write_modulation_fused(bank, d, divider, rep, t).value();
+  }
+  static Command pulse_width_table(const std::array<uint16_t, AUTD3_PULSE_WIDTH_TABLE_SIZE> &t) {
+    return try_pulse_width_table(t).value();
+  }
   static Command force_fan(bool on) { return try_force_fan(on).value(); }
+  static Command emulate_gpio_in(const std::array<bool, 4> &in) { return try_emulate_gpio_in(in).value(); }
+  static Command gpio_out(const std::array<GpioOut, 4> &o) { return try_gpio_out(o).value(); }
 #endif
   /** Wrap a command built by a C encoder. */
   static Command from_raw(const autd3_command_t &c) noexcept { Command r; r.c_ = c; return r; }
@@ -174,6 +210,8 @@ class Modulation {
   static Modulation sine(float freq_hz, uint16_t divider = 10, uint8_t amplitude = 255, uint8_t offset = 127) {
     return try_sine(freq_hz, divider, amplitude, offset).value();
   }
+  /* `static` is a C++ keyword: the twin of try_static() is static_(). */
+  static Modulation static_(uint8_t intensity = 255) { return try_static(intensity).value(); }
   std::vector<Command> commands() const { return try_commands().value(); }
 #endif
 
@@ -199,6 +237,9 @@ struct PatternStm {
     autd3_err_t e = autd3_pattern_stm_commands(&s, out.data(), out.size(), &n);
     return detail::commands(e, out, n);
   }
+#if AUTD3_HPP_EXCEPTIONS
+  std::vector<Command> commands() const { return try_commands().value(); }
+#endif
 };
 
 /** A foci STM: size steps of num_foci points; intensities empty = 255. */
@@ -220,6 +261,9 @@ struct FociStm {
     autd3_err_t e = autd3_foci_stm_commands(&s, geo.get(), dev, out.data(), out.size(), &n);
     return detail::commands(e, out, n);
   }
+#if AUTD3_HPP_EXCEPTIONS
+  std::vector<Command> commands(const Geometry &geo, size_t dev) const { return try_commands(geo, dev).value(); }
+#endif
 };
 
 /** A frame to send. A frame from a FrameBuffer points into it: keep the buffer until the request completes. */
@@ -232,10 +276,13 @@ class Frame {
     if (autd3_err_t e = autd3_frame_broadcast(&c.raw(), &f); e != AUTD3_OK) return detail::last_error(e);
     return Frame(f);
   }
+  /** XorHash with the device sleeping `sleep` (whole ms, at most 65 535 ms: the command's 16-bit field). */
   template <class R, class P>
   static Result<Frame> try_xor_hash(std::chrono::duration<R, P> sleep, const std::vector<uint8_t> &data) {
+    uint32_t ms = detail::to_ms(sleep);
+    if (ms > 0xFFFFu) return Error{AUTD3_E_INVALID_ARGUMENT, "autd3::Frame::xor_hash: sleep is at most 65535 ms", nullptr};
     autd3_frame_t f;
-    if (autd3_err_t e = autd3_frame_xor_hash(&f, static_cast<uint16_t>(detail::to_ms(sleep)), data.data(), data.size()); e != AUTD3_OK)
+    if (autd3_err_t e = autd3_frame_xor_hash(&f, static_cast<uint16_t>(ms), data.data(), data.size()); e != AUTD3_OK)
       return detail::last_error(e);
     return Frame(f);
   }
@@ -248,6 +295,9 @@ class Frame {
   const autd3_frame_t &raw() const noexcept { return f_; }
 #if AUTD3_HPP_EXCEPTIONS
   static Frame broadcast(const Command &c) { return try_broadcast(c).value(); }
+  template <class R, class P>
+  static Frame xor_hash(std::chrono::duration<R, P> sleep, const std::vector<uint8_t> &data) { return try_xor_hash(sleep, data).value(); }
+  static Frame xor_hash_bench(size_t len) { return try_xor_hash_bench(len).value(); }
 #endif
 
  private:
@@ -262,13 +312,18 @@ class FrameBuffer {
   FrameBuffer &operator=(FrameBuffer &&) noexcept = default;
   FrameBuffer(const FrameBuffer &) = delete;
   FrameBuffer &operator=(const FrameBuffer &) = delete;
-  Result<void> try_set(size_t dev, const Command &c) { return detail::check(autd3_frame_buffer_set(b_.get(), dev, &c.raw())); }
+  Result<void> try_set(size_t dev, const Command &c) {
+    if (!b_) return moved_from();
+    return detail::check(autd3_frame_buffer_set(b_.get(), dev, &c.raw()));
+  }
   Result<Frame> try_frame() const {
+    if (!b_) return moved_from();
     autd3_frame_t f;
     if (autd3_err_t e = autd3_frame_buffer_frame(b_.get(), &f); e != AUTD3_OK) return detail::last_error(e);
     return Frame(f);
   }
-  size_t num_devices() const noexcept { return b_->num_devices; }
+  /** Devices set so far (0 for a moved-from buffer). */
+  size_t num_devices() const noexcept { return b_ ? b_->num_devices : 0; }
   autd3_frame_buffer_t *get() noexcept { return b_.get(); }
 #if AUTD3_HPP_EXCEPTIONS
   void set(size_t dev, const Command &c) { try_set(dev, c).value(); }
@@ -276,6 +331,7 @@ class FrameBuffer {
 #endif
 
  private:
+  static Error moved_from() { return Error{AUTD3_E_INVALID_ARGUMENT, "autd3::FrameBuffer: moved from", nullptr}; }
   std::unique_ptr<autd3_frame_buffer_t> b_;
 };
 
@@ -304,6 +360,7 @@ class Gain {
     return Frame(f);
   }
 #if AUTD3_HPP_EXCEPTIONS
+  std::array<Drive, AUTD3_NUM_TRANSDUCERS> calc(const Geometry &geo, size_t dev) const { return try_calc(geo, dev).value(); }
   Frame frame(const Geometry &geo, FrameBuffer &buf) const { return try_frame(geo, buf).value(); }
 #endif
 
