@@ -53,6 +53,13 @@ namespace Autd3
 
     internal static class LinkOptionNative
     {
+        /// <summary>A struct built with `new` holds zeros, not the C defaults (RtCpu 0 pins the bus thread to CPU 0
+        /// where the default is -1): refused, as the C library refuses a struct without its `size` (docs/bindings.md).</summary>
+        public static void RequireDefault(bool fromDefault, string type, ErrorCode code = ErrorCode.InvalidOption)
+        {
+            if (!fromDefault)
+                throw new AutdException(code, type + ": start from " + type + ".Default (the library's defaults), not new " + type + "()");
+        }
         /// <summary>The library's defaults for the kind with `size` = what this mirror knows of the kind's member.</summary>
         public static Native.LinkOption Start(LinkKind k, Type member)
         {
@@ -70,6 +77,7 @@ namespace Autd3
         public TimeSpan Sync0Period, Sync0Shift, SendCycle, SyncTolerance, SyncTimeout, StateTimeout, OpWaitTimeout;
         public int RtPriority, RtCpu;
         public string CapturePath;
+        bool fromDefault;
         public static EthercatOptions Default { get { return From(Lib.autd3_ethercat_option_default()); } }
         internal static EthercatOptions From(EthercatOption e)
         {
@@ -79,10 +87,12 @@ namespace Autd3
                 SendCycle = Time.FromNs(e.send_cycle_ns), SyncTolerance = Time.FromNs(e.sync_tolerance_ns),
                 SyncTimeout = Time.FromMs(e.sync_timeout_ms), StateTimeout = Time.FromMs(e.state_timeout_ms),
                 OpWaitTimeout = Time.FromMs(e.op_wait_timeout_ms), RtPriority = e.rt_priority, RtCpu = e.rt_cpu, CapturePath = null,
+                fromDefault = true,
             };
         }
         internal void Apply(ref EthercatOption e, StringPool pool)
         {
+            LinkOptionNative.RequireDefault(fromDefault, "EthercatOptions");
             e.@interface = pool.Add(Interface);
             e.sync0_period_ns = Time.Ns32(Sync0Period);
             e.sync0_shift_ns = (int)(Sync0Shift.Ticks * 100);
@@ -104,17 +114,19 @@ namespace Autd3
         public Native.TimingModel Timing;
         public FwVersion Version;
         public EmulatorFirmware Firmware;
+        bool fromDefault;
         public static EmulatorOptions Default
         {
             get
             {
                 EmulatorOption e = Lib.autd3_link_option_default((int)LinkKind.Emulator).u.emulator;
-                return new EmulatorOptions { Cycle = Time.FromNs(e.cycle_ns), Timing = e.timing, Version = e.version, Firmware = (EmulatorFirmware)e.firmware };
+                return new EmulatorOptions { Cycle = Time.FromNs(e.cycle_ns), Timing = e.timing, Version = e.version, Firmware = (EmulatorFirmware)e.firmware, fromDefault = true };
             }
         }
         public LinkKind Kind { get { return LinkKind.Emulator; } }
         public Native.LinkOption ToNative(StringPoolHandle pool)
         {
+            LinkOptionNative.RequireDefault(fromDefault, "EmulatorOptions");
             Native.LinkOption o = LinkOptionNative.Start(Kind, typeof(EmulatorOption));
             o.u.emulator.cycle_ns = Time.Ns32(Cycle);
             o.u.emulator.timing = Timing;
@@ -130,17 +142,19 @@ namespace Autd3
         public EthercatOptions Ethercat;
         public NicBackend Backend;
         public uint SpinNs, WarmupCycles;
+        bool fromDefault;
         public static EchocatOptions Default
         {
             get
             {
                 EchocatOption e = Lib.autd3_link_option_default((int)LinkKind.Echocat).u.echocat;
-                return new EchocatOptions { Ethercat = EthercatOptions.From(e.ethercat), Backend = (NicBackend)e.backend, SpinNs = e.spin_ns, WarmupCycles = e.warmup_cycles };
+                return new EchocatOptions { Ethercat = EthercatOptions.From(e.ethercat), Backend = (NicBackend)e.backend, SpinNs = e.spin_ns, WarmupCycles = e.warmup_cycles, fromDefault = true };
             }
         }
         public LinkKind Kind { get { return LinkKind.Echocat; } }
         public Native.LinkOption ToNative(StringPoolHandle pool)
         {
+            LinkOptionNative.RequireDefault(fromDefault, "EchocatOptions");
             Native.LinkOption o = LinkOptionNative.Start(Kind, typeof(EchocatOption));
             Ethercat.Apply(ref o.u.echocat.ethercat, pool.Pool);
             o.u.echocat.backend = (int)Backend;
@@ -154,10 +168,12 @@ namespace Autd3
     public struct SoemOptions : ILinkOptions
     {
         public EthercatOptions Ethercat;
-        public static SoemOptions Default { get { return new SoemOptions { Ethercat = EthercatOptions.From(Lib.autd3_link_option_default((int)LinkKind.Soem).u.soem.ethercat) }; } }
+        bool fromDefault;
+        public static SoemOptions Default { get { return new SoemOptions { Ethercat = EthercatOptions.From(Lib.autd3_link_option_default((int)LinkKind.Soem).u.soem.ethercat), fromDefault = true }; } }
         public LinkKind Kind { get { return LinkKind.Soem; } }
         public Native.LinkOption ToNative(StringPoolHandle pool)
         {
+            LinkOptionNative.RequireDefault(fromDefault, "SoemOptions");
             Native.LinkOption o = LinkOptionNative.Start(Kind, typeof(SoemOption));
             Ethercat.Apply(ref o.u.soem.ethercat, pool.Pool);
             return o;
@@ -169,17 +185,19 @@ namespace Autd3
     {
         public EthercatOptions Ethercat;
         public TimeSpan PduTimeout;
+        bool fromDefault;
         public static EthercrabOptions Default
         {
             get
             {
                 EthercrabOption e = Lib.autd3_link_option_default((int)LinkKind.Ethercrab).u.ethercrab;
-                return new EthercrabOptions { Ethercat = EthercatOptions.From(e.ethercat), PduTimeout = Time.FromMs(e.pdu_timeout_ms) };
+                return new EthercrabOptions { Ethercat = EthercatOptions.From(e.ethercat), PduTimeout = Time.FromMs(e.pdu_timeout_ms), fromDefault = true };
             }
         }
         public LinkKind Kind { get { return LinkKind.Ethercrab; } }
         public Native.LinkOption ToNative(StringPoolHandle pool)
         {
+            LinkOptionNative.RequireDefault(fromDefault, "EthercrabOptions");
             Native.LinkOption o = LinkOptionNative.Start(Kind, typeof(EthercrabOption));
             Ethercat.Apply(ref o.u.ethercrab.ethercat, pool.Pool);
             o.u.ethercrab.pdu_timeout_ms = Time.Ms(PduTimeout);
@@ -195,17 +213,19 @@ namespace Autd3
         public TimeSpan Timeout;
         public uint TaskCycleUs;
         public bool NoNotification;
+        bool fromDefault;
         public static TwincatOptions Default
         {
             get
             {
                 TwincatOption e = Lib.autd3_link_option_default((int)LinkKind.Twincat).u.twincat;
-                return new TwincatOptions { ServerPort = e.server_port, AmsPort = e.ams_port, Timeout = Time.FromMs(e.timeout_ms), TaskCycleUs = e.task_cycle_us, NoNotification = e.no_notification != 0 };
+                return new TwincatOptions { ServerPort = e.server_port, AmsPort = e.ams_port, Timeout = Time.FromMs(e.timeout_ms), TaskCycleUs = e.task_cycle_us, NoNotification = e.no_notification != 0, fromDefault = true };
             }
         }
         public LinkKind Kind { get { return LinkKind.Twincat; } }
         public Native.LinkOption ToNative(StringPoolHandle pool)
         {
+            LinkOptionNative.RequireDefault(fromDefault, "TwincatOptions");
             Native.LinkOption o = LinkOptionNative.Start(Kind, typeof(TwincatOption));
             o.u.twincat.server_ip = pool.Pool.Add(ServerIp);
             o.u.twincat.server_ams_net_id = pool.Pool.Add(ServerAmsNetId);
@@ -226,17 +246,19 @@ namespace Autd3
         public TimeSpan Timeout;
         public RemotePipeline Pipeline;
         public uint ProtocolVersion;
+        bool fromDefault;
         public static RemoteOptions Default
         {
             get
             {
                 RemoteOption e = Lib.autd3_link_option_default((int)LinkKind.Remote).u.remote;
-                return new RemoteOptions { Address = Lib.Str(e.address), Timeout = Time.FromMs(e.timeout_ms), Pipeline = (RemotePipeline)e.pipeline, ProtocolVersion = e.protocol };
+                return new RemoteOptions { Address = Lib.Str(e.address), Timeout = Time.FromMs(e.timeout_ms), Pipeline = (RemotePipeline)e.pipeline, ProtocolVersion = e.protocol, fromDefault = true };
             }
         }
         public LinkKind Kind { get { return LinkKind.Remote; } }
         public Native.LinkOption ToNative(StringPoolHandle pool)
         {
+            LinkOptionNative.RequireDefault(fromDefault, "RemoteOptions");
             Native.LinkOption o = LinkOptionNative.Start(Kind, typeof(RemoteOption));
             o.u.remote.address = pool.Pool.Add(Address);
             o.u.remote.timeout_ms = Time.Ms(Timeout);
@@ -254,6 +276,7 @@ namespace Autd3
         public int RtPriority, RtCpu;
         public TimeSpan CloseTimeout;
         public Protocol Protocol;
+        bool fromDefault;
         public static ClientConfig Default
         {
             get
@@ -265,12 +288,14 @@ namespace Autd3
                     TimeoutCycles = c.timeout_cycles, MaxInflight = c.max_inflight, MaxResyncRounds = c.max_resync_rounds,
                     ResetResendCycles = c.reset_resend_cycles, LowLatency = c.low_latency != 0, RequireSupportedFirmware = c.require_supported_firmware != 0,
                     RtPriority = c.rt_priority, RtCpu = c.rt_cpu, CloseTimeout = Time.FromMs(c.close_timeout_ms), Protocol = (Protocol)c.protocol,
+                    fromDefault = true,
                 };
             }
         }
         /// <summary>The C struct, `size` = this mirror's.</summary>
         public Native.ClientConfig ToNative()
         {
+            LinkOptionNative.RequireDefault(fromDefault, "ClientConfig", ErrorCode.InvalidConfig);
             Native.ClientConfig c;
             Lib.autd3_client_config_init(out c, Lib.Size<Native.ClientConfig>());
             c.timeout_cycles = TimeoutCycles; c.max_inflight = MaxInflight; c.max_resync_rounds = MaxResyncRounds;

@@ -2,6 +2,8 @@
 //   test_csharp.exe emulator          every wrapped call against the in-process emulator
 //   test_csharp.exe echocat IFNAME    open, focus (sync and Task-based), close through echocat (autd3-netns + autd3-emu)
 //   test_csharp.exe entrypoints       the DllImport entry points, one a line (csharp.exports compares them with the library)
+//   test_csharp.exe remote            the Remote server API from C#: a server on loopback (run on a managed thread),
+//                                     found by discovery, driven by a Remote client (in a private network namespace)
 // Error paths first assert that the error happened (its code).
 using System;
 using System.Linq;
@@ -18,6 +20,8 @@ using DeviceFault = Autd3.Native.DeviceFault;
 using OutputState = Autd3.Native.OutputState;
 using ClientStats = Autd3.Native.ClientStats;
 using LinkStatus = Autd3.Native.LinkStatus;
+using DeviceCounters = Autd3.Native.DeviceCounters;
+using ClientDeviceStatus = Autd3.Native.ClientDeviceStatus;
 
 static class TestCSharp
 {
@@ -38,8 +42,9 @@ static class TestCSharp
         try
         {
             if (mode == "entrypoints") return EntryPoints();
-            if (mode == "emulator") { Names(); Options(); Commands(); ClientEmulator(); RawLink(); }
+            if (mode == "emulator") { Names(); Options(); Commands(); ClientEmulator(); RawLink(); CloseRace(); }
             else if (mode == "echocat") Echocat(args[1]);
+            else if (mode == "remote") Remote();
             else { Console.Error.WriteLine("unknown mode " + mode); return 2; }
         }
         catch (Exception e) { Console.Error.WriteLine("unexpected: " + e); failures++; }
@@ -75,8 +80,9 @@ static class TestCSharp
         foreach (MethodInfo m in typeof(Lib).GetMethods(BindingFlags.Public | BindingFlags.Static))
             foreach (ParameterInfo p in m.GetParameters())
                 Check(!typeof(Delegate).IsAssignableFrom(p.ParameterType), m.Name + " takes a delegate");
-        Check(Library.Version == 0x000100 || Library.Version > 0, "version");
-        Check(Library.VersionString.Length > 0, "version string");
+        // The library loaded is the one these declarations were written for: its version string is its number.
+        uint v = Library.Version;
+        Check(Library.VersionString == string.Format("{0}.{1}.{2}", v >> 16, (v >> 8) & 0xFF, v & 0xFF) && v > 0, "version " + Library.VersionString);
         // The enum is the C table: every code the library names is in it under the same name, and back.
         for (int code = -128; code < 0; code++)
         {
@@ -130,6 +136,20 @@ static class TestCSharp
         EmulatorOptions em = EmulatorOptions.Default;
         Check(em.Cycle == TimeSpan.FromMilliseconds(1) && em.Version.cpu_minor == 9 && Lib.autd3_emulator_option_default().cycle_ns == 1000000, "emulator defaults");
         Check(em.ToNative(pool).size == Lib.autd3_link_option_default(0).size, "emulator size");
+        // A struct made with `new` holds zeros, not the library's defaults: refused before it reaches C.
+        Throws(ErrorCode.InvalidOption, () => new EchocatOptions().ToNative(pool), "new EchocatOptions()");
+        Throws(ErrorCode.InvalidOption, () => new EmulatorOptions().ToNative(pool), "new EmulatorOptions()");
+        Throws(ErrorCode.InvalidOption, () => new RemoteOptions { Address = "x:1" }.ToNative(pool), "new RemoteOptions");
+        EchocatOptions zeroEc = EchocatOptions.Default;
+        zeroEc.Ethercat = new EthercatOptions();
+        Throws(ErrorCode.InvalidOption, () => zeroEc.ToNative(pool), "new EthercatOptions()");
+        Throws(ErrorCode.InvalidConfig, () => new ClientConfig().ToNative(), "new ClientConfig()");
+        // autd3_link_option_ethercat: the EtherCAT section of an EtherCAT kind, NULL for the others.
+        N.LinkOption soemN = SoemOptions.Default.ToNative(pool);
+        N.EthercatOption* ecp = Lib.autd3_link_option_ethercat(ref soemN);
+        Check(ecp != null && ecp->sync0_period_ns == 1000000, "ethercat section of a SOEM option");
+        N.LinkOption emuN = em.ToNative(pool);
+        Check(Lib.autd3_link_option_ethercat(ref emuN) == null, "no ethercat section for the emulator");
 
         ClientConfig cfg = ClientConfig.Default;
         Check(cfg.MaxInflight == 127 && cfg.TimeoutCycles == 10 && cfg.CloseTimeout == TimeSpan.FromSeconds(1), "client config defaults");
@@ -277,8 +297,9 @@ static class TestCSharp
                 // Task-based: many in flight, completed by the client's managed completion thread.
                 var tasks = Enumerable.Range(0, 50).Select(i => c.SendAsync(nop)).ToArray();
                 Check(Task.WaitAll(tasks, TimeSpan.FromSeconds(20)) && tasks.All(t => t.Result.AllExecuted), "SendAsync x50");
-                // Continuations never run on the completion thread (RunContinuationsAsynchronously).
-                Task<string> where = c.SendAsync(nop).ContinueWith(t => Thread.CurrentThread.Name ?? "");
+                // Continuations never run on the completion thread (RunContinuationsAsynchronously): even one that
+                // asks to run synchronously (ExecuteSynchronously would run it on the completing thread otherwise).
+                Task<string> where = c.SendAsync(nop).ContinueWith(t => Thread.CurrentThread.Name ?? "", TaskContinuationOptions.ExecuteSynchronously);
                 Check(where.Wait(5000) && where.Result != "autd3 completion", "continuation off the completion thread: " + where.Result);
                 Check(AsyncFocus(c, geo).Wait(10000) , "await SendAsync");
 
@@ -311,12 +332,33 @@ static class TestCSharp
                 Check(link.Counters(0).executed > 0, "counters");
                 Throws(ErrorCode.InvalidArgument, () => link.Counters(9), "bad counters");
                 Check(link.DrainLog(0, 64).Length > 0, "log");
+                // The unsized entry points (the first ABI's) agree with the sized ones the binding uses.
+                IntPtr rawClient = Lib_client(c), rawLink = Lib.autd3_client_link(rawClient);
                 N.LinkStats raw;
-                Lib.autd3_link_stats(Lib.autd3_client_link(Lib_client(c)), out raw);
+                Lib.autd3_link_stats(rawLink, out raw);
                 Check(raw.cycles > 0, "exported link stats");
+                ClientStats cs0;
+                Lib.autd3_client_stats(rawClient, out cs0);
+                Check(cs0.sent > 0 && cs0.sent <= c.Stats.sent, "unsized client stats");
+                LinkStatus ls0;
+                Check(Lib.autd3_link_check_state(rawLink, out ls0) == 0 && ls0.num_devices == 2, "unsized check state");
+                DeviceCounters dc0;
+                Check(Lib.autd3_emulator_counters(rawLink, 0, out dc0) == 0 && dc0.executed > 0, "unsized counters");
+                ClientDeviceStatus ds0;
+                Check(Lib.autd3_client_device_status(rawClient, 0, out ds0) == 0 && ds0.state == (int)ClientDeviceState.Ready, "unsized device status");
+                // A power cycle reaches the client as a reset of that device (its counter moves), and it is
+                // re-established alone.
+                uint resetsBefore = c.DeviceResets(1);
+                link.PowerCycle(1);
+                for (int i = 0; i < 500 && c.DeviceResets(1) == resetsBefore; i++) { c.SendDetached(nop); Thread.Sleep(2); }
+                Check(c.DeviceResets(1) > resetsBefore, "power cycle seen as a device reset");
+                for (int i = 0; i < 500 && c.DeviceStatus(1).state != (int)ClientDeviceState.Ready; i++) Thread.Sleep(2);
+                Check(c.DeviceStatus(1).state == (int)ClientDeviceState.Ready && c.SendChecked(nop).AllExecuted, "re-established after the power cycle");
                 c.Close();
                 Check(!c.IsOpen, "closed");
                 Throws(ErrorCode.Closed, () => c.Send(nop), "send after close");
+                Throws(ErrorCode.Closed, () => { var k = link.Kind; }, "a LinkView after its client closed");
+                Throws(ErrorCode.Closed, () => { var n = c.NumDevices; }, "NumDevices after close");
             }
             using (outs) { OutputState after = outs.Read(1); Check(after.intensity[17] == 0, "close silenced the devices"); }
             // Dispose alone silences too.
@@ -336,7 +378,51 @@ static class TestCSharp
     }
     static IntPtr Lib_client(Client c)
     {
-        return (IntPtr)typeof(Client).GetField("c", BindingFlags.NonPublic | BindingFlags.Instance).GetValue(c);
+        object gate = typeof(Client).GetField("gate", BindingFlags.NonPublic | BindingFlags.Instance).GetValue(c);
+        return (IntPtr)gate.GetType().GetProperty("Raw", BindingFlags.Public | BindingFlags.Instance).GetValue(gate);
+    }
+
+    /// <summary>Dispose on one thread while others send: every call either works or throws AutdException (Closed
+    /// once closed) — never a crash or a hang; repeated, so a window between the binding's check and the C call
+    /// would show.</summary>
+    static void CloseRace()
+    {
+        using (Geometry geo = Geometry.Create(1))
+        {
+            int closedSeen = 0, otherErrors = 0, sent = 0;
+            for (int round = 0; round < 20; round++)
+            {
+                Client c = Client.Open(geo, EmulatorOptions.Default);
+                var go = new ManualResetEventSlim(false);
+                var threads = Enumerable.Range(0, 3).Select(k => new Thread(() =>
+                {
+                    go.Wait();
+                    Frame nop = Frame.Simple(0x04);
+                    for (int i = 0; i < 200; i++)
+                    {
+                        try
+                        {
+                            if (k == 0) c.SendDetached(nop);
+                            else if (k == 1) { using (Request r = c.Send(nop)) { } }
+                            else { var st = c.Stats; var lk = c.Link.Stats; }
+                            Interlocked.Increment(ref sent);
+                        }
+                        catch (AutdException e)
+                        {
+                            if (e.Code == ErrorCode.Closed) { Interlocked.Increment(ref closedSeen); return; }
+                            Interlocked.Increment(ref otherErrors);
+                        }
+                    }
+                })).ToList();
+                threads.ForEach(t => t.Start());
+                go.Set();
+                Thread.Sleep(round % 5);
+                c.Dispose();
+                Check(threads.All(t => t.Join(10000)), "a sender hung after Dispose");
+            }
+            Check(sent > 0 && closedSeen > 0, "close race: calls ran (" + sent + ") and some met the closed client (" + closedSeen + ")");
+            Check(otherErrors == 0, "close race: only Closed errors, got " + otherErrors + " others");
+        }
     }
     static async Task AsyncFocus(Client c, Geometry geo)
     {
@@ -358,8 +444,63 @@ static class TestCSharp
             bool fresh = false;
             for (int i = 0; i < 10; i++) fresh |= l.Cycle(tx, rx);
             Check(fresh && l.View.Stats.cycles >= 10, "raw link");
+            var dv = new bool[1];
+            bool allValid = false;
+            for (int i = 0; i < 10 && !allValid; i++) allValid = l.Cycle(tx, rx, dv);
+            Check(allValid && dv[0], "per-device validity (autd3_link_cycle_devices)");
             try { l.Cycle(new byte[10], rx); Check(false, "short tx"); } catch (ArgumentException) { }
+            try { l.Cycle(tx, rx, new bool[3]); Check(false, "devValid of the wrong length"); } catch (ArgumentException) { }
         }
+    }
+
+    /// <summary>The server API: an emulator-backed server on 127.0.0.1 (any port), advertised and found by
+    /// discovery, run on a managed thread (its log goes to stderr: no callback into C#), driven by a Remote client,
+    /// stopped, its counters read. Run in a private namespace with multicast on loopback (run.sh remote).</summary>
+    static unsafe void Remote()
+    {
+        N.RemoteServerOption so = Lib.autd3_remote_server_option_default();
+        var pool = new StringPoolHandle();
+        N.LinkOption emuN = EmulatorOptions.Default.ToNative(pool);
+        IntPtr listen = Marshal.StringToHGlobalAnsi("127.0.0.1:0"), inst = Marshal.StringToHGlobalAnsi("csharp-test");
+        so.listen = listen; so.link = emuN; so.advertise = 1; so.advertise_instance = inst;
+        IntPtr srv;
+        Check(Lib.autd3_remote_server_create(ref so, out srv) == 0, "server create: " + Lib.Str(Lib.autd3_last_error()));
+        if (srv == IntPtr.Zero) return;
+        ushort port = Lib.autd3_remote_server_port(srv);
+        Check(port != 0, "server port");
+        int runResult = -1;
+        var runner = new Thread(() => { runResult = Lib.autd3_remote_server_run(srv); }) { Name = "remote server" };
+        runner.Start();
+        var found = new N.RemoteFound[8];
+        UIntPtr nfound = UIntPtr.Zero;
+        int de = -1;
+        for (int attempt = 0; attempt < 5 && (int)nfound == 0; attempt++)
+            de = Lib.autd3_remote_discover(500, found, (UIntPtr)found.Length, out nfound);
+        Check(de == 0 && (int)nfound >= 1, "discovery found the server: " + de + " " + Lib.Str(Lib.autd3_last_error()));
+        if ((int)nfound >= 1)
+        {
+            fixed (byte* name = found[0].instance) Check(Marshal.PtrToStringAnsi((IntPtr)name) == "csharp-test" && found[0].port == port, "found instance and port");
+        }
+        using (Geometry geo = Geometry.Create(2))
+        {
+            RemoteOptions ro = RemoteOptions.Default;
+            ro.Address = "127.0.0.1:" + port;
+            using (Client c = Client.Open(geo, ro))
+            {
+                Check(c.Link.Kind == LinkKind.Remote && c.NumDevices == 2, "remote client");
+                Check(c.SendChecked(Frame.Simple(0x04)).AllExecuted, "a frame through the server");
+                c.Close();
+            }
+        }
+        N.RemoteServerStats st, st0;
+        Lib.autd3_remote_server_stats_sized(srv, out st, Lib.Size<N.RemoteServerStats>());
+        Lib.autd3_remote_server_stats(srv, out st0);
+        Check(st.clients >= 1 && st.requests > 0 && st0.requests == st.requests, "server stats: " + st.clients + " clients, " + st.requests + " requests");
+        Lib.autd3_remote_server_stop(srv);
+        Check(runner.Join(10000) && runResult == 0, "server run returned after stop: " + runResult);
+        Lib.autd3_remote_server_destroy(srv);
+        Marshal.FreeHGlobal(listen); Marshal.FreeHGlobal(inst);
+        pool.Dispose();
     }
 
     /// <summary>echocat against autd3-emu in the namespace autd3-netns made.</summary>
