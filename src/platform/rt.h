@@ -1,6 +1,6 @@
 /*
  * The bus thread's real-time policy, with one owner: the client applies it
- * to its own bus thread once, at start (src/client/bus.c), from
+ * to its own bus thread once, at start (src/client/seqcmd/bus.c), from
  * autd3_client_config_t's rt_priority/rt_cpu. A link never changes the policy
  * of the thread that calls its vtable; the ethercat option's rt_priority/
  * rt_cpu apply to threads a link owns (EtherCrab's tx/rx thread, the capture

@@ -1,5 +1,5 @@
 /*
- * The legacy client (src/client/legacy.c) end to end: over the in-process
+ * The legacy client (src/client/v12/bus.c) end to end: over the in-process
  * emulator running the v12 device model (firmware AUTD3_EMU_FIRMWARE_V12), and
  * over a link shim whose devices are the reference v12 firmware emulator
  * (crates.io autd3-firmware-emulator 38.1.0, peer tests/peers/firmware-emulator-v12:
