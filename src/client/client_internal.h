@@ -207,11 +207,21 @@ autd3_request_t *autd3__handle_of(const struct autd3__slot *r);
 autd3_err_t autd3__handle_claim(autd3_request_t *req, const char *fn, struct autd3__slot **out, uint32_t *gen);
 void autd3__handle_unclaim(struct autd3__slot *r, uint32_t gen);
 
-/* client.c: queue one frame from close (the magic is already cleared); a
+/* pool.c: the client's memory. alloc: everything the bus thread will touch,
+ * once, and the handle entry (open); free: the last reference is gone; unref:
+ * drop one reference (the client's, or a busy slot's). */
+autd3_err_t autd3__client_alloc(struct autd3_client **out, autd3_link_t *link, const autd3_client_config_t *cfg);
+void autd3__client_free(struct autd3_client *c);
+void autd3__client_unref(struct autd3_client *c);
+/* pool.c: return a slot to the pool (user side, or the bus thread for a
+ * detached request: atomics and a semaphore post only). */
+void autd3__slot_release(struct autd3__slot *r);
+
+/* request.c: queue one frame from close (the magic is already cleared); a
  * slot is waited for until `deadline_ns` (autd3__now_ns() time base; 0 = no limit). */
 autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, uint64_t deadline_ns,
                                        autd3_request_t **req);
-/* client.c: one exclusive broadcast read (cmd 0xE0..0xE9) into out[i * stride]. */
+/* request.c: one exclusive broadcast read (cmd 0xE0..0xE9) into out[i * stride]. */
 autd3_err_t autd3__client_read_exclusive(struct autd3_client *c, uint8_t cmd, uint8_t *out, size_t stride);
 /* session.c: the open sequence after the handshake (identity reads, optional
  * series check, Clear, Synchronize), and close's silencing. */
@@ -245,7 +255,7 @@ bool autd3__bus_link_evidence_moved(struct autd3_client *c);
 bool autd3__bus_link_reset_seen(struct autd3_client *c, size_t d);
 /* bus.c: the bus thread's entry point (arg = the client). */
 void *autd3__client_bus_main(void *arg);
-/* client.c: finish a slot on the bus thread (no lock, no allocation). */
+/* pool.c: finish a slot on the bus thread (no lock, no allocation). */
 void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3_err_t result);
 /* Device d failed the frame in slot r (code, why, ack): the lowest-index failing device names the request's error.
  * Shared by the new and the legacy bus loops. */
