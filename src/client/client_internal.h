@@ -195,6 +195,45 @@ struct autd3_client {
 
 #define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */
 
+/* ---- the hand-off ring: the only code that touches ring / ring_head / ring_tail ---- */
+
+/* Producer (a sender, under send_lock): append slot index `slot`. The CAS
+ * fails only if the bus thread has closed the ring, so nothing is pushed
+ * that nobody will complete; false then. */
+static inline bool autd3__ring_push(struct autd3_client *c, uint8_t slot) {
+  uint32_t t = atomic_load_explicit(&c->ring_tail, memory_order_relaxed);
+  if (t & AUTD3__RING_CLOSED) return false;
+  c->ring[t % AUTD3__RING_CAP] = slot;
+  return atomic_compare_exchange_strong_explicit(&c->ring_tail, &t, (t + 1) & AUTD3__RING_MASK, memory_order_release,
+                                                 memory_order_relaxed);
+}
+
+/* Consumer (the bus thread): how many slots are queued. */
+static inline uint32_t autd3__ring_len(struct autd3_client *c) {
+  uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
+  uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
+  return (tail - head) & AUTD3__RING_MASK;
+}
+
+/* Consumer: the oldest queued slot, left in the ring (NULL: none). */
+static inline struct autd3__slot *autd3__ring_peek(struct autd3_client *c) {
+  uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
+  uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
+  return head == tail ? NULL : &c->slots[c->ring[head % AUTD3__RING_CAP]];
+}
+
+/* Consumer: take the slot autd3__ring_peek() returned out of the ring. */
+static inline void autd3__ring_pop(struct autd3_client *c) {
+  uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
+  atomic_store_explicit(&c->ring_head, (head + 1) & AUTD3__RING_MASK, memory_order_release);
+}
+
+/* Consumer, once, when the bus thread stops: no push succeeds from here on;
+ * what is still queued is then drained with peek/pop. */
+static inline void autd3__ring_close(struct autd3_client *c) {
+  atomic_fetch_or_explicit(&c->ring_tail, AUTD3__RING_CLOSED, memory_order_acq_rel);
+}
+
 /* handle.c: request handles (an integer in the pointer: generation, client
  * entry, slot). register: take an entry and start the slots' generations
  * (open; fails when the table is full); unregister: give it back (the

@@ -83,20 +83,13 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
   /* Fire-and-forget: detached from the start, the bus thread frees it. */
   atomic_store_explicit(&r->flags, req ? 0u : AUTD3__REQ_DETACHED, memory_order_relaxed);
 
-  /* Publish into the ring. The CAS fails only if the bus thread closed the
-   * ring (it is stopping), so nothing is pushed that nobody will complete. */
+  /* Publish into the ring (refused once the bus thread has closed it). */
   autd3__mutex_lock(&c->send_lock);
-  uint32_t t = atomic_load_explicit(&c->ring_tail, memory_order_relaxed);
-  bool pushed = false;
   /* Once close has begun (magic cleared, before it pushes its silencing
    * frame under this lock), nothing else is pushed: the silencing frame is
    * the last frame the devices get, whatever other threads were doing. */
   bool open = deadline_ns != 0 || atomic_load(&c->magic) == AUTD3__CLIENT_MAGIC;
-  if (!(t & AUTD3__RING_CLOSED) && open) {
-    c->ring[t % AUTD3__RING_CAP] = r->index;
-    pushed = atomic_compare_exchange_strong_explicit(&c->ring_tail, &t, (t + 1) & AUTD3__RING_MASK, memory_order_release,
-                                                     memory_order_relaxed);
-  }
+  bool pushed = open && autd3__ring_push(c, r->index);
   autd3__mutex_unlock(&c->send_lock);
   if (!pushed) {
     err = closed_error(c);

@@ -268,10 +268,8 @@ static void stage(struct autd3_client *c) {
     }
     return;
   }
-  uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
-  uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
-  if (head == tail || b->pend_len >= c->cfg.max_inflight) return; /* nothing new: tx keeps the last frame */
-  struct autd3__slot *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
+  struct autd3__slot *r = autd3__ring_peek(c);
+  if (r == NULL || b->pend_len >= c->cfg.max_inflight) return; /* nothing new: tx keeps the last frame */
   if (b->ghosts && !ghosts_allow_staging(c)) {
     /* No device answers and ghosts fill a window: nothing may be staged, and
      * a chain that stays silent (or whose replies all come late) would hold
@@ -286,7 +284,7 @@ static void stage(struct autd3_client *c) {
     }
     if (b->stale_wait < b->stale_limit) b->stale_wait++;
     if (b->stale_wait < b->stale_limit || b->pend_len > 0) return;
-    atomic_store_explicit(&c->ring_head, (head + 1) & AUTD3__RING_MASK, memory_order_release);
+    autd3__ring_pop(c);
     for (size_t d = 0; d < n; d++)
       resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_UNSENT_STALE, b->dev[d].last_ack);
     autd3__client_complete(c, r, r->err_code);
@@ -296,7 +294,7 @@ static void stage(struct autd3_client *c) {
   /* Exclusive reads go out alone: only into an empty pipeline, and nothing
    * joins them while they are in flight (crate autd3-rs 0.9.0 src/client/rt.rs; docs/architecture.md "stage"). */
   if (b->pend_len > 0 && (r->exclusive || c->slots[pend_at(b, 0)->slot].exclusive)) return;
-  atomic_store_explicit(&c->ring_head, (head + 1) & AUTD3__RING_MASK, memory_order_release);
+  autd3__ring_pop(c);
 
   uint32_t g = b->next_g++;
   autd3__pending_t *p = pend_at(b, b->pend_len++);
@@ -627,10 +625,8 @@ static bool ghosts_allow_staging(struct autd3_client *c) {
 static bool more_queued(struct autd3_client *c) {
   autd3__bus_t *b = &c->bus;
   if (b->resync_active || b->recovering > 0 || b->ghosts || b->pend_len + 1 >= c->cfg.max_inflight) return false;
-  uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
-  uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
   /* an exclusive read waits for an empty pipeline: its predecessors' acks are awaited */
-  return ((tail - head) & AUTD3__RING_MASK) >= 2 && !c->slots[c->ring[head % AUTD3__RING_CAP]].exclusive;
+  return autd3__ring_len(c) >= 2 && !autd3__ring_peek(c)->exclusive;
 }
 
 /* ---- teardown --------------------------------------------------------------------------------- */
@@ -651,12 +647,9 @@ static void teardown(struct autd3_client *c, autd3_err_t why) {
     /* The close/link error is the request's result whatever the devices did. */
     autd3__client_complete(c, r, r->err_dev < 0 ? AUTD3_OK : why);
   }
-  uint32_t tail = atomic_fetch_or(&c->ring_tail, AUTD3__RING_CLOSED) & AUTD3__RING_MASK;
-  uint32_t head = atomic_load(&c->ring_head);
-  while (head != tail) { /* bounded: ≤ 127 entries */
-    struct autd3__slot *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
-    head = (head + 1) & AUTD3__RING_MASK;
-    atomic_store(&c->ring_head, head);
+  autd3__ring_close(c);
+  for (struct autd3__slot *r; (r = autd3__ring_peek(c)) != NULL;) { /* bounded: ≤ 127 entries */
+    autd3__ring_pop(c);
     /* Queued, never staged: not executed anywhere. */
     for (size_t d = 0; d < c->num_devices; d++) resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, why, w, 0);
     autd3__client_complete(c, r, why);

@@ -120,11 +120,9 @@ void *autd3__legacy_bus_main(void *arg) {
   while (!atomic_load_explicit(&c->closing, memory_order_acquire)) {
     err = autd3_link_wait_next_cycle(c->link);
     if (err == AUTD3_OK && cur == NULL) {
-      uint32_t head = atomic_load_explicit(&c->ring_head, memory_order_relaxed);
-      uint32_t tail = atomic_load_explicit(&c->ring_tail, memory_order_acquire) & AUTD3__RING_MASK;
-      if (head != tail) {
-        cur = &c->slots[c->ring[head % AUTD3__RING_CAP]];
-        atomic_store_explicit(&c->ring_head, (head + 1) & AUTD3__RING_MASK, memory_order_release);
+      cur = autd3__ring_peek(c);
+      if (cur != NULL) {
+        autd3__ring_pop(c);
         msg_id = msg_id >= AUTD3_V12_MSG_ID_MAX ? 0 : (uint8_t)(msg_id + 1);
         encode_slot(c, msg_id, cur);
         memset(acked, 0, n);
@@ -185,12 +183,9 @@ void *autd3__legacy_bus_main(void *arg) {
       if (!acked[d]) fail_dev(cur, d, AUTD3_OUTCOME_UNKNOWN, why, w, 0);
     autd3__client_complete(c, cur, cur->err_dev < 0 ? AUTD3_OK : why);
   }
-  uint32_t tail = atomic_fetch_or(&c->ring_tail, AUTD3__RING_CLOSED) & AUTD3__RING_MASK;
-  uint32_t head = atomic_load(&c->ring_head);
-  while (head != tail) {
-    struct autd3__slot *r = &c->slots[c->ring[head % AUTD3__RING_CAP]];
-    head = (head + 1) & AUTD3__RING_MASK;
-    atomic_store(&c->ring_head, head);
+  autd3__ring_close(c);
+  for (struct autd3__slot *r; (r = autd3__ring_peek(c)) != NULL;) {
+    autd3__ring_pop(c);
     for (size_t d = 0; d < n; d++) fail_dev(r, d, AUTD3_OUTCOME_NOT_EXECUTED, why, w, 0);
     autd3__client_complete(c, r, why);
   }
