@@ -8,11 +8,11 @@
  * C version differs it says why next to the code.
  */
 #define _GNU_SOURCE
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client_internal.h"
+#include "core/error_context.h"
 #include "core/struct_size.h"
 
 static autd3_client_config_t config_defaults(void) {
@@ -126,10 +126,11 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
     /* Probe on this thread before any bus thread exists (legacy.c). */
     err = autd3__legacy_probe(link, ln, &cfg.protocol);
     if (err != AUTD3_OK) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s", autd3_last_error());
+      autd3__error_saved_t msg;
+      autd3__error_save(&msg);
       autd3_link_close(link);
-      return autd3_set_error(err, "client open: %s", msg);
+      autd3__error_restore(&msg, err);
+      return autd3__error_context(err, "client open");
     }
   }
   const bool v12 = cfg.protocol == AUTD3_PROTOCOL_V12;
@@ -160,13 +161,14 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
    * check, Clear, Synchronize) runs through the normal send path. */
   err = v12 ? autd3__legacy_open_sequence(c) : autd3__client_open_sequence(c);
   if (err != AUTD3_OK) {
-    char msg[768];
-    snprintf(msg, sizeof msg, "%s", autd3_last_error());
+    autd3__error_saved_t msg;
+    autd3__error_save(&msg);
     /* As the reference (mod.rs open_impl → close_impl(stop = false)): no
      * silencing frame to devices the open did not establish (e.g. firmware
      * of another series, which may read the frame differently). */
     client_close(c, false);
-    return autd3_set_error(err, "client open: %s", msg);
+    autd3__error_restore(&msg, err);
+    return autd3__error_context(err, "client open");
   }
   *out = c;
   return AUTD3_OK;
@@ -181,11 +183,11 @@ static autd3_err_t client_close(autd3_client_t *c, bool silence) {
     return autd3_set_error(AUTD3_E_CLOSED, "autd3_client_close: the client is already closed");
   /* Silence first, while the bus thread still runs (session.c). New sends
    * from other threads are refused from here on (magic cleared). */
-  char msg[768] = "";
+  autd3__error_saved_t msg;
   autd3_err_t result = AUTD3_OK;
   if (silence && c->thread_started)
     result = c->cfg.protocol == AUTD3_PROTOCOL_V12 ? autd3__legacy_silence(c) : autd3__client_silence(c);
-  if (result != AUTD3_OK) snprintf(msg, sizeof msg, "%s", autd3_last_error());
+  if (result != AUTD3_OK) autd3__error_save(&msg);
   atomic_store(&c->closing, true);
   /* The bus thread notices `closing` at its next cycle boundary (≤ one bus
    * cycle), fails everything in flight or queued with CLOSED and returns. */
@@ -194,7 +196,7 @@ static autd3_err_t client_close(autd3_client_t *c, bool silence) {
   autd3_link_close(c->link);
   c->link = NULL;
   autd3__client_unref(c);
-  if (result != AUTD3_OK) return autd3_set_error(result, "%s", msg);
+  if (result != AUTD3_OK) return autd3__error_restore(&msg, result);
   return AUTD3_OK;
 }
 

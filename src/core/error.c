@@ -13,7 +13,7 @@
 
 /* One message per thread: the bus thread's errors are copied into the
  * caller's thread by the client before it returns them. */
-static _Thread_local char last_error[512];
+static _Thread_local char last_error[AUTD3__ERROR_MSG_CAP];
 
 const char *autd3_strerror(autd3_err_t err) {
   switch (err) {
@@ -52,7 +52,7 @@ autd3_err_t autd3_set_error(autd3_err_t err, const char *fmt, ...) {
 }
 
 autd3_err_t autd3__error_context(autd3_err_t err, const char *fmt, ...) {
-  char prefix[256];
+  char prefix[sizeof last_error]; /* a prefix as long as the whole message is cut below */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);

@@ -80,7 +80,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
    * reference are byte-identical: one broadcast. A retry goes to every
    * device again: a second zero pattern on a silent device changes nothing. */
   autd3_err_t stop = AUTD3_OK; /* why no (further) attempt could be made */
-  char stop_msg[384] = "";
+  autd3__error_saved_t stop_msg = {""};
   for (;;) {
     size_t pending = 0;
     for (size_t d = 0; d < n; d++) pending += st[d] == SIL_PENDING;
@@ -89,7 +89,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
     autd3_err_t err = autd3__client_submit_until(c, &f, deadline_ns, &req);
     if (err != AUTD3_OK) {
       stop = err;
-      snprintf(stop_msg, sizeof stop_msg, "%s", autd3_last_error());
+      autd3__error_save(&stop_msg);
       break;
     }
     uint64_t now = autd3__now_ns();
@@ -114,7 +114,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
     }
     if (err == AUTD3_E_LINK || err == AUTD3_E_CLOSED) {
       stop = err;
-      snprintf(stop_msg, sizeof stop_msg, "%s", autd3_last_error());
+      autd3__error_save(&stop_msg);
       break;
     }
     for (size_t d = 0; d < n; d++) {
@@ -138,7 +138,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
     }
     if (!again) {
       stop = atomic_load(&c->dead) ? c->dead_reason : AUTD3_E_TIMEOUT;
-      if (stop == AUTD3_E_LINK) snprintf(stop_msg, sizeof stop_msg, "link cycle failed: %.300s", c->link_msg);
+      if (stop == AUTD3_E_LINK) snprintf(stop_msg.msg, sizeof stop_msg.msg, "link cycle failed: %.300s", c->link_msg);
       break;
     }
   }
@@ -159,7 +159,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
     autd3_err_t e = stop == AUTD3_E_LINK ? AUTD3_E_LINK : AUTD3_E_TIMEOUT;
     if (stop == AUTD3_E_LINK || stop == AUTD3_E_CLOSED)
       return autd3_set_error(e, "close: device(s) %s not silenced (they may still be emitting): %s", lost,
-                             stop_msg[0] ? stop_msg : "the client had stopped");
+                             stop_msg.msg[0] ? stop_msg.msg : "the client had stopped");
     return autd3_set_error(e, "close: device(s) %s did not ack the silencing frame (WritePatternFused, zero pattern) "
                               "within close_timeout_ms = %u: they may still be emitting",
                            lost, c->cfg.close_timeout_ms);

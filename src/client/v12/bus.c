@@ -213,19 +213,22 @@ static autd3_err_t read_info(struct autd3_client *c, uint8_t raw[5][AUTD3_MAX_DE
                                    AUTD3_V12_INFO_FPGA_MINOR, AUTD3_V12_INFO_FPGA_FUNCTIONS};
   autd3_response_t resp;
   autd3_err_t first = AUTD3_OK;
-  char msg[512] = "";
+  autd3__error_saved_t msg;
   for (int i = 0; i < 5; i++) {
     uint8_t op[2] = {AUTD3_V12_TAG_FIRM_INFO, types[i]};
     autd3_err_t err = send_ops(c, op, 2, NULL, 0, 0, &resp);
     if (err != AUTD3_OK && first == AUTD3_OK) {
       first = err;
-      snprintf(msg, sizeof msg, "%s", autd3_last_error());
+      autd3__error_save(&msg);
     }
     for (size_t d = 0; d < c->num_devices; d++) raw[i][d] = resp.data[d];
   }
   uint8_t op[2] = {AUTD3_V12_TAG_FIRM_INFO, AUTD3_V12_INFO_CLEAR};
   autd3_err_t err = send_ops(c, op, 2, NULL, 0, 0, &resp);
-  if (first != AUTD3_OK) return autd3_set_error(first, "read firmware info failed: %s", msg);
+  if (first != AUTD3_OK) {
+    autd3__error_restore(&msg, first); /* the first failure, not the INFO_CLEAR's */
+    return autd3__error_context(first, "read firmware info failed");
+  }
   return err;
 }
 
@@ -275,16 +278,17 @@ autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c) {
   err = send_ops(c, clear, 2, sync, 2, 0, NULL);
   uint8_t raw[5][AUTD3_MAX_DEVICES];
   if (err != AUTD3_OK) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", autd3_last_error());
+    autd3__error_saved_t msg; /* the reads below set their own */
+    autd3__error_save(&msg);
     if (read_info(c, raw) == AUTD3_OK) {
       bool all_old = true;
       for (size_t d = 0; d < c->num_devices; d++) all_old = all_old && raw[0][d] < AUTD3_V12_MAJOR_BYTE_V12_1;
       if (all_old)
         return autd3_set_error(AUTD3_E_VERSION, "Clear/Synchronize failed (%s) and no device runs firmware v12.1 "
-                                                "(device 0 CPU major byte 0x%02x): unsupported firmware", msg, raw[0][0]);
+                                                "(device 0 CPU major byte 0x%02x): unsupported firmware", msg.msg, raw[0][0]);
     }
-    return autd3_set_error(err, "Clear/Synchronize: %s", msg);
+    autd3__error_restore(&msg, err);
+    return autd3__error_context(err, "Clear/Synchronize");
   }
   if (!c->cfg.require_supported_firmware) return AUTD3_OK;
   err = read_info(c, raw);

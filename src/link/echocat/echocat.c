@@ -36,6 +36,7 @@
  * cycle.c the cycle engine.
  */
 #define _GNU_SOURCE
+#include "core/error_context.h"
 #include "link/echocat/echocat_internal.h"
 
 /* ---------------------------------------------------------------- state check and recovery */
@@ -500,10 +501,10 @@ fail:
   if (ec->nic && ec->n) { /* best effort: leave the devices in INIT */
     uint8_t v[2];
     ecat_put16(v, AL_INIT);
-    char keep[512];
-    snprintf(keep, sizeof keep, "%s", autd3_last_error());
+    autd3__error_saved_t keep;
+    autd3__error_save(&keep);
     autd3__echocat_dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, NULL);
-    autd3_set_error(e, "%s", keep);
+    autd3__error_restore(&keep, e);
   }
   release(ec);
   return e;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "core/error_context.h" /* header-only: autd3__error_save/_restore (public API only) */
 #include "crab_pace.h"
 
 /* Everything this library needs of libautd3 besides the public API (time,
@@ -419,17 +420,17 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   L->guard = ad.guard;
   /* every device is in OP: what the recovery restores is read now */
   if ((err = recovery_create(L, e->state_timeout_ms)) != AUTD3_OK) {
-    char keep[MSG_CAP];
-    snprintf(keep, sizeof keep, "%s", autd3_last_error());
+    autd3__error_saved_t keep;
+    autd3__error_save(&keep);
     crab_close(&L->base);
-    return autd3_set_error(err, "%s", keep);
+    return autd3__error_restore(&keep, err);
   }
   if (S->tap_foreign(L->cap, NULL) != 0) { /* another master's frames during the bring-up */
     autd3_err_t fe = foreign_master_error(L, info.interface, "during open");
-    char keep[MSG_CAP];
-    snprintf(keep, sizeof keep, "%s", autd3_last_error());
+    autd3__error_saved_t keep;
+    autd3__error_save(&keep);
     crab_close(&L->base);
-    return autd3_set_error(fe, "%s", keep);
+    return autd3__error_restore(&keep, fe);
   }
   L->period_ns = e->sync0_period_ns;
   L->send_period_ns = e->send_cycle_ns != 0 ? e->send_cycle_ns : e->sync0_period_ns;

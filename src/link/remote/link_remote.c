@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "core/error_context.h"
 #include "link/link_internal.h"
 #include "link/remote/armt.h"
 #include "net/net.h"
@@ -71,17 +72,15 @@ static uint64_t deadline_of(uint32_t timeout_ms) {
 
 /* Re-label a socket error with what we were doing. */
 static autd3_err_t io_error(remote_link_t *l, autd3_err_t err, const char *doing, size_t got, size_t want) {
-  char base[256];
-  snprintf(base, sizeof base, "%s", autd3_last_error());
   switch (err) {
     case AUTD3_E_TIMEOUT:
       return autd3_set_error(err, "remote %s: no answer within %u ms while %s (%zu of %zu bytes)", l->addr, l->timeout_ms, doing,
                              got, want);
     case AUTD3_E_PEER_CLOSED:
-      return autd3_set_error(err, "remote %s: the server closed the connection while %s (%zu of %zu bytes; %s)", l->addr, doing,
-                             got, want, base);
+      return autd3__error_context(err, "remote %s: the server closed the connection while %s (%zu of %zu bytes)", l->addr,
+                                  doing, got, want);
     default:
-      return autd3_set_error(err, "remote %s: I/O error while %s: %s", l->addr, doing, base);
+      return autd3__error_context(err, "remote %s: I/O error while %s", l->addr, doing);
   }
 }
 

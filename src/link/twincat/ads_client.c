@@ -79,14 +79,16 @@ autd3_err_t autd3__ads_client_connect(ads_client_t *c, const char *host, uint16_
 
 /* The connection ended (`how`: "closed the connection", "reset the connection", ...). Before the peer ever
  * answered, the likely causes are named: a TwinCAT router accepts a TCP connection and closes it at once when
- * it has no place for another ADS client, and so does a service that is not a router (or rejects us). */
-static autd3_err_t closed_error(ads_client_t *c, const char *how) {
-  if (c->heard) return autd3_set_error(AUTD3_E_PEER_CLOSED, "TwinCAT: %s %s", c->peer, how);
-  return autd3_set_error(AUTD3_E_PEER_CLOSED,
-                         "TwinCAT: %s accepted the connection and %s before answering anything: the TwinCAT runtime there "
-                         "may be at its connection limit (other ADS clients connected: close them, e.g. TwinCAT XAE or "
-                         "another program), or what listens on that port is not a TwinCAT router (AMS/TCP, port 48898)",
-                         c->peer, how);
+ * it has no place for another ADS client, and so does a service that is not a router (or rejects us).
+ * `with_reason`: the thread's message says why (a socket error) and is kept after the text. */
+static autd3_err_t closed_error(ads_client_t *c, const char *how, bool with_reason) {
+  autd3_err_t (*say)(autd3_err_t, const char *, ...) = with_reason ? autd3__error_context : autd3_set_error;
+  if (c->heard) return say(AUTD3_E_PEER_CLOSED, "TwinCAT: %s %s", c->peer, how);
+  return say(AUTD3_E_PEER_CLOSED,
+             "TwinCAT: %s accepted the connection and %s before answering anything: the TwinCAT runtime there may be at "
+             "its connection limit (other ADS clients connected: close them, e.g. TwinCAT XAE or another program), or "
+             "what listens on that port is not a TwinCAT router (AMS/TCP, port 48898)",
+             c->peer, how);
 }
 
 static autd3_err_t send_all(ads_client_t *c, const uint8_t *p, size_t n, uint64_t deadline) {
@@ -94,10 +96,8 @@ static autd3_err_t send_all(ads_client_t *c, const uint8_t *p, size_t n, uint64_
   autd3_err_t e = autd3__net_write_all(c->fd, p, n, deadline, NULL);
   if (e == AUTD3_E_TIMEOUT) return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: send to %s timed out after %u ms", c->peer, c->timeout_ms);
   if (e != AUTD3_OK) {
-    char why[160];
-    snprintf(why, sizeof why, "dropped it while we were sending (%s)", autd3_last_error());
-    autd3__ads_client_disconnect(c);
-    return closed_error(c, why);
+    autd3__ads_client_disconnect(c); /* leaves the thread's message alone */
+    return closed_error(c, "dropped it while we were sending", true);
   }
   return AUTD3_OK;
 }
@@ -119,7 +119,7 @@ static autd3_err_t fill(ads_client_t *c, uint64_t deadline) {
     }
     if (r < 0) {
       autd3__ads_client_disconnect(c);
-      return closed_error(c, r == AUTD3_NET_EOF ? "closed the connection" : "reset the connection");
+      return closed_error(c, r == AUTD3_NET_EOF ? "closed the connection" : "reset the connection", false);
     }
     if (autd3__net_wait(c->fd, false, deadline) != AUTD3_OK)
       return autd3_set_error(AUTD3_E_TIMEOUT, "TwinCAT: no answer from %s within %u ms", c->peer, c->timeout_ms);
