@@ -274,10 +274,11 @@ autd3_err_t autd3__client_silence(struct autd3_client *c);
  * raw pattern); `len` gets its meaningful length. */
 void autd3__silence_payload(uint8_t payload[AUTD3_PAYLOAD_BYTES], uint16_t *len);
 
-/* legacy.c: the firmware v12 client (docs/legacy.md) on the same slots,
- * ring and handles: its bus thread (stop-and-wait, msg_id), the open
- * sequence, close's silencing (Clear), the reads; and the AUTO probe, run on
- * the opener's thread before any bus thread exists (*out = NEW or V12). */
+/* v12/: the firmware v12 client (docs/legacy.md) on the same slots, ring and
+ * handles: its bus thread (v12/bus.c: stop-and-wait, msg_id), the open
+ * sequence, close's silencing (Clear), the reads (v12/session.c); and the
+ * AUTO probe (probe.c), run on the opener's thread before any bus thread
+ * exists (*out = NEW or V12). */
 void *autd3__legacy_bus_main(void *arg);
 autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c);
 autd3_err_t autd3__legacy_silence(struct autd3_client *c);
