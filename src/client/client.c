@@ -1,7 +1,9 @@
 /*
- * The client's user side: configuration, open/close, stats, the reads. The
- * slot pool lives in pool.c, send and the waits in request.c, the bus thread
- * in seqcmd/bus.c (v12/bus.c for firmware v12).
+ * The client's public API: configuration, open/close, stats, the reads. What
+ * differs between the protocols (handshake, bus loop, open sequence,
+ * silencing, reads) is asked of the protocol's table (client_internal.h),
+ * chosen once at open. The slot pool lives in pool.c, send and the waits in
+ * request.c, the bus thread's frame in bus_thread.c.
  *
  * Algorithm and defaults follow shinolab/autd3-sdk crates/autd3-rs/src/client/
  * {mod,config,pool}.rs (crate autd3-rs 0.9.0 src/client/). Where this
@@ -79,20 +81,23 @@ autd3_err_t autd3_client_config_validate(const autd3_client_config_t *config) {
   return AUTD3_OK;
 }
 
-autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t *code) {
-  if (r == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_response_check: NULL response");
-  for (int i = 0; i < r->num_devices && i < AUTD3_MAX_DEVICES; i++) {
-    if (r->data[i] != 0) {
-      if (device) *device = i;
-      if (code) *code = r->data[i];
-      return autd3_set_error(AUTD3_E_DEVICE, "device %d reported error 0x%02x (%s)", i, r->data[i],
-                             autd3_dev_err_message(r->data[i]));
-    }
-  }
-  return AUTD3_OK;
-}
-
 /* ---- open / close ----------------------------------------------------------------- */
+
+/* The protocols, by autd3_protocol_t (AUTO is resolved by the probe first). */
+static const autd3__protocol_t *const protocols[] = {
+    [AUTD3_PROTOCOL_NEW] = &autd3__protocol_seqcmd,
+    [AUTD3_PROTOCOL_V12] = &autd3__protocol_v12,
+};
+
+/* Open failed once the link was open: close it (and free the client, if
+ * any), keeping the thread's message, which the close may overwrite. */
+static autd3_err_t open_fail(autd3_link_t *link, struct autd3_client *c, autd3_err_t err) {
+  autd3__error_saved_t msg;
+  autd3__error_save(&msg);
+  autd3_link_close(link);
+  if (c != NULL) autd3__client_free(c);
+  return autd3__error_restore(&msg, err);
+}
 
 static autd3_err_t client_close(autd3_client_t *c, bool silence);
 
@@ -111,55 +116,30 @@ autd3_err_t autd3_client_open(const autd3_geometry_t *geometry, const autd3_link
   err = autd3_link_open(link_opt, geometry, &link);
   if (err != AUTD3_OK) return err;
   size_t ln = autd3_link_num_devices(link), gn = autd3_geometry_num_devices(geometry);
-  if (ln < 1 || ln > AUTD3_MAX_DEVICES) {
-    autd3_link_close(link);
-    return autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "%s link exposes %zu devices; must be 1..%d",
-                           autd3_link_kind_name(link_opt->kind), ln, AUTD3_MAX_DEVICES);
-  }
-  if (ln != gn) {
-    autd3_link_close(link);
-    return autd3_set_error(AUTD3_E_GEOMETRY_MISMATCH, "geometry has %zu device(s) but the %s link exposes %zu", gn,
-                           autd3_link_kind_name(link_opt->kind), ln);
-  }
+  if (ln < 1 || ln > AUTD3_MAX_DEVICES)
+    return open_fail(link, NULL,
+                     autd3_set_error(AUTD3_E_DEVICE_COUNT_RANGE, "%s link exposes %zu devices; must be 1..%d",
+                                     autd3_link_kind_name(link_opt->kind), ln, AUTD3_MAX_DEVICES));
+  if (ln != gn)
+    return open_fail(link, NULL,
+                     autd3_set_error(AUTD3_E_GEOMETRY_MISMATCH, "geometry has %zu device(s) but the %s link exposes %zu",
+                                     gn, autd3_link_kind_name(link_opt->kind), ln));
 
   if (cfg.protocol == AUTD3_PROTOCOL_AUTO) {
-    /* Probe on this thread before any bus thread exists (legacy.c). */
-    err = autd3__legacy_probe(link, ln, &cfg.protocol);
-    if (err != AUTD3_OK) {
-      autd3__error_saved_t msg;
-      autd3__error_save(&msg);
-      autd3_link_close(link);
-      autd3__error_restore(&msg, err);
-      return autd3__error_context(err, "client open");
-    }
+    /* Probe on this thread before any bus thread exists (probe.c). */
+    err = autd3__protocol_probe(link, ln, &cfg.protocol);
+    if (err != AUTD3_OK) return autd3__error_context(open_fail(link, NULL, err), "client open");
   }
-  const bool v12 = cfg.protocol == AUTD3_PROTOCOL_V12;
   struct autd3_client *c = NULL;
-  err = autd3__client_alloc(&c, link, &cfg);
-  if (err != AUTD3_OK) {
-    autd3_link_close(link);
-    return err;
-  }
-  err = autd3__thread_start(&c->thread, v12 ? autd3__legacy_bus_main : autd3__client_bus_main, c, "autd3-bus");
-  if (err != AUTD3_OK) {
-    autd3_link_close(link);
-    autd3__client_free(c);
-    return err;
-  }
-  c->thread_started = true;
-  autd3__sem_wait(&c->hs_done);
-  if (c->hs_err != AUTD3_OK) {
-    /* The bus thread has returned without entering its loop. */
-    autd3__thread_join(&c->thread);
-    autd3_link_close(link);
-    err = autd3_set_error(c->hs_err, "%s", c->hs_msg);
-    autd3__client_free(c);
-    return err;
-  }
+  err = autd3__client_alloc(&c, link, &cfg, protocols[cfg.protocol]);
+  if (err != AUTD3_OK) return open_fail(link, NULL, err);
+  /* The bus thread: its RT policy, then the protocol's handshake (bus_thread.c). */
+  err = autd3__bus_start(c);
+  if (err != AUTD3_OK) return open_fail(link, c, err);
 
-  /* The rest of the 0.9 open sequence (identity reads, optional series
-   * check, Clear, Synchronize) runs through the normal send path. */
-  err = v12 ? autd3__legacy_open_sequence(c) : autd3__client_open_sequence(c);
+  /* The rest of the protocol's open sequence (seq/cmd: identity reads,
+   * optional series check, Clear, Synchronize) runs through the normal send path. */
+  err = c->proto->open_sequence(c);
   if (err != AUTD3_OK) {
     autd3__error_saved_t msg;
     autd3__error_save(&msg);
@@ -181,18 +161,13 @@ static autd3_err_t client_close(autd3_client_t *c, bool silence) {
   uint32_t magic = AUTD3__CLIENT_MAGIC;
   if (!atomic_compare_exchange_strong(&c->magic, &magic, 0))
     return autd3_set_error(AUTD3_E_CLOSED, "autd3_client_close: the client is already closed");
-  /* Silence first, while the bus thread still runs (session.c). New sends
-   * from other threads are refused from here on (magic cleared). */
+  /* Silence first, while the bus thread still runs (the protocol's). New
+   * sends from other threads are refused from here on (magic cleared). */
   autd3__error_saved_t msg;
   autd3_err_t result = AUTD3_OK;
-  if (silence && c->thread_started)
-    result = c->cfg.protocol == AUTD3_PROTOCOL_V12 ? autd3__legacy_silence(c) : autd3__client_silence(c);
+  if (silence && c->thread_started) result = c->proto->silence(c);
   if (result != AUTD3_OK) autd3__error_save(&msg);
-  atomic_store(&c->closing, true);
-  /* The bus thread notices `closing` at its next cycle boundary (≤ one bus
-   * cycle), fails everything in flight or queued with CLOSED and returns. */
-  if (c->thread_started) autd3__thread_join(&c->thread);
-  c->thread_started = false;
+  autd3__bus_stop(c);
   autd3_link_close(c->link);
   c->link = NULL;
   autd3__client_unref(c);
@@ -267,27 +242,19 @@ autd3_err_t(autd3_client_device_status)(const autd3_client_t *c, uint16_t dev, a
   return autd3_client_device_status_sized(c, dev, out, AUTD3__SIZE_THROUGH(autd3_client_device_status_t, state));
 }
 
-/* ---- reads ---------------------------------------------------------------------------------- */
-
+/* ---- reads: the protocol's ------------------------------------------------------------------ */
 
 autd3_err_t autd3_client_read_firmware_version(autd3_client_t *c, autd3_fw_version_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_firmware_version: NULL argument");
-  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) return autd3__legacy_read_firmware_version(c, out);
-  bool known[AUTD3_MAX_DEVICES];
-  uint8_t functions[AUTD3_MAX_DEVICES];
-  return autd3__client_read_identity(c, out, known, functions); /* session.c: the 0.9 reads */
+  return c->proto->read_firmware_version(c, out);
 }
 
 autd3_err_t autd3_client_read_error_detail(autd3_client_t *c, uint8_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_error_detail: NULL argument");
-  if (c->cfg.protocol == AUTD3_PROTOCOL_V12)
-    return autd3_set_error(AUTD3_E_VERSION, "autd3_client_read_error_detail: firmware v12 has no error-detail read "
-                                                "(its errors come with each frame's ack)");
-  return autd3__client_read_exclusive(c, AUTD3_CMD_READ_ERROR_DETAIL, out, 1);
+  return c->proto->read_error_detail(c, out);
 }
 
 autd3_err_t autd3_client_read_fpga_state(autd3_client_t *c, uint8_t *out) {
   if (c == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_read_fpga_state: NULL argument");
-  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) return autd3__legacy_read_fpga_state(c, out);
-  return autd3__client_read_exclusive(c, AUTD3_CMD_READ_FPGA_STATE, out, 1);
+  return c->proto->read_fpga_state(c, out);
 }

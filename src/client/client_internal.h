@@ -1,6 +1,18 @@
 /*
- * Internals shared by the user side of the client (client.c) and its bus
- * thread (bus.c). See docs/architecture.md for the picture.
+ * The client's protocol-neutral core, shared by its files (docs/architecture.md
+ * "Files and the protocol table"): the request slot and the client, the
+ * hand-off ring, the protocol table, and what each core file offers.
+ *
+ *   client.c      public API: config, open/close, stats, the reads (through the table)
+ *   request.c     send (acquire, fill, push) and wait/poll/detach, the request's message
+ *   pool.c        the client's memory, slot release, completion
+ *   bus_thread.c  the bus thread's frame: its RT policy, the protocol's handshake and
+ *                 loop, teardown; the link's reset evidence
+ *   handle.c      request handles          probe.c  protocol AUTO
+ *   seqcmd/ v12/  the two protocols, each an autd3__protocol_t
+ *
+ * A core file calls a protocol only through the table; a protocol calls the
+ * core. No file of src/client calls into a file that calls it.
  *
  * Ownership in one sentence: a request slot belongs to the user between
  * acquire and push, to the bus thread from the moment it is taken out of the
@@ -17,8 +29,8 @@
 #include <stdint.h>
 
 #include "autd3/client.h"
-#include "autd3/emulator.h" /* autd3_fw_version_t */
 #include "autd3/link_driver.h"
+#include "autd3/proto.h" /* autd3_fw_version_t */
 #include "platform/platform.h"
 
 /* Ring of slot indices from the senders to the bus thread. At most
@@ -57,10 +69,8 @@ enum {
   AUTD3__WHY_V12_RESET    /* legacy: the link reported the device's reset with the frame in flight */
 };
 
-/* Per-device client state (autd3__bus_t.dev[].state). */
+/* Per-device client state (struct autd3_client.ds_state; autd3_client_device_state_t). */
 enum { AUTD3__DEV_RUN = 0, AUTD3__DEV_RECOVER = 1, AUTD3__DEV_FOREIGN = 2 };
-/* Re-establishment phases of one device (bus.c recover_*). */
-enum { AUTD3__PH_RESET0 = 0, AUTD3__PH_RESET1, AUTD3__PH_SETMODE, AUTD3__PH_CLEAR, AUTD3__PH_SYNC };
 
 /* struct autd3__slot.handle = generation << 2 | one of (handle.c): */
 #define AUTD3__H_NONE 0u    /* no user handle (free, fire-and-forget, or released) */
@@ -78,7 +88,7 @@ struct autd3__slot {
   autd3__sem_t done;             /* posted once by the bus thread on completion unless detached */
   uint8_t index;           /* position in client->slots */
   bool broadcast;          /* cmds[0]/payload[0..624) for every device */
-  bool exclusive;          /* a value read: staged alone (see bus.c stage()) */
+  bool exclusive;          /* a value read: staged alone (seqcmd/bus.c stage()) */
   autd3_err_t result;      /* written by the bus thread before COMPLETED */
   /* The error of the lowest-index device that did not execute the frame. */
   int err_dev;          /* -1 = none */
@@ -91,69 +101,59 @@ struct autd3__slot {
   uint8_t *outcome;     /* N autd3_outcome_t */
 };
 
-/* One frame in flight, bus-thread-owned. Frames get consecutive ordinals
- * `g` (wrapping u32); device d gives frame g the seq dev[d].base_seq +
- * (g - dev[d].base_g), so each device has its own numbering. */
-typedef struct autd3__pending {
-  uint8_t slot;
-  uint32_t g;
-  uint32_t age;
-} autd3__pending_t;
-
-/* Bus-thread state of one device. In RUN, the frames with ordinals
- * [done_g, next_g) are outstanding on it, and done_g's seq is last_ack + 1.
- * Outside RUN every frame staged is resolved for it at once, and only a
- * device given up on after a timeout still holds [done_g, held_end): those
- * are resolved once it confirms the client's Reset (bus.c age_head). */
-typedef struct autd3__dev {
-  uint32_t done_g;   /* frames before this ordinal are resolved for this device */
-  uint32_t ack_g;    /* ordinal of the frame after last_ack (= done_g, except after a stale
-                        give-up: [ack_g, done_g) were resolved UNKNOWN but may still be acked) */
-  uint32_t base_g;   /* ordinal ↔ seq mapping (see autd3__pending_t) */
-  uint8_t base_seq;
-  uint8_t last_ack;  /* the ack last accepted */
-  uint8_t state;     /* AUTD3__DEV_* */
-  uint8_t phase;     /* AUTD3__PH_* while recovering */
-  uint8_t rec_seq;   /* seq of the current recovery frame */
-  uint8_t rec_why;   /* AUTD3__WHY_* that started the recovery */
-  bool saw_ff;       /* recovery: an ack 0xFF seen since the Resets started */
-  bool held;         /* frames [done_g, held_end) wait for the Reset's confirmation */
-  uint32_t held_end;
-  uint32_t held_stale; /* its stale_epoch when it was given up on */
-  uint32_t phase_cycles;
-  /* Staleness is per device (docs/reliability.md "A fault costs only its
-   * device"): the link reports which devices' inputs a cycle carries. */
-  bool valid;           /* this device's inputs were valid in the last cycle */
-  uint32_t stale_run;   /* consecutive cycles with its inputs stale */
-  uint32_t stale_epoch; /* bumped on every cycle with its inputs stale */
-  uint32_t stale_mark;  /* its stale_epoch when it last made progress */
-  uint32_t odd_run;     /* valid cycles in a row with an ack outside the window (not 0xFF) */
-  uint32_t link_resets; /* the link's reset count for this device, as last seen */
-} autd3__dev_t;
-
-/* State only the bus thread touches (after open's handshake). */
-typedef struct autd3__bus {
+/* What every protocol's bus thread works with (bus-thread-owned after open's
+ * handshake): the images and the link's reset evidence as last seen. */
+typedef struct autd3__bus_io {
   uint8_t *tx; /* N × 626 */
   uint8_t *rx; /* N × 2 */
-  autd3__pending_t pend[AUTD3__RING_CAP];
-  uint32_t pend_head, pend_len;
-  uint32_t next_g;
-  bool resync_active;
-  uint32_t resync_rounds;
-  uint32_t stale_limit;
-  uint32_t recovering;  /* devices not in RUN because of a recovery */
-  uint32_t link_resets_any;
-  bool ghosts; /* some device has ack_g != done_g (bus.c on_stale) */
-  bool stale_block;     /* ghosts_allow_staging refused because no device's inputs are valid */
-  uint32_t stale_wait;  /* consecutive stage() calls a request waited on stale_block */
   bool dev_valid[AUTD3_MAX_DEVICES]; /* autd3_link_cycle_devices() of the last cycle */
-  autd3__dev_t dev[AUTD3_MAX_DEVICES];
-} autd3__bus_t;
+  uint32_t resets_any;               /* the link's device_resets_any */
+  uint32_t resets[AUTD3_MAX_DEVICES]; /* the link's device_resets[d] */
+} autd3__bus_io_t;
+
+struct autd3_client;
+
+/* One protocol (seqcmd/: the new generation's seq/cmd; v12/: firmware v12's
+ * msg_id). The core calls a protocol only through this table. */
+typedef struct autd3__protocol {
+  /* Its bus thread's own state, allocated (zeroed) with the client: c->proto_state. */
+  size_t state_size;
+  /* Bus thread (bus_thread.c runs them in this order). handshake: before
+   * open returns; an error is the link's, and open fails with
+   * handshake_fail + the link's message (AUTD3_E_LINK). */
+  autd3_err_t (*handshake)(struct autd3_client *c);
+  const char *handshake_fail;
+  /* The cycle loop: until `closing` (returns AUTD3_E_CLOSED) or a failed
+   * link cycle (returns AUTD3_E_LINK at once, the link's message still the
+   * thread's). Allocates nothing, takes no lock, prints nothing. */
+  autd3_err_t (*run)(struct autd3_client *c);
+  /* After run, `dead` set: complete every frame it had taken from the ring
+   * (result `why`, detail `w`: AUTD3__WHY_CLOSED or _LINK). The core then
+   * fails what is still queued. */
+  void (*stop)(struct autd3_client *c, autd3_err_t why, uint8_t w);
+  /* User side, through the normal send path. open_sequence: after the
+   * handshake, before open returns; silence: close's first step, the bus
+   * thread still running. */
+  autd3_err_t (*open_sequence)(struct autd3_client *c);
+  autd3_err_t (*silence)(struct autd3_client *c);
+  autd3_err_t (*read_firmware_version)(struct autd3_client *c, autd3_fw_version_t *out);
+  autd3_err_t (*read_fpga_state)(struct autd3_client *c, uint8_t *out);
+  autd3_err_t (*read_error_detail)(struct autd3_client *c, uint8_t *out);
+  /* Refuse a frame this protocol would misread (autd3_client_send); NULL: any. */
+  autd3_err_t (*frame_check)(const struct autd3_client *c, const autd3_frame_t *f);
+  /* autd3_client_send_checked after a successful request: whether the data
+   * bytes report an error; NULL: they are values, never errors. */
+  autd3_err_t (*response_check)(const autd3_response_t *r);
+} autd3__protocol_t;
+
+extern const autd3__protocol_t autd3__protocol_seqcmd; /* seqcmd/session.c */
+extern const autd3__protocol_t autd3__protocol_v12;    /* v12/session.c */
 
 struct autd3_client {
   autd3_link_t *link;
   uint16_t num_devices;
   autd3_client_config_t cfg;
+  const autd3__protocol_t *proto; /* the table of cfg.protocol (never AUTO once open) */
   _Atomic int refs; /* 1 for the open client + 1 per busy slot; the last one frees */
 
   /* slot pool */
@@ -181,7 +181,8 @@ struct autd3_client {
   autd3__sem_t hs_done;    /* handshake finished (hs_err says how) */
   autd3_err_t hs_err;
   char hs_msg[384];
-  autd3__bus_t bus;
+  autd3__bus_io_t bus;
+  void *proto_state; /* the protocol's own bus-thread state (state_size bytes) */
 
   /* counters (bus thread writes, anyone reads) */
   _Atomic uint64_t st_sent, st_completed, st_failed, st_resyncs, st_resets, st_retransmits;
@@ -194,6 +195,9 @@ struct autd3_client {
 };
 
 #define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */
+
+/* Bump one of the client's counters (bus thread; relaxed: readers only sum). */
+#define AUTD3__STAT_INC(c, f) atomic_fetch_add_explicit(&(c)->f, 1, memory_order_relaxed)
 
 /* ---- the hand-off ring: the only code that touches ring / ring_head / ring_tail ---- */
 
@@ -249,56 +253,46 @@ void autd3__handle_unclaim(struct autd3__slot *r, uint32_t gen);
 /* pool.c: the client's memory. alloc: everything the bus thread will touch,
  * once, and the handle entry (open); free: the last reference is gone; unref:
  * drop one reference (the client's, or a busy slot's). */
-autd3_err_t autd3__client_alloc(struct autd3_client **out, autd3_link_t *link, const autd3_client_config_t *cfg);
+autd3_err_t autd3__client_alloc(struct autd3_client **out, autd3_link_t *link, const autd3_client_config_t *cfg,
+                                const autd3__protocol_t *proto);
 void autd3__client_free(struct autd3_client *c);
 void autd3__client_unref(struct autd3_client *c);
 /* pool.c: return a slot to the pool (user side, or the bus thread for a
  * detached request: atomics and a semaphore post only). */
 void autd3__slot_release(struct autd3__slot *r);
 
+/* pool.c: finish a slot on the bus thread (no lock, no allocation). */
+void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3_err_t result);
+/* pool.c: device d failed the frame in slot r (code, why, ack): the
+ * lowest-index failing device names the request's error. */
+void autd3__slot_blame(struct autd3__slot *r, size_t d, autd3_err_t code, uint8_t why, uint8_t ack);
+
+/* request.c: queue one frame as autd3_client_send does; `exclusive` marks a
+ * value read that the protocol stages alone (seqcmd/bus.c stage()). */
+autd3_err_t autd3__client_submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req);
 /* request.c: queue one frame from close (the magic is already cleared); a
  * slot is waited for until `deadline_ns` (autd3__now_ns() time base; 0 = no limit). */
 autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame_t *frame, uint64_t deadline_ns,
                                        autd3_request_t **req);
-/* request.c: one exclusive broadcast read (cmd 0xE0..0xE9) into out[i * stride]. */
-autd3_err_t autd3__client_read_exclusive(struct autd3_client *c, uint8_t cmd, uint8_t *out, size_t stride);
-/* session.c: the open sequence after the handshake (identity reads, optional
- * series check, Clear, Synchronize), and close's silencing. */
-autd3_err_t autd3__client_open_sequence(struct autd3_client *c);
-/* session.c: the reference's identity reads (10 exclusive reads): versions
- * (FPGA 0.0.0 and known[d] false when the device answered UnknownCmd) and
- * the FPGA function bits (0 when unknown). Arrays of N entries. */
-autd3_err_t autd3__client_read_identity(struct autd3_client *c, autd3_fw_version_t *v, bool *known, uint8_t *functions);
-autd3_err_t autd3__client_silence(struct autd3_client *c);
-/* session.c: the payload of the silencing frame (WritePatternFused, zero
- * raw pattern); `len` gets its meaningful length. */
-void autd3__silence_payload(uint8_t payload[AUTD3_PAYLOAD_BYTES], uint16_t *len);
 
-/* v12/: the firmware v12 client (docs/legacy.md) on the same slots, ring and
- * handles: its bus thread (v12/bus.c: stop-and-wait, msg_id), the open
- * sequence, close's silencing (Clear), the reads (v12/session.c); and the
- * AUTO probe (probe.c), run on the opener's thread before any bus thread
- * exists (*out = NEW or V12). */
-void *autd3__legacy_bus_main(void *arg);
-autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c);
-autd3_err_t autd3__legacy_silence(struct autd3_client *c);
-autd3_err_t autd3__legacy_read_firmware_version(struct autd3_client *c, autd3_fw_version_t *out);
-autd3_err_t autd3__legacy_read_fpga_state(struct autd3_client *c, uint8_t *out);
-autd3_err_t autd3__legacy_probe(autd3_link_t *link, size_t n, uint32_t *out);
-#define AUTD3__V12_ACK_TIMEOUT_NS 200000000ull /* the reference's datagram timeout (crate autd3 38.1.0 SenderOption) */
+/* bus_thread.c: start the bus thread and wait for the protocol's handshake;
+ * on failure the thread is joined and the message set. */
+autd3_err_t autd3__bus_start(struct autd3_client *c);
+/* bus_thread.c: ask the bus thread to stop (at its next cycle boundary,
+ * failing what is in flight or queued with CLOSED) and join it. */
+void autd3__bus_stop(struct autd3_client *c);
+/* bus_thread.c, bus thread only: the link's evidence of device resets
+ * (autd3_link_report_device_reset). baseline: what the link has reported so
+ * far is settled (the handshake's own Resets). reset_devices: the devices
+ * whose count changed since the last call, ascending, into out[]; returns
+ * how many (one atomic load when none). */
+void autd3__bus_evidence_baseline(struct autd3_client *c);
+size_t autd3__bus_reset_devices(struct autd3_client *c, uint8_t out[AUTD3_MAX_DEVICES]);
 
-/* bus.c, bus thread only: the link's evidence of device resets
- * (autd3_link_report_device_reset), shared by both clients. `moved`: one
- * atomic load, true once when any device's count changed since the last
- * call; then `seen(d)`: true once per change of device d's count. */
-bool autd3__bus_link_evidence_moved(struct autd3_client *c);
-bool autd3__bus_link_reset_seen(struct autd3_client *c, size_t d);
-/* bus.c: the bus thread's entry point (arg = the client). */
-void *autd3__client_bus_main(void *arg);
-/* pool.c: finish a slot on the bus thread (no lock, no allocation). */
-void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3_err_t result);
-/* Device d failed the frame in slot r (code, why, ack): the lowest-index failing device names the request's error.
- * Shared by the new and the legacy bus loops. */
-void autd3__slot_blame(struct autd3__slot *r, size_t d, autd3_err_t code, uint8_t why, uint8_t ack);
+/* probe.c: protocol AUTO, on the opener's thread before any bus thread
+ * exists: *out = AUTD3_PROTOCOL_NEW or _V12, or an error (silent or mixed chain). */
+autd3_err_t autd3__protocol_probe(autd3_link_t *link, size_t n, uint32_t *out);
+/* The reference's datagram timeout (crate autd3 38.1.0 SenderOption): v12's ack wait, and the probe's. */
+#define AUTD3__V12_ACK_TIMEOUT_NS 200000000ull
 
 #endif

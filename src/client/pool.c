@@ -17,6 +17,7 @@ static void client_free_memory(struct autd3_client *c) {
   free(c->slot_mem);
   free(c->bus.tx);
   free(c->bus.rx);
+  free(c->proto_state);
   free(c);
 }
 
@@ -68,17 +69,19 @@ void autd3__slot_blame(struct autd3__slot *r, size_t d, autd3_err_t code, uint8_
 
 /* ---- allocation (open) ------------------------------------------------------------------ */
 
-autd3_err_t autd3__client_alloc(struct autd3_client **out, autd3_link_t *link, const autd3_client_config_t *cfg) {
+autd3_err_t autd3__client_alloc(struct autd3_client **out, autd3_link_t *link, const autd3_client_config_t *cfg,
+                                const autd3__protocol_t *proto) {
   struct autd3_client *c = calloc(1, sizeof *c);
   if (c == NULL) return autd3_set_error(AUTD3_E_NOMEM, "client: out of memory");
   size_t n = autd3_link_num_devices(link);
   c->link = link;
   c->num_devices = (uint16_t)n;
   c->cfg = *cfg;
+  c->proto = proto;
   atomic_init(&c->refs, 1);
   c->entry = AUTD3__NO_ENTRY;
   /* Everything the bus thread touches is allocated here, once: slots with
-   * room for a per-device frame, the tx/rx images. */
+   * room for a per-device frame, the tx/rx images, the protocol's state. */
   size_t per_slot = n + n * AUTD3_PAYLOAD_BYTES + n + n;
   /* One slot more than max_inflight: the last one is close's own (its
    * silencing frame must not depend on the user releasing handles). */
@@ -87,7 +90,8 @@ autd3_err_t autd3__client_alloc(struct autd3_client **out, autd3_link_t *link, c
   c->slot_mem = calloc(nslots, per_slot);
   c->bus.tx = calloc(n, AUTD3_TX_FRAME_BYTES);
   c->bus.rx = calloc(n, AUTD3_RX_FRAME_BYTES);
-  if (c->slots == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL) {
+  c->proto_state = calloc(1, proto->state_size);
+  if (c->slots == NULL || c->slot_mem == NULL || c->bus.tx == NULL || c->bus.rx == NULL || c->proto_state == NULL) {
     client_free_memory(c);
     return autd3_set_error(AUTD3_E_NOMEM, "client: out of memory for %u slots of %zu devices", cfg->max_inflight, n);
   }

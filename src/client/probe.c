@@ -14,7 +14,7 @@
  * v12 device answers ack byte 0x02 (msg_id 2, no error); a new-generation one
  * has just been Reset: (ack 0xFF, data 0x00), i.e. byte 1 = 0x00. Neither
  * answer can be mistaken for the other. */
-autd3_err_t autd3__legacy_probe(autd3_link_t *link, size_t n, uint32_t *out) {
+autd3_err_t autd3__protocol_probe(autd3_link_t *link, size_t n, uint32_t *out) {
   uint8_t rx[AUTD3_MAX_DEVICES * AUTD3_RX_FRAME_BYTES];
   uint8_t *tx = calloc(n, AUTD3_TX_FRAME_BYTES); /* the opener's thread: allocation is fine */
   if (tx == NULL) return autd3_set_error(AUTD3_E_NOMEM, "protocol auto: out of memory");

@@ -1,7 +1,9 @@
 /*
  * The send path and the waits: acquire a slot (back-pressure), fill it, push
  * it into the hand-off ring; then wait/poll/detach on the handle and report
- * the request's result with its message. docs/architecture.md §1, §4.
+ * the request's result with its message; send_checked and the response check.
+ * What a protocol adds (refusing a frame it would misread, whether a data
+ * byte is an error) comes from its table. docs/architecture.md §1, §4.
  */
 #include <string.h>
 
@@ -100,28 +102,7 @@ static autd3_err_t submit(struct autd3_client *c, const autd3_frame_t *frame, bo
   return AUTD3_OK;
 }
 
-/* A v12 client writes `cmd` into the v12 header's reserved byte and the
- * payload's first two bytes as slot_2_offset (proto.h): a new-generation
- * frame (cmd ≠ 0) would be misread, so it is refused, as is a slot-2 offset
- * that cannot hold an operation. */
-static autd3_err_t v12_frame_check(const struct autd3_client *c, const autd3_frame_t *f) {
-  size_t n = f->device_cmds ? c->num_devices : 1;
-  for (size_t i = 0; i < n; i++) {
-    uint8_t cmd = f->device_cmds ? f->device_cmds[i] : f->cmd;
-    const uint8_t *p = f->device_cmds ? f->device_payloads + i * AUTD3_PAYLOAD_BYTES : f->payload;
-    unsigned s2 = (unsigned)p[0] | (unsigned)p[1] << 8;
-    if (cmd != 0)
-      return autd3_set_error(AUTD3_E_PAYLOAD, "protocol v12: frame%s has cmd 0x%02x; v12 frames are built with "
-                             "autd3_v12_frame() (a new-generation frame would be misread by firmware v12)",
-                             f->device_cmds ? " of a device" : "", cmd);
-    if ((s2 & 1u) || s2 >= AUTD3_V12_PAYLOAD_BYTES)
-      return autd3_set_error(AUTD3_E_PAYLOAD, "protocol v12: slot_2_offset %u must be even and < %d", s2,
-                             AUTD3_V12_PAYLOAD_BYTES);
-  }
-  return AUTD3_OK;
-}
-
-static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
+autd3_err_t autd3__client_submit(struct autd3_client *c, const autd3_frame_t *frame, bool exclusive, autd3_request_t **req) {
   if (c == NULL || frame == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_client_send: %s is NULL", c ? "frame" : "client");
   if (atomic_load(&c->magic) != AUTD3__CLIENT_MAGIC)
     return autd3_set_error(AUTD3_E_CLOSED, "autd3_client_send: the client was closed (autd3_client_close)");
@@ -129,8 +110,8 @@ static autd3_err_t client_submit(struct autd3_client *c, const autd3_frame_t *fr
     return autd3_set_error(AUTD3_E_PAYLOAD, "frame len = %u: must be <= %d", frame->len, AUTD3_PAYLOAD_BYTES);
   if (frame->device_cmds != NULL && frame->device_payloads == NULL)
     return autd3_set_error(AUTD3_E_PAYLOAD, "per-device frame: device_cmds set but device_payloads is NULL");
-  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) {
-    autd3_err_t err = v12_frame_check(c, frame);
+  if (c->proto->frame_check != NULL) { /* a frame this protocol would misread */
+    autd3_err_t err = c->proto->frame_check(c, frame);
     if (err != AUTD3_OK) return err;
   }
   /* Hold a reference while inside: a close() on another thread then cannot
@@ -150,7 +131,7 @@ autd3_err_t autd3__client_submit_until(struct autd3_client *c, const autd3_frame
 
 
 autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, autd3_request_t **req) {
-  return client_submit(c, frame, false, req);
+  return autd3__client_submit(c, frame, false, req);
 }
 
 /* ---- handles ------------------------------------------------------------------------------ */
@@ -159,6 +140,20 @@ autd3_err_t autd3_client_send(autd3_client_t *c, const autd3_frame_t *frame, aut
  * (autd3__handle_claim() / autd3__handle_unclaim()). */
 
 /* ---- completion ------------------------------------------------------------------------- */
+
+autd3_err_t autd3_response_check(const autd3_response_t *r, int *device, uint8_t *code) {
+  if (r == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_response_check: NULL response");
+  for (int i = 0; i < r->num_devices && i < AUTD3_MAX_DEVICES; i++) {
+    if (r->data[i] != 0) {
+      if (device) *device = i;
+      if (code) *code = r->data[i];
+      return autd3_set_error(AUTD3_E_DEVICE, "device %d reported error 0x%02x (%s)", i, r->data[i],
+                             autd3_dev_err_message(r->data[i]));
+    }
+  }
+  return AUTD3_OK;
+}
+
 
 static void set_request_error(struct autd3__slot *r) {
   struct autd3_client *c = r->client;
@@ -317,29 +312,7 @@ autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *fr
   autd3_response_t *r = resp ? resp : &local;
   err = autd3_request_wait(req, r);
   if (err != AUTD3_OK) return err;
-  /* v12: the data byte is a value (FPGA state, firmware info), not an error
-   * code; the device's error nibble already failed the request. */
-  if (c->cfg.protocol == AUTD3_PROTOCOL_V12) return AUTD3_OK;
-  return autd3_response_check(r, NULL, NULL);
-}
-
-/* ---- exclusive reads -------------------------------------------------------------------- */
-
-/* One broadcast read. Exclusive because cumulative acks give every frame acked
- * in the same cycle the same data byte (rt.rs route_acks); a read must be the
- * only frame in flight for its byte to be its own. */
-static autd3_err_t read_exclusive(autd3_client_t *c, uint8_t cmd, uint8_t *out, size_t stride) {
-  autd3_frame_t f = autd3_frame_simple(cmd);
-  autd3_request_t *req = NULL;
-  autd3_err_t err = client_submit(c, &f, true, &req);
-  if (err != AUTD3_OK) return err;
-  autd3_response_t resp;
-  err = autd3_request_wait(req, &resp);
-  if (err != AUTD3_OK) return err;
-  for (size_t i = 0; i < resp.num_devices; i++) out[i * stride] = resp.data[i];
-  return AUTD3_OK;
-}
-
-autd3_err_t autd3__client_read_exclusive(struct autd3_client *c, uint8_t cmd, uint8_t *out, size_t stride) {
-  return read_exclusive(c, cmd, out, stride);
+  /* Whether the data bytes are error codes is the protocol's (v12: values,
+   * its devices' errors already failed the request). */
+  return c->proto->response_check != NULL ? c->proto->response_check(r) : AUTD3_OK;
 }

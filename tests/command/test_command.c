@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "autd3/autd3.h"
-#include "client/client_internal.h" /* autd3__silence_payload: the frame close really sends */
+#include "client/seqcmd/seqcmd.h" /* autd3__silence_payload: the frame close really sends */
 #include "device/device.h"
 #include "harness/test.h"
 

@@ -1,6 +1,8 @@
 /*
- * The client's bus thread: the handshake, then one iteration per bus cycle
- * (stage → autd3_link_cycle → route acks / age the head / count stale runs).
+ * The seq/cmd protocol's bus thread: the handshake, then one iteration per bus
+ * cycle (stage → autd3_link_cycle → route acks / age the head / count stale
+ * runs). The core (bus_thread.c) starts the thread, applies its RT policy and
+ * fails what is still queued when the loop ends.
  *
  * Follows shinolab/autd3-sdk crates/autd3-rs/src/client/rt.rs (handshake,
  * staging, cumulative acks, resync) except where exactly-once needs more
@@ -12,45 +14,25 @@
  * or the in-flight window (≤ 127); the only place it blocks is inside
  * autd3_link_cycle(), which paces the loop to the bus cycle.
  */
-#define _GNU_SOURCE
-#include <string.h>
+#include "client/seqcmd/seqcmd.h"
 
-#include "client/client_internal.h"
-#include "platform/rt.h"
-
-#define STAT_INC(c, f) atomic_fetch_add_explicit(&(c)->f, 1, memory_order_relaxed)
-
-static autd3__pending_t *pend_at(autd3__bus_t *b, uint32_t i) { return &b->pend[(b->pend_head + i) % AUTD3__RING_CAP]; }
+static autd3__pending_t *pend_at(autd3__seqcmd_t *b, uint32_t i) { return &b->pend[(b->pend_head + i) % AUTD3__RING_CAP]; }
 
 static void stage_reset(struct autd3_client *c, uint8_t seq) {
   for (size_t d = 0; d < c->num_devices; d++)
     autd3_tx_encode(c->bus.tx + d * AUTD3_TX_FRAME_BYTES, seq, AUTD3_CMD_RESET, NULL, 0);
 }
 
-/* Copy the link's (thread-local) message where user threads can read it. */
-static void keep_link_message(struct autd3_client *c, char *dst, size_t cap, const char *prefix) {
-  size_t p = strlen(prefix);
-  if (p >= cap) p = cap - 1;
-  memcpy(dst, prefix, p);
-  const char *m = autd3_last_error();
-  size_t ml = strlen(m);
-  if (ml > cap - 1 - p) ml = cap - 1 - p;
-  memcpy(dst + p, m, ml);
-  dst[p + ml] = 0;
-  (void)c;
-}
-
 /* Every device numbers the first data frame `seq`; the link's reset
  * evidence so far is settled by the handshake's own Resets. */
 static void start_numbering(struct autd3_client *c, uint8_t seq) {
-  autd3__bus_t *b = &c->bus;
-  b->link_resets_any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
+  autd3__bus_evidence_baseline(c);
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
     v->base_seq = seq;
     v->last_ack = (uint8_t)(seq - 1);
     v->base_g = v->done_g = v->ack_g = b->next_g;
-    v->link_resets = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
   }
 }
 
@@ -68,7 +50,7 @@ static uint8_t fw_mode(const struct autd3_client *c) { return c->cfg.low_latency
  * firmware ever sees it. Holding the frame until the device shows it ran it
  * means it is never lost that way; the bound keeps open from hanging. */
 static uint32_t hold_bound(const struct autd3_client *c) {
-  uint32_t b = c->bus.stale_limit;
+  uint32_t b = autd3__seqcmd(c)->stale_limit;
   return b > 2 ? b : 2;
 }
 
@@ -109,7 +91,7 @@ static autd3_err_t handshake(struct autd3_client *c) {
     autd3_err_t err = autd3_link_cycle(c->link, c->bus.tx, c->bus.rx, &valid);
     if (err != AUTD3_OK) return err;
     for (size_t d = 0; valid && d < c->num_devices; d++) {
-      autd3__dev_t *v = &c->bus.dev[d];
+      autd3__dev_t *v = &autd3__seqcmd(c)->dev[d];
       if (v->base_seq == 0 && c->bus.rx[d * AUTD3_RX_FRAME_BYTES] == 0) {
         v->base_seq = 1;
         v->last_ack = 0;
@@ -125,7 +107,7 @@ static autd3_err_t handshake(struct autd3_client *c) {
 static uint8_t seq_of(const autd3__dev_t *d, uint32_t g) { return (uint8_t)(d->base_seq + (uint8_t)(g - d->base_g)); }
 
 static void set_dev_state(struct autd3_client *c, size_t d, uint8_t st) {
-  c->bus.dev[d].state = st;
+  autd3__seqcmd(c)->dev[d].state = st;
   atomic_store(&c->ds_state[d], st);
 }
 
@@ -135,25 +117,25 @@ static void resolve(struct autd3_client *c, struct autd3__slot *r, size_t d, uin
                     uint8_t ack) {
   r->outcome[d] = outcome;
   if (outcome == AUTD3_OUTCOME_EXECUTED) return;
-  if (outcome == AUTD3_OUTCOME_UNKNOWN) STAT_INC(c, st_unknown);
+  if (outcome == AUTD3_OUTCOME_UNKNOWN) AUTD3__STAT_INC(c, st_unknown);
   autd3__slot_blame(r, d, code, why, ack);
 }
 
 /* End of device d's outstanding ordinals: [done_g, end). */
-static uint32_t out_end(const autd3__bus_t *b, const autd3__dev_t *v) {
+static uint32_t out_end(const autd3__seqcmd_t *b, const autd3__dev_t *v) {
   if (v->state == AUTD3__DEV_RUN) return b->next_g;
   return v->held ? v->held_end : v->done_g;
 }
 
 /* Whether device d has resolved frame g. */
-static bool resolved_by(const autd3__bus_t *b, const autd3__dev_t *v, uint32_t g) {
+static bool resolved_by(const autd3__seqcmd_t *b, const autd3__dev_t *v, uint32_t g) {
   if ((int32_t)(g - v->done_g) < 0) return true;
   return (int32_t)(g - out_end(b, v)) >= 0;
 }
 
 /* Resolve every frame still outstanding on device d. */
 static void resolve_outstanding(struct autd3_client *c, size_t d, uint8_t outcome, autd3_err_t code, uint8_t why, uint8_t ack) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   autd3__dev_t *v = &b->dev[d];
   uint32_t end = out_end(b, v);
   if (b->pend_len > 0) {
@@ -167,14 +149,14 @@ static void resolve_outstanding(struct autd3_client *c, size_t d, uint8_t outcom
 
 /* Device d's ack window: the seqs it may still ack, (last_ack, seq of the
  * newest frame it was sent]; `ack`'s offset into it. */
-static uint32_t ack_window(const autd3__bus_t *b, const autd3__dev_t *v) { return out_end(b, v) - v->ack_g; }
+static uint32_t ack_window(const autd3__seqcmd_t *b, const autd3__dev_t *v) { return out_end(b, v) - v->ack_g; }
 static uint8_t ack_offset(const autd3__dev_t *v, uint8_t ack) { return (uint8_t)(ack - (uint8_t)(v->last_ack + 1)); }
 
 /* Device d acked `ack` (data byte `data`), inside its window: every frame up
  * to it ran; the unresolved ones become EXECUTED (frames already resolved
  * UNKNOWN by a stale give-up are only skipped over). */
 static void take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t data) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   autd3__dev_t *v = &b->dev[d];
   uint32_t end = v->ack_g + ack_offset(v, ack) + 1;
   if ((int32_t)(end - v->done_g) > 0) {
@@ -195,15 +177,15 @@ static void take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t dat
  * seq 0, Reset seq 1, SetMode (FIFO or low latency), Clear, Synchronize. Its
  * outstanding frames must be resolved already, or held. */
 static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
-  autd3__dev_t *v = &c->bus.dev[d];
-  if (v->state == AUTD3__DEV_RUN) c->bus.recovering++;
+  autd3__dev_t *v = &autd3__seqcmd(c)->dev[d];
+  if (v->state == AUTD3__DEV_RUN) autd3__seqcmd(c)->recovering++;
   set_dev_state(c, d, AUTD3__DEV_RECOVER);
   v->phase = AUTD3__PH_RESET0;
   v->phase_cycles = 0;
   v->saw_ff = false;
   v->odd_run = 0;
   v->rec_why = why;
-  STAT_INC(c, st_resets);
+  AUTD3__STAT_INC(c, st_resets);
   atomic_fetch_add(&c->ds_resets[d], 1);
 }
 
@@ -213,8 +195,8 @@ static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
  * never seen, or re-executed from the tx image by the rebooted device when
  * its seq happened to match); they are never re-sent. */
 static void device_reset(struct autd3_client *c, size_t d, uint8_t why, uint8_t ack) {
-  STAT_INC(c, st_device_resets);
-  if (c->bus.dev[d].state == AUTD3__DEV_FOREIGN) return; /* another master owns it: leave it alone */
+  AUTD3__STAT_INC(c, st_device_resets);
+  if (autd3__seqcmd(c)->dev[d].state == AUTD3__DEV_FOREIGN) return; /* another master owns it: leave it alone */
   resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, why, ack);
   recover_start(c, d, why);
 }
@@ -229,7 +211,7 @@ static void encode_for(struct autd3_client *c, size_t d, uint8_t seq, const stru
 
 /* The recovery frame of device d for this cycle. */
 static void stage_recovery(struct autd3_client *c, size_t d) {
-  autd3__dev_t *v = &c->bus.dev[d];
+  autd3__dev_t *v = &autd3__seqcmd(c)->dev[d];
   uint8_t *tx = c->bus.tx + d * AUTD3_TX_FRAME_BYTES;
   switch (v->phase) {
     case AUTD3__PH_RESET0: autd3_tx_encode(tx, 0, AUTD3_CMD_RESET, NULL, 0); break;
@@ -247,7 +229,7 @@ static void stage_recovery(struct autd3_client *c, size_t d) {
 static bool ghosts_allow_staging(struct autd3_client *c);
 
 static void stage(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   size_t n = c->num_devices;
   if (b->recovering > 0)
     for (size_t d = 0; d < n; d++)
@@ -264,7 +246,7 @@ static void stage(struct autd3_client *c) {
         if (v->state != AUTD3__DEV_RUN || v->done_g == b->next_g) continue;
         encode_for(c, d, seq_of(v, v->done_g), &c->slots[pend_at(b, v->done_g - head_g)->slot]);
       }
-      STAT_INC(c, st_retransmits);
+      AUTD3__STAT_INC(c, st_retransmits);
     }
     return;
   }
@@ -314,32 +296,18 @@ static void stage(struct autd3_client *c) {
               v->state == AUTD3__DEV_FOREIGN ? AUTD3__WHY_FOREIGN : AUTD3__WHY_RECOVERING, v->last_ack);
     }
   }
-  STAT_INC(c, st_sent);
+  AUTD3__STAT_INC(c, st_sent);
 }
 
 /* ---- per-cycle processing --------------------------------------------------------------------- */
 
-/* The link's own evidence of device resets (autd3_link_report_device_reset):
- * one atomic load per cycle when nothing happened. It is checked before this
- * cycle's acks are routed, so a rebooted device's 0xFF is never read as an ack. */
-bool autd3__bus_link_evidence_moved(struct autd3_client *c) {
-  uint32_t any = atomic_load_explicit(&c->link->device_resets_any, memory_order_acquire);
-  if (any == c->bus.link_resets_any) return false;
-  c->bus.link_resets_any = any;
-  return true;
-}
-
-bool autd3__bus_link_reset_seen(struct autd3_client *c, size_t d) {
-  uint32_t k = atomic_load_explicit(&c->link->device_resets[d], memory_order_acquire);
-  if (k == c->bus.dev[d].link_resets) return false;
-  c->bus.dev[d].link_resets = k;
-  return true;
-}
-
+/* The link's own evidence of device resets (autd3_link_report_device_reset).
+ * It is checked before this cycle's acks are routed, so a rebooted device's
+ * 0xFF is never read as an ack. */
 static void check_link_evidence(struct autd3_client *c) {
-  if (!autd3__bus_link_evidence_moved(c)) return;
-  for (size_t d = 0; d < c->num_devices; d++)
-    if (autd3__bus_link_reset_seen(c, d)) device_reset(c, d, AUTD3__WHY_RESET_EVIDENCE, 0xFF);
+  uint8_t reset[AUTD3_MAX_DEVICES];
+  size_t k = autd3__bus_reset_devices(c, reset);
+  for (size_t i = 0; i < k; i++) device_reset(c, reset[i], AUTD3__WHY_RESET_EVIDENCE, 0xFF);
 }
 
 /* One valid cycle of device d's re-establishment. Every phase is bounded
@@ -347,9 +315,9 @@ static void check_link_evidence(struct autd3_client *c) {
  * starts over from the Resets (the device may have been frozen and missed
  * them), and the frames staged meanwhile keep failing for this device. */
 static void recover_step(struct autd3_client *c, size_t d, bool valid) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   autd3__dev_t *v = &b->dev[d];
-  uint8_t ack = b->rx[d * AUTD3_RX_FRAME_BYTES];
+  uint8_t ack = c->bus.rx[d * AUTD3_RX_FRAME_BYTES];
   v->phase_cycles++;
   if (v->held && valid && ack != v->last_ack) {
     /* Given up on after a timeout (age_head): late acks still count; a
@@ -366,7 +334,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
         resolve_outstanding(c, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_TIMEOUT, ack);
       v->last_ack = 0xFF;
     } else if (in_window) {
-      take_acks(c, d, ack, b->rx[d * AUTD3_RX_FRAME_BYTES + 1]);
+      take_acks(c, d, ack, c->bus.rx[d * AUTD3_RX_FRAME_BYTES + 1]);
       if (v->done_g == v->held_end) v->held = false; /* it ran them all after all */
     }
   }
@@ -414,7 +382,7 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
         v->stale_mark = v->stale_epoch;
         set_dev_state(c, d, AUTD3__DEV_RUN);
         b->recovering--;
-        STAT_INC(c, st_reinits);
+        AUTD3__STAT_INC(c, st_reinits);
         /* Covers every reset so far (a reset during a recovery restarts it). */
         atomic_store(&c->ds_reinits[d], atomic_load(&c->ds_resets[d]));
         return;
@@ -445,11 +413,11 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
  * re-established), and otherwise as the ack it is (a lone stale cycle, a
  * common glitch, must not cost the device its state). */
 static void route_acks(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
     if (v->state != AUTD3__DEV_RUN || !v->valid) continue; /* stale inputs: on_stale */
-    const uint8_t *rx = b->rx + d * AUTD3_RX_FRAME_BYTES;
+    const uint8_t *rx = c->bus.rx + d * AUTD3_RX_FRAME_BYTES;
     uint8_t ack = rx[0];
     bool odd = ack != v->last_ack && ack != 0xFF && ack_offset(v, ack) >= ack_window(b, v);
     v->odd_run = odd ? v->odd_run + 1 : 0;
@@ -473,7 +441,7 @@ static void route_acks(struct autd3_client *c) {
        * firmware ignores ours). A glitch taken for a second master left the
        * device unsilenced at close (SECOND_MASTER); meanwhile the odd ack is
        * ignored and the device stays in the stream. */
-      STAT_INC(c, st_foreign);
+      AUTD3__STAT_INC(c, st_foreign);
       resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_SECOND_MASTER, AUTD3__WHY_FOREIGN, ack);
       v->last_ack = ack;
       set_dev_state(c, d, AUTD3__DEV_FOREIGN);
@@ -483,7 +451,7 @@ static void route_acks(struct autd3_client *c) {
 
 /* Complete the head frames every device has resolved. */
 static bool pop_resolved(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   bool progressed = false;
   while (b->pend_len > 0) {
     autd3__pending_t *p = pend_at(b, 0);
@@ -498,7 +466,7 @@ static bool pop_resolved(struct autd3_client *c) {
   return progressed;
 }
 
-static void resync_clear(autd3__bus_t *b) {
+static void resync_clear(autd3__seqcmd_t *b) {
   b->resync_active = false;
   b->resync_rounds = 0;
 }
@@ -515,7 +483,7 @@ static void resync_clear(autd3__bus_t *b) {
  * with no stale input in between, the rest are NOT_EXECUTED (TIMEOUT). If it
  * never confirms within the phase bound they are UNKNOWN (recover_step). */
 static void age_head(struct autd3_client *c, bool progressed) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   if (b->pend_len == 0) {
     if (b->resync_active) resync_clear(b);
     return;
@@ -542,14 +510,14 @@ static void age_head(struct autd3_client *c, bool progressed) {
   if (!b->resync_active) {
     b->resync_active = true;
     b->resync_rounds = 0;
-    STAT_INC(c, st_resyncs);
+    AUTD3__STAT_INC(c, st_resyncs);
     return;
   }
   if (++b->resync_rounds < c->cfg.max_resync_rounds) return;
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
     if (v->state != AUTD3__DEV_RUN || !v->valid || v->done_g != h->g) continue;
-    STAT_INC(c, st_timeouts);
+    AUTD3__STAT_INC(c, st_timeouts);
     v->held = true;
     v->held_end = b->next_g;
     v->held_stale = v->stale_epoch;
@@ -570,7 +538,7 @@ static void age_head(struct autd3_client *c, bool progressed) {
  * others' inputs may be valid meanwhile (autd3_link_cycle_devices), and they
  * lose nothing. Returns whether its budget ran out now. */
 static bool on_stale(struct autd3_client *c, size_t d) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   autd3__dev_t *v = &b->dev[d];
   v->stale_epoch++;
   if (++v->stale_run < b->stale_limit) return false;
@@ -595,7 +563,7 @@ static bool on_stale(struct autd3_client *c, size_t d) {
  *  - that answers but never acked its ghosts can never catch up through new
  *    frames' resync: with nothing pending it is re-established. */
 static bool ghosts_allow_staging(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   bool any = false, allow = true, others = false;
   b->stale_block = false;
   for (size_t d = 0; d < c->num_devices && !others; d++) others = b->dev[d].state == AUTD3__DEV_RUN && b->dev[d].valid;
@@ -623,62 +591,23 @@ static bool ghosts_allow_staging(struct autd3_client *c) {
 /* More than one request queued and stage() will take one (no resync or
  * recovery, room in the window): the frame of this cycle is decided already. */
 static bool more_queued(struct autd3_client *c) {
-  autd3__bus_t *b = &c->bus;
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   if (b->resync_active || b->recovering > 0 || b->ghosts || b->pend_len + 1 >= c->cfg.max_inflight) return false;
   /* an exclusive read waits for an empty pipeline: its predecessors' acks are awaited */
   return autd3__ring_len(c) >= 2 && !autd3__ring_peek(c)->exclusive;
 }
 
-/* ---- teardown --------------------------------------------------------------------------------- */
+/* ---- the table's bus-thread entries (the core's bus_thread.c runs them) ---------------------- */
 
-/* The loop has ended (close or link error): refuse new pushes, fail what is
- * in flight and what is still queued, and wake blocked senders. */
-static void teardown(struct autd3_client *c, autd3_err_t why) {
-  autd3__bus_t *b = &c->bus;
-  c->dead_reason = why;
-  atomic_store(&c->dead, true);
-  /* In flight: delivered, so UNKNOWN where not yet resolved. */
-  uint8_t w = why == AUTD3_E_LINK ? AUTD3__WHY_LINK : AUTD3__WHY_CLOSED;
-  for (size_t d = 0; d < c->num_devices; d++) resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, why, w, 0);
-  while (b->pend_len > 0) {
-    struct autd3__slot *r = &c->slots[pend_at(b, 0)->slot];
-    b->pend_head = (b->pend_head + 1) % AUTD3__RING_CAP;
-    b->pend_len--;
-    /* The close/link error is the request's result whatever the devices did. */
-    autd3__client_complete(c, r, r->err_dev < 0 ? AUTD3_OK : why);
-  }
-  autd3__ring_close(c);
-  for (struct autd3__slot *r; (r = autd3__ring_peek(c)) != NULL;) { /* bounded: ≤ 127 entries */
-    autd3__ring_pop(c);
-    /* Queued, never staged: not executed anywhere. */
-    for (size_t d = 0; d < c->num_devices; d++) resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, why, w, 0);
-    autd3__client_complete(c, r, why);
-  }
-  autd3__sem_post(&c->free_sem); /* the "baton": see slot_acquire() */
+autd3_err_t autd3__seqcmd_handshake(struct autd3_client *c) {
+  autd3__seqcmd(c)->stale_limit = c->cfg.timeout_cycles * c->cfg.max_resync_rounds;
+  return handshake(c);
 }
 
-void *autd3__client_bus_main(void *arg) {
-  struct autd3_client *c = arg;
-  autd3__bus_t *b = &c->bus;
+autd3_err_t autd3__seqcmd_run(struct autd3_client *c) {
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
   size_t n = c->num_devices;
-  (void)n;
-  b->stale_limit = c->cfg.timeout_cycles * c->cfg.max_resync_rounds;
-
-  autd3_err_t err = AUTD3_OK;
-  /* The one owner of the bus thread's RT policy (platform/rt.h): links never change the thread that cycles them. */
-  err = autd3__bus_thread_policy(c->cfg.rt_priority, c->cfg.rt_cpu);
-  if (err != AUTD3_OK) keep_link_message(c, c->hs_msg, sizeof c->hs_msg, "client bus thread: rt_priority/rt_cpu: ");
-  if (err == AUTD3_OK) {
-    err = handshake(c);
-    if (err != AUTD3_OK) keep_link_message(c, c->hs_msg, sizeof c->hs_msg, "client handshake: link cycle failed: ");
-    if (err != AUTD3_OK) err = AUTD3_E_LINK;
-  }
-  c->hs_err = err;
-  autd3__sem_post(&c->hs_done);
-  if (err != AUTD3_OK) return NULL;
-
   /* ---- the cycle loop: no allocation, no lock, no printf from here on ---- */
-  autd3_err_t why = AUTD3_E_CLOSED;
   while (!atomic_load_explicit(&c->closing, memory_order_acquire)) {
     /* Wait first, stage second: a request that arrives while we sleep still
      * makes this cycle's frame (links with wait_next_cycle wake us just
@@ -686,21 +615,16 @@ void *autd3__client_bus_main(void *arg) {
      * Not when more frames are queued than this cycle takes (streaming): the
      * wait could change nothing, and skipping it tells the link that nobody
      * waits for this cycle's acks before the next frame (link_driver.h). */
-    err = more_queued(c) ? AUTD3_OK : autd3_link_wait_next_cycle(c->link);
+    autd3_err_t err = more_queued(c) ? AUTD3_OK : autd3_link_wait_next_cycle(c->link);
     bool valid = false;
     if (err == AUTD3_OK) {
       stage(c);
-      err = autd3_link_cycle_devices(c->link, b->tx, b->rx, &valid, b->dev_valid);
+      err = autd3_link_cycle_devices(c->link, c->bus.tx, c->bus.rx, &valid, c->bus.dev_valid);
     }
-    STAT_INC(c, st_cycles);
-    if (err != AUTD3_OK) {
-      /* Fatal for the link (link.h): everything pending fails with LINK and
-       * the thread stops. The message is copied before any completion so the
-       * waiters can re-raise it on their own threads. */
-      keep_link_message(c, c->link_msg, sizeof c->link_msg, "");
-      why = AUTD3_E_LINK;
-      break;
-    }
+    AUTD3__STAT_INC(c, st_cycles);
+    /* Fatal for the link (link.h): everything pending fails with LINK and
+     * the thread stops (the core keeps the link's message first). */
+    if (err != AUTD3_OK) return AUTD3_E_LINK;
     check_link_evidence(c);
     /* Per device (docs/reliability.md "A fault costs only its device"): a
      * device's stale inputs cost it alone; `valid` (all of them) is the
@@ -708,7 +632,7 @@ void *autd3__client_bus_main(void *arg) {
     bool any = valid, budget_out = false;
     for (size_t d = 0; d < n; d++) {
       autd3__dev_t *v = &b->dev[d];
-      v->valid = valid || b->dev_valid[d];
+      v->valid = valid || c->bus.dev_valid[d];
       if (v->valid) {
         v->stale_run = 0;
         any = true;
@@ -727,10 +651,20 @@ void *autd3__client_bus_main(void *arg) {
     if (budget_out && !any) resync_clear(b); /* the whole chain went stale: nothing to resync against */
     pop_resolved(c); /* frames the link's evidence or a stale budget resolved */
   }
-  /* The final CPU figure, for stats read after the thread has stopped (while
-   * it runs, autd3_client_stats() reads the thread's CPU clock itself, so the
-   * cycle pays no clock_gettime for it). */
-  atomic_store_explicit(&c->st_cpu_ns, autd3__thread_cpu_ns(), memory_order_relaxed);
-  teardown(c, why);
-  return NULL;
+  return AUTD3_E_CLOSED;
+}
+
+/* The loop has ended (close or link error): fail what is in flight; the
+ * core then fails what is still queued and wakes blocked senders. */
+void autd3__seqcmd_stop(struct autd3_client *c, autd3_err_t why, uint8_t w) {
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
+  /* In flight: delivered, so UNKNOWN where not yet resolved. */
+  for (size_t d = 0; d < c->num_devices; d++) resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, why, w, 0);
+  while (b->pend_len > 0) {
+    struct autd3__slot *r = &c->slots[pend_at(b, 0)->slot];
+    b->pend_head = (b->pend_head + 1) % AUTD3__RING_CAP;
+    b->pend_len--;
+    /* The close/link error is the request's result whatever the devices did. */
+    autd3__client_complete(c, r, r->err_dev < 0 ? AUTD3_OK : why);
+  }
 }

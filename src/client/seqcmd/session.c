@@ -1,15 +1,16 @@
 /*
- * The client's open sequence after the bus thread's handshake, and close's
- * silencing: the steps of the reference client autd3-rs 0.9.0
- * (crate autd3-rs 0.9.0 src/client/mod.rs open_impl, read_firmware_version,
- * check_firmware_version, close_impl → stop) on top of the normal send path.
- * The handshake itself (Reset, SetMode) runs on the bus thread (bus.c).
+ * The seq/cmd protocol's user side and its table: the open sequence after the
+ * bus thread's handshake, the reads, and close's silencing: the steps of the
+ * reference client autd3-rs 0.9.0 (crate autd3-rs 0.9.0 src/client/mod.rs
+ * open_impl, read_firmware_version, check_firmware_version, close_impl → stop)
+ * on top of the normal send path. The handshake itself (Reset, SetMode) runs
+ * on the bus thread (bus.c).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
 
-#include "client/client_internal.h"
+#include "client/seqcmd/seqcmd.h"
 #include "core/error_context.h"
 
 /* ---- the silencing frame ------------------------------------------------------------- */
@@ -66,7 +67,7 @@ static void list_add(char *buf, size_t cap, size_t d) {
   snprintf(buf + l, cap - l, "%s%zu", l ? ", " : "", d);
 }
 
-autd3_err_t autd3__client_silence(struct autd3_client *c) {
+static autd3_err_t silence(struct autd3_client *c) {
   const size_t n = c->num_devices;
   const uint64_t deadline_ns = autd3__now_ns() + (uint64_t)c->cfg.close_timeout_ms * 1000000ull;
   uint8_t st[AUTD3_MAX_DEVICES];
@@ -100,9 +101,7 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
       /* Still in flight at the deadline: stop the bus thread now (the rest of
        * close), which completes the request (CLOSED) with the outcome of
        * every device that did ack it. */
-      atomic_store(&c->closing, true);
-      autd3__thread_join(&c->thread);
-      c->thread_started = false;
+      autd3__bus_stop(c);
       autd3_request_wait(req, &resp);
       for (size_t d = 0; d < n; d++)
         if (st[d] == SIL_PENDING && resp.outcome[d] == AUTD3_OUTCOME_EXECUTED) {
@@ -176,10 +175,25 @@ autd3_err_t autd3__client_silence(struct autd3_client *c) {
 
 /* ---- open: identity, series check, Clear, Synchronize ----------------------------------- */
 
+/* One broadcast read into out[0..N). Exclusive because cumulative acks give
+ * every frame acked in the same cycle the same data byte (rt.rs route_acks);
+ * a read must be the only frame in flight for its byte to be its own. */
+static autd3_err_t read_exclusive(struct autd3_client *c, uint8_t cmd, uint8_t *out) {
+  autd3_frame_t f = autd3_frame_simple(cmd);
+  autd3_request_t *req = NULL;
+  autd3_err_t err = autd3__client_submit(c, &f, true, &req);
+  if (err != AUTD3_OK) return err;
+  autd3_response_t resp;
+  err = autd3_request_wait(req, &resp);
+  if (err != AUTD3_OK) return err;
+  memcpy(out, resp.data, resp.num_devices);
+  return AUTD3_OK;
+}
+
 /* The reference's read_firmware_version: each version read is followed by an
  * error-detail read so that an old FPGA that does not know the command
  * (UNKNOWN_CMD latched) reads as "unknown" rather than as version 0.0.0. */
-autd3_err_t autd3__client_read_identity(struct autd3_client *c, autd3_fw_version_t *v, bool *fpga_known, uint8_t *functions) {
+static autd3_err_t read_identity(struct autd3_client *c, autd3_fw_version_t *v, bool *fpga_known, uint8_t *functions) {
   const size_t n = c->num_devices;
   enum { CPU_MA, CPU_MI, CPU_PA, ERR0, FPGA_MA, FPGA_MI, FPGA_PA, ERR1, FUNCS, ERR2, NREADS };
   static const uint8_t cmds[NREADS] = {
@@ -189,7 +203,7 @@ autd3_err_t autd3__client_read_identity(struct autd3_client *c, autd3_fw_version
       AUTD3_CMD_READ_ERROR_DETAIL};
   uint8_t r[NREADS][AUTD3_MAX_DEVICES];
   for (int i = 0; i < NREADS; i++) {
-    autd3_err_t err = autd3__client_read_exclusive(c, cmds[i], r[i], 1);
+    autd3_err_t err = read_exclusive(c, cmds[i], r[i]);
     if (err != AUTD3_OK) return err;
   }
   for (size_t d = 0; d < n; d++) {
@@ -211,13 +225,13 @@ static bool supported(const autd3_fw_version_t *v, bool fpga_known) {
          v->fpga_major == AUTD3_FW_SERIES_MAJOR && v->fpga_minor == AUTD3_FW_SERIES_MINOR;
 }
 
-autd3_err_t autd3__client_open_sequence(struct autd3_client *c) {
+static autd3_err_t open_sequence(struct autd3_client *c) {
   autd3_fw_version_t v[AUTD3_MAX_DEVICES];
   bool known[AUTD3_MAX_DEVICES];
   uint8_t functions[AUTD3_MAX_DEVICES];
   /* As the reference, the identity is read even when the check is off; a
    * failed read fails the open only when the check was asked for. */
-  autd3_err_t err = autd3__client_read_identity(c, v, known, functions);
+  autd3_err_t err = read_identity(c, v, known, functions);
   if (err != AUTD3_OK && c->cfg.require_supported_firmware) {
     return autd3__error_context(err, "reading the firmware version failed");
   }
@@ -244,3 +258,37 @@ autd3_err_t autd3__client_open_sequence(struct autd3_client *c) {
   }
   return AUTD3_OK;
 }
+
+/* ---- the reads, and the table ------------------------------------------------------------- */
+
+static autd3_err_t read_firmware_version(struct autd3_client *c, autd3_fw_version_t *out) {
+  bool known[AUTD3_MAX_DEVICES];
+  uint8_t functions[AUTD3_MAX_DEVICES];
+  return read_identity(c, out, known, functions); /* the 0.9 reads */
+}
+
+static autd3_err_t read_fpga_state(struct autd3_client *c, uint8_t *out) {
+  return read_exclusive(c, AUTD3_CMD_READ_FPGA_STATE, out);
+}
+
+static autd3_err_t read_error_detail(struct autd3_client *c, uint8_t *out) {
+  return read_exclusive(c, AUTD3_CMD_READ_ERROR_DETAIL, out);
+}
+
+/* The data byte of a new-generation ack is the device's error code (0 = none). */
+static autd3_err_t response_check(const autd3_response_t *r) { return autd3_response_check(r, NULL, NULL); }
+
+const autd3__protocol_t autd3__protocol_seqcmd = {
+    .state_size = sizeof(autd3__seqcmd_t),
+    .handshake = autd3__seqcmd_handshake,
+    .handshake_fail = "client handshake: link cycle failed: ",
+    .run = autd3__seqcmd_run,
+    .stop = autd3__seqcmd_stop,
+    .open_sequence = open_sequence,
+    .silence = silence,
+    .read_firmware_version = read_firmware_version,
+    .read_fpga_state = read_fpga_state,
+    .read_error_detail = read_error_detail,
+    .frame_check = NULL, /* autd3_frame_t is this protocol's frame */
+    .response_check = response_check,
+};

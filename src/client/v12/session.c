@@ -1,6 +1,7 @@
 /*
- * The legacy client's user side (docs/legacy.md): frames through the normal
- * send path for the open sequence, close's silencing (Clear) and the reads.
+ * The legacy client's user side and its table (docs/legacy.md): frames
+ * through the normal send path for the open sequence, close's silencing
+ * (Clear) and the reads; the check that refuses a new-generation frame.
  * Follows crate autd3 38.1.0 (controller open/close) and crate autd3-driver
  * 38.1.0 (src/firmware: info.rs, version.rs, clear.rs).
  */
@@ -8,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/client_internal.h"
+#include "client/v12/v12.h"
 #include "core/error_context.h"
 
 static autd3_err_t send_ops(struct autd3_client *c, const uint8_t *op1, size_t len1, const uint8_t *op2, size_t len2,
@@ -61,7 +62,7 @@ static void decode(uint8_t major, uint8_t minor, uint8_t *ma, uint8_t *mi, uint8
   *pa = minor;
 }
 
-autd3_err_t autd3__legacy_read_firmware_version(struct autd3_client *c, autd3_fw_version_t *out) {
+static autd3_err_t read_firmware_version(struct autd3_client *c, autd3_fw_version_t *out) {
   uint8_t raw[5][AUTD3_MAX_DEVICES];
   autd3_err_t err = read_info(c, raw);
   if (err != AUTD3_OK) return err;
@@ -74,7 +75,7 @@ autd3_err_t autd3__legacy_read_firmware_version(struct autd3_client *c, autd3_fw
 
 /* READS_FPGA_STATE on, then a Nop: its data byte is 0x80 | state (emulator.rs
  * read_fpga_state). Left on, as the reference's ReadsFPGAState datagram does. */
-autd3_err_t autd3__legacy_read_fpga_state(struct autd3_client *c, uint8_t *out) {
+static autd3_err_t read_fpga_state(struct autd3_client *c, uint8_t *out) {
   uint8_t on[2] = {AUTD3_V12_TAG_READS_FPGA_STATE, 1}, nop[2] = {AUTD3_V12_TAG_NOP, 0};
   autd3_response_t resp;
   autd3_err_t err = send_ops(c, on, 2, NULL, 0, 0, &resp);
@@ -87,7 +88,7 @@ autd3_err_t autd3__legacy_read_fpga_state(struct autd3_client *c, uint8_t *out) 
 /* crate autd3 38.1.0 controller open: Nop, then (Clear, Synchronize) in one
  * frame; if that fails and every CPU major byte read is below 0xA5, the
  * firmware is unsupported. Then the optional check for v12.1.0 exactly. */
-autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c) {
+static autd3_err_t open_sequence(struct autd3_client *c) {
   uint8_t nop[2] = {AUTD3_V12_TAG_NOP, 0}, clear[2] = {AUTD3_V12_TAG_CLEAR, 0}, sync[2] = {AUTD3_V12_TAG_SYNC, 0};
   autd3_err_t err = send_ops(c, nop, 2, NULL, 0, 0, NULL);
   if (err != AUTD3_OK) return err;
@@ -119,7 +120,7 @@ autd3_err_t autd3__legacy_open_sequence(struct autd3_client *c) {
 
 /* Close: a Clear, which re-initialises the FPGA and zeroes the drive buffers
  * (clear.rs), so every device ends silent. Bounded by close_timeout_ms. */
-autd3_err_t autd3__legacy_silence(struct autd3_client *c) {
+static autd3_err_t silence(struct autd3_client *c) {
   uint64_t deadline_ns = autd3__now_ns() + (uint64_t)c->cfg.close_timeout_ms * 1000000ull;
   uint8_t clear[2] = {AUTD3_V12_TAG_CLEAR, 0};
   autd3_response_t resp;
@@ -129,3 +130,48 @@ autd3_err_t autd3__legacy_silence(struct autd3_client *c) {
   }
   return AUTD3_OK;
 }
+
+/* Firmware v12 has no error-detail read: its errors come with each frame's ack. */
+static autd3_err_t read_error_detail(struct autd3_client *c, uint8_t *out) {
+  (void)c, (void)out;
+  return autd3_set_error(AUTD3_E_VERSION, "autd3_client_read_error_detail: firmware v12 has no error-detail read "
+                                          "(its errors come with each frame's ack)");
+}
+
+/* A v12 client writes `cmd` into the v12 header's reserved byte and the
+ * payload's first two bytes as slot_2_offset (proto.h): a new-generation
+ * frame (cmd ≠ 0) would be misread, so it is refused, as is a slot-2 offset
+ * that cannot hold an operation. */
+static autd3_err_t frame_check(const struct autd3_client *c, const autd3_frame_t *f) {
+  size_t n = f->device_cmds ? c->num_devices : 1;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t cmd = f->device_cmds ? f->device_cmds[i] : f->cmd;
+    const uint8_t *p = f->device_cmds ? f->device_payloads + i * AUTD3_PAYLOAD_BYTES : f->payload;
+    unsigned s2 = (unsigned)p[0] | (unsigned)p[1] << 8;
+    if (cmd != 0)
+      return autd3_set_error(AUTD3_E_PAYLOAD, "protocol v12: frame%s has cmd 0x%02x; v12 frames are built with "
+                             "autd3_v12_frame() (a new-generation frame would be misread by firmware v12)",
+                             f->device_cmds ? " of a device" : "", cmd);
+    if ((s2 & 1u) || s2 >= AUTD3_V12_PAYLOAD_BYTES)
+      return autd3_set_error(AUTD3_E_PAYLOAD, "protocol v12: slot_2_offset %u must be even and < %d", s2,
+                             AUTD3_V12_PAYLOAD_BYTES);
+  }
+  return AUTD3_OK;
+}
+
+const autd3__protocol_t autd3__protocol_v12 = {
+    .state_size = sizeof(autd3__v12_t),
+    .handshake = autd3__v12_handshake,
+    .handshake_fail = "legacy client: link cycle failed: ",
+    .run = autd3__v12_run,
+    .stop = autd3__v12_stop,
+    .open_sequence = open_sequence,
+    .silence = silence,
+    .read_firmware_version = read_firmware_version,
+    .read_fpga_state = read_fpga_state,
+    .read_error_detail = read_error_detail,
+    .frame_check = frame_check,
+    /* The data byte is a value (FPGA state, firmware info), not an error
+     * code; the device's error nibble already failed the request. */
+    .response_check = NULL,
+};
