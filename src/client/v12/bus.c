@@ -51,7 +51,7 @@ static void fail_dev(struct autd3__slot *r, size_t d, uint8_t outcome, autd3_err
  * The legacy client does not re-establish the device (the reference does
  * not either): the application re-sends its state. */
 static void check_link_evidence(struct autd3_client *c) {
-  autd3__v12_t *s = autd3__v12(c);
+  autd3__v12_t *s = c->proto_state;
   uint8_t reset[AUTD3_MAX_DEVICES];
   size_t k = autd3__bus_reset_devices(c, reset);
   for (size_t i = 0; i < k; i++) {
@@ -88,7 +88,7 @@ autd3_err_t autd3__v12_handshake(struct autd3_client *c) {
 
 /* Take the next frame from the ring, if any: the next msg_id, written every cycle until acked. */
 static void take_next(struct autd3_client *c) {
-  autd3__v12_t *s = autd3__v12(c);
+  autd3__v12_t *s = c->proto_state;
   s->cur = autd3__ring_peek(c);
   if (s->cur == NULL) return;
   autd3__ring_pop(c);
@@ -103,7 +103,7 @@ static void take_next(struct autd3_client *c) {
 /* One valid-or-not cycle's acks for the frame in flight; completes it once
  * every device has answered or the deadline has passed. */
 static void route_acks(struct autd3_client *c, bool valid) {
-  autd3__v12_t *s = autd3__v12(c);
+  autd3__v12_t *s = c->proto_state;
   const size_t n = c->num_devices;
   struct autd3__slot *cur = s->cur;
   /* Per device (docs/reliability.md "A fault costs only its device"): a
@@ -138,7 +138,7 @@ static void route_acks(struct autd3_client *c, bool valid) {
 }
 
 autd3_err_t autd3__v12_run(struct autd3_client *c) {
-  autd3__v12_t *s = autd3__v12(c);
+  autd3__v12_t *s = c->proto_state;
   /* ---- the cycle loop: no allocation, no lock, no printf from here on ---- */
   while (!atomic_load_explicit(&c->closing, memory_order_acquire)) {
     autd3_err_t err = autd3_link_wait_next_cycle(c->link);
@@ -156,7 +156,7 @@ autd3_err_t autd3__v12_run(struct autd3_client *c) {
 /* The loop has ended: the frame in flight was delivered, so UNKNOWN where not
  * acked (the core fails the queued ones: NOT_EXECUTED). */
 void autd3__v12_stop(struct autd3_client *c, autd3_err_t why, uint8_t w) {
-  autd3__v12_t *s = autd3__v12(c);
+  autd3__v12_t *s = c->proto_state;
   if (s->cur == NULL) return;
   for (size_t d = 0; d < c->num_devices; d++)
     if (!s->acked[d]) fail_dev(s->cur, d, AUTD3_OUTCOME_UNKNOWN, why, w, 0);

@@ -18,8 +18,6 @@ typedef struct autd3__v12 {
   bool acked[AUTD3_MAX_DEVICES];
 } autd3__v12_t;
 
-static inline autd3__v12_t *autd3__v12(const struct autd3_client *c) { return (autd3__v12_t *)c->proto_state; }
-
 /* bus.c: the table's bus-thread entries. */
 autd3_err_t autd3__v12_handshake(struct autd3_client *c);
 autd3_err_t autd3__v12_run(struct autd3_client *c);
