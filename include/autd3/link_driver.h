@@ -154,8 +154,11 @@ AUTD3_EXTERN autd3_err_t autd3_set_error(autd3_err_t err, const char *fmt, ...)
  * per chain, the AUTD3 identity check.
  * Version 2: EtherCAT device recovery (autd3_link_ecat_recovery_t) and the
  * distributed-clock re-alignment arithmetic.
+ * Version 3: the EtherCAT bring-up's OP wait (autd3_link_ecat_bringup_ops_t)
+ * and the adapter checks of a link whose master library opens the adapter
+ * itself (nic_probe, nic_is_loopback).
  */
-#define AUTD3_LINK_SERVICES_VERSION 2u
+#define AUTD3_LINK_SERVICES_VERSION 3u
 
 /** A thread started through the services (opaque to the link). */
 typedef struct autd3_link_thread {
@@ -262,6 +265,58 @@ typedef struct autd3_link_ecat_recovery_config {
   uint32_t state_timeout_ms; /**< per state transition of a bring-up */
   const uint16_t *stations;  /**< configured station address per device (copied); NULL only with a readdress primitive */
 } autd3_link_ecat_recovery_config_t;
+
+/**
+ * The EtherCAT bring-up's OP wait (services version 3), once for every
+ * EtherCAT link (echocat, SOEM, EtherCrab). With every device in SAFE-OP and
+ * its process data mapped, it runs the link's cycle with zero outputs:
+ *  - warm-up: `warmup_cycles` cycles in SAFE-OP (SYNC0 and the link's pacing
+ *    settle; the devices see outputs before OP), then OP is requested;
+ *  - OP counts once 5 consecutive cycles came back whole, with the working
+ *    counter the link expects (the same value each of those cycles) and every
+ *    device reading OP, and a state read then finds every device in OP;
+ *  - while no cycle is good, every 100 ms: a device in SAFE-OP+ERROR gets its
+ *    error acknowledged, one in SAFE-OP OP requested again;
+ *  - no OP within `op_wait_timeout_ms` of the OP request: STATE_TIMEOUT
+ *    naming each device not in OP with its AL status code (or, all in OP, the
+ *    last working counter).
+ * A link's cycle error ends it with that error. The rules are those of the
+ * new-generation AUTD3 links (crate autd3-rs-link-soem 0.6.1 src/link.rs,
+ * crate autd3-rs-link-ethercrab 0.7.0 src/link/open.rs).
+ */
+/** Process-data cycles in SAFE-OP before OP is requested: the EtherCAT links' default. */
+#define AUTD3_LINK_ECAT_WARMUP_CYCLES 200u
+
+/** One process-data cycle of the bring-up, as the link saw it. */
+typedef struct autd3_link_ecat_cycle {
+  uint16_t wkc; /**< working counter of the process data (a link that judges several frames: any value constant while good) */
+  bool wkc_ok;  /**< the working counter(s) are those of every device in OP (a link that cannot know in advance: it came back) */
+  bool lost;    /**< a frame of the cycle did not come back */
+  bool all_op;  /**< every device read OP in this cycle's frames (a cycle that reads no AL status: true, the final state read checks) */
+} autd3_link_ecat_cycle_t;
+
+/** The link's primitives for the OP wait (called on the opening thread). All required. */
+typedef struct autd3_link_ecat_bringup_ops {
+  void *ctx; /**< passed to every primitive */
+  /** One process-data cycle with zero outputs, paced as the link's cycle is (it sleeps to its send point). */
+  autd3_err_t (*exchange)(void *ctx, autd3_link_ecat_cycle_t *out);
+  /** Request OP from every device. */
+  autd3_err_t (*request_op)(void *ctx);
+  /** Every device's AL status (0x0130) and AL status code (0x0134); answered[d] false: no reply. */
+  autd3_err_t (*read_states)(void *ctx, uint16_t *al, uint16_t *code, bool *answered);
+  /** Write AL control (0x0120) of device `dev` (0-based). */
+  autd3_err_t (*write_control)(void *ctx, uint16_t dev, uint16_t value);
+} autd3_link_ecat_bringup_ops_t;
+
+/** Configuration of the OP wait. */
+typedef struct autd3_link_ecat_bringup_config {
+  uint32_t size;               /**< sizeof(autd3_link_ecat_bringup_config_t) */
+  uint16_t devices;            /**< devices on the bus (1..AUTD3_MAX_DEVICES) */
+  uint32_t warmup_cycles;      /**< cycles before OP is requested (AUTD3_LINK_ECAT_WARMUP_CYCLES) */
+  uint32_t op_wait_timeout_ms; /**< from the OP request (autd3_ethercat_option_t.op_wait_timeout_ms) */
+  const char *who;             /**< message prefix ("soem") */
+  const char *ifname;          /**< the adapter, for messages */
+} autd3_link_ecat_bringup_config_t;
 
 /**
  * What libautd3 offers a link built outside it (the SOEM and EtherCrab
@@ -381,6 +436,29 @@ typedef struct autd3_link_services {
   uint64_t (*autd3__ecat_dc_rebase_offset)(uint64_t ref_offset, uint64_t ref_system, uint64_t other_system);
   /** SYNC0 start for a re-joining slave: the chain grid's next edge >= 100 ms after `systime` (src/ecat/dc.h). */
   uint64_t (*autd3__ecat_dc_sync0_restart)(uint64_t grid_start, uint32_t cycle_ns, int32_t shift_ns, uint64_t systime);
+
+  /* ---- EtherCAT bring-up (version 3) */
+  /**
+   * The OP wait (the rules at autd3_link_ecat_bringup_ops_t); *wkc = the
+   * working counter of the good cycles. Open time (blocks; no allocation).
+   */
+  autd3_err_t (*ecat_bringup)(const autd3_link_ecat_bringup_ops_t *ops, const autd3_link_ecat_bringup_config_t *config,
+                              uint16_t *wkc);
+
+  /* ---- the adapter, for a link whose master library opens it itself (version 3) */
+  /**
+   * The OS name of the adapter `ifname` names (matched as nic_open does) into
+   * `os_name` (`cap` bytes), checked as a master library opening it itself
+   * will use it: NO_INTERFACE (none, ambiguous, or its name does not fit),
+   * PERMISSION (raw EtherCAT frames refused; with `promiscuous`, where the
+   * library switches the adapter to promiscuous mode through the OS itself
+   * (SOEM's Linux port), also the OS refusing this process that change: the
+   * message names what grants it), NO_DEVICE (the adapter is down). `who`
+   * prefixes messages. Open time.
+   */
+  autd3_err_t (*nic_probe)(const char *ifname, const char *who, bool promiscuous, char *os_name, size_t cap);
+  /** The adapter (OS name) is a loopback one (false if unknown). Open time. */
+  bool (*nic_is_loopback)(const char *os_name);
 } autd3_link_services_t;
 
 /**

@@ -46,7 +46,7 @@ typedef struct autd3_ethercat_option {
   uint32_t sync_tolerance_ns; /**< DC alignment threshold; default 1 000 (1 µs) */
   uint32_t sync_timeout_ms;   /**< DC alignment timeout; default 10 000 */
   uint32_t state_timeout_ms;  /**< wait for SAFE-OP; default 10 000 */
-  uint32_t op_wait_timeout_ms;/**< wait for OP; default 10 000 */
+  uint32_t op_wait_timeout_ms;/**< wait for OP, from the OP request after the warm-up; default 10 000 */
   int rt_priority;            /**< SCHED_FIFO priority of the link's own threads, 0 = none (default) */
   int rt_cpu;                 /**< CPU to pin the link's threads to, -1 = none (default) */
   const char *capture_path;   /**< write every bus frame to this pcap file; NULL = off (default) */

@@ -130,7 +130,7 @@ static autd3_link_option_t kind_defaults(autd3_link_kind_t kind) {
       o.size = AUTD3_LINK_OPTION_SIZE(autd3_echocat_option_t);
       o.u.echocat.ethercat = autd3_ethercat_option_default();
       o.u.echocat.backend = AUTD3_NIC_AUTO;
-      o.u.echocat.warmup_cycles = 200;
+      o.u.echocat.warmup_cycles = AUTD3_LINK_ECAT_WARMUP_CYCLES;
       break;
     case AUTD3_LINK_SOEM:
       o.size = AUTD3_LINK_OPTION_SIZE(autd3_soem_option_t);

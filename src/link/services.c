@@ -1,11 +1,12 @@
 /*
  * The services table for links built outside libautd3 (link_driver.h
  * autd3_link_services()): thin adapters from the public, opaque types to the
- * internal platform, NIC, capture, guard, identity and EtherCAT recovery code, so that the SOEM
+ * internal platform, NIC, capture, guard, identity, EtherCAT bring-up and recovery code, so that the SOEM
  * and EtherCrab libraries use the very mechanisms echocat uses instead of
  * compiling private copies of them.
  */
 #include "autd3/link_driver.h"
+#include "ecat/bringup.h"
 #include "ecat/dc.h"
 #include "ecat/identity.h"
 #include "ecat/recovery.h"
@@ -113,6 +114,9 @@ static const autd3_link_services_t services = {
     .autd3__ecat_dc_offset = autd3__ecat_dc_offset,
     .autd3__ecat_dc_rebase_offset = autd3__ecat_dc_rebase_offset,
     .autd3__ecat_dc_sync0_restart = autd3__ecat_dc_sync0_restart,
+    .ecat_bringup = autd3__ecat_bringup_run,
+    .nic_probe = autd3__nic_probe,
+    .nic_is_loopback = autd3__nic_is_loopback,
 };
 
 const autd3_link_services_t *autd3_link_services(uint32_t version) {

@@ -13,6 +13,24 @@ autd3_err_t autd3__nic_resolve(const char *ifname, char **os_name) {
   return autd3__nic_os_resolve(ifname, os_name);
 }
 
+autd3_err_t autd3__nic_probe(const char *ifname, const char *who, bool promiscuous, char *os_name, size_t cap) {
+  if (os_name == NULL || cap == 0)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "nic: no place for the adapter's name");
+  os_name[0] = 0;
+  char *name = NULL;
+  autd3_err_t e = autd3__nic_resolve(ifname, &name);
+  if (e != AUTD3_OK)
+    return e;
+  size_t len = strlen(name);
+  if (len >= cap)
+    e = autd3_set_error(AUTD3_E_NO_INTERFACE, "%s: the adapter's name \"%s\" is longer than %zu bytes", who ? who : "nic", name,
+                        cap - 1);
+  else if ((e = autd3__nic_os_probe(name, who ? who : "nic", promiscuous)) == AUTD3_OK)
+    memcpy(os_name, name, len + 1);
+  free(name);
+  return e;
+}
+
 static autd3_err_t open_with(const char *ifname, autd3_err_t (*fn)(const char *, autd3_nic_t **), autd3_nic_t **out) {
   if (!out)
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "nic: no place for the handle");

@@ -79,6 +79,19 @@ const char *autd3__nic_io_path(const autd3_nic_t *nic);
 void autd3__nic_sends_to_taps(autd3_nic_t *nic);
 void autd3__nic_close(autd3_nic_t *nic);
 
+/* For a master library that opens the adapter itself (the SOEM link): the
+ * OS name of the adapter `ifname` names (matched as autd3__nic_open does)
+ * into `os_name` (`cap` bytes), checked as that library will use it:
+ * NO_INTERFACE (none, ambiguous, or the name does not fit), PERMISSION (raw
+ * EtherCAT frames refused; with `promiscuous`, where the library switches
+ * the adapter to promiscuous mode through the OS itself (SOEM's Linux port:
+ * SIOCSIFFLAGS), the OS refusing this process that change), NO_DEVICE (the
+ * adapter is down). Messages start with `who` and name what grants a refused
+ * permission. */
+autd3_err_t autd3__nic_probe(const char *ifname, const char *who, bool promiscuous, char *os_name, size_t cap);
+/* The adapter (OS name) is a loopback one; false if unknown. */
+bool autd3__nic_is_loopback(const char *os_name);
+
 /* Adapters that are up (loopback excluded), names of any length: name[i] is
  * what autd3__nic_open takes, desc[i] a human description ("" if none; on
  * Windows Npcap's description and the friendly name). Free with

@@ -1,6 +1,8 @@
 /* The OS's adapters on Linux (and other POSIX systems with if_nameindex):
- * names, MAC (SIOCGIFHWADDR where it exists), listing (nic_impl.h). */
+ * names, MAC (SIOCGIFHWADDR where it exists), listing, flags and the checks
+ * of autd3__nic_probe (nic_impl.h). */
 #define _DEFAULT_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdlib.h>
@@ -11,6 +13,12 @@
 
 #include "autd3/link_driver.h"
 #include "nic/nic_impl.h"
+
+/* A zeroed ifreq naming `os_name` (resolved names fit: shorter than IF_NAMESIZE). */
+static void ifreq_for(struct ifreq *ifr, const char *os_name) {
+  memset(ifr, 0, sizeof *ifr);
+  strncpy(ifr->ifr_name, os_name, sizeof ifr->ifr_name - 1);
+}
 
 autd3_err_t autd3__nic_os_resolve(const char *user, char **os_name) {
   *os_name = NULL;
@@ -33,8 +41,7 @@ void autd3__nic_os_mac(const char *os_name, uint8_t mac[6]) {
   if (s < 0)
     return;
   struct ifreq ifr;
-  memset(&ifr, 0, sizeof ifr);
-  strncpy(ifr.ifr_name, os_name, IF_NAMESIZE - 1);
+  ifreq_for(&ifr, os_name);
   if (ioctl(s, SIOCGIFHWADDR, &ifr) == 0)
     memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
   close(s);
@@ -51,8 +58,7 @@ autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
   autd3_err_t e = AUTD3_OK;
   for (struct if_nameindex *p = list; e == AUTD3_OK && p->if_index != 0 && p->if_name; p++) {
     struct ifreq ifr;
-    memset(&ifr, 0, sizeof ifr);
-    strncpy(ifr.ifr_name, p->if_name, IF_NAMESIZE - 1);
+    ifreq_for(&ifr, p->if_name);
     if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
       if (!(ifr.ifr_flags & IFF_UP) || (ifr.ifr_flags & IFF_LOOPBACK))
         continue;
@@ -63,4 +69,70 @@ autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
     close(s);
   if_freenameindex(list);
   return e;
+}
+
+bool autd3__nic_is_loopback(const char *os_name) {
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  if (s < 0)
+    return false;
+  struct ifreq ifr;
+  ifreq_for(&ifr, os_name);
+  bool lo = ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_LOOPBACK);
+  close(s);
+  return lo;
+}
+
+/* Linux: the raw socket a master library opens (AF_PACKET, CAP_NET_RAW) and,
+ * with `promiscuous`, the flag change SOEM's Linux port makes itself
+ * (SIOCSIFFLAGS, CAP_NET_ADMIN; setting the flags the adapter already has is
+ * a no-op that still needs it). Elsewhere raw access is the master library's
+ * own (BPF through libpcap, which sets promiscuous mode itself), so only the
+ * adapter's flags are read. */
+#ifdef __linux__
+static int probe_socket(const char *os_name, const char *who, autd3_err_t *err) {
+  int fd = socket(PF_PACKET, SOCK_RAW, htons(AUTD3_ETHERTYPE_ECAT));
+  int e = errno;
+  if (fd < 0 && (e == EPERM || e == EACCES))
+    *err = autd3_set_error(AUTD3_E_PERMISSION,
+                           "%s: raw socket on \"%s\" refused (%s): needs CAP_NET_RAW and CAP_NET_ADMIN (run as root, or "
+                           "setcap cap_net_raw,cap_net_admin+ep on the program)",
+                           who, os_name, strerror(e));
+  else if (fd < 0)
+    *err = autd3_set_error(AUTD3_E_IO, "%s: cannot open a raw socket on \"%s\": %s", who, os_name, strerror(e));
+  return fd;
+}
+static bool promiscuous_refused(int fd, struct ifreq *ifr, bool promiscuous) {
+  return promiscuous && ioctl(fd, SIOCSIFFLAGS, ifr) != 0 && (errno == EPERM || errno == EACCES);
+}
+#else
+static int probe_socket(const char *os_name, const char *who, autd3_err_t *err) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0)
+    *err = autd3_set_error(AUTD3_E_IO, "%s: cannot read the flags of \"%s\": %s", who, os_name, strerror(errno));
+  return fd;
+}
+static bool promiscuous_refused(int fd, struct ifreq *ifr, bool promiscuous) {
+  (void)fd, (void)ifr, (void)promiscuous;
+  return false;
+}
+#endif
+
+autd3_err_t autd3__nic_os_probe(const char *os_name, const char *who, bool promiscuous) {
+  autd3_err_t err = AUTD3_OK;
+  int fd = probe_socket(os_name, who, &err);
+  if (fd < 0)
+    return err;
+  struct ifreq ifr;
+  ifreq_for(&ifr, os_name);
+  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+    if (promiscuous_refused(fd, &ifr, promiscuous))
+      err = autd3_set_error(AUTD3_E_PERMISSION,
+                            "%s: setting promiscuous mode on \"%s\" refused: needs CAP_NET_ADMIN as well as CAP_NET_RAW", who,
+                            os_name);
+    else if (!(ifr.ifr_flags & IFF_UP))
+      err = autd3_set_error(AUTD3_E_NO_DEVICE, "%s: network interface \"%s\" is down (ip link set %s up)", who, os_name,
+                            os_name);
+  }
+  close(fd);
+  return err;
 }

@@ -319,3 +319,26 @@ autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
   adapters_free(all, a);
   return e;
 }
+
+/* Npcap's flags for the adapter (PCAP_IF_LOOPBACK); false if unknown. */
+bool autd3__nic_is_loopback(const char *os_name) {
+  const autd3__pcap_api_t *p;
+  if (autd3__pcap_api(&p) != AUTD3_OK) return false;
+  autd3__pcap_if_t *all = NULL;
+  char eb[AUTD3_PCAP_ERRBUF_SIZE] = "";
+  if (p->findalldevs(&all, eb) != 0) return false;
+  bool lo = false;
+  for (autd3__pcap_if_t *d = all; d != NULL; d = d->next)
+    if (d->name != NULL && strcmp(d->name, os_name) == 0) lo = (d->flags & PCAP_IF_LOOPBACK) != 0;
+  p->freealldevs(all);
+  return lo;
+}
+
+/* The adapter was resolved through Npcap, so Npcap is there and lists it; a
+ * master library opening it through Npcap needs no other permission and sets
+ * promiscuous mode through Npcap itself. Whether its link is up is left to
+ * that library's first frames (no device answering them: NO_DEVICE). */
+autd3_err_t autd3__nic_os_probe(const char *os_name, const char *who, bool promiscuous) {
+  (void)os_name, (void)who, (void)promiscuous;
+  return AUTD3_OK;
+}

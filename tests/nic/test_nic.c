@@ -143,6 +143,39 @@ TEST(permission_message) {
   }
 }
 
+/* The checks for a master library that opens the adapter itself (SOEM):
+ * the adapter's OS name, or the reason it cannot be used, named. */
+TEST(probe_for_a_self_opening_master) {
+  reexec("-rn", "probe_for_a_self_opening_master");
+  autd3_test_veth("h4a", "h4b", 0); /* down */
+  char os[64] = "x";
+  ASSERT_ERR(autd3__nic_probe("h4-nonexistent", "who", true, os, sizeof os), AUTD3_E_NO_INTERFACE);
+  ASSERT_CONTAINS(autd3_last_error(), "h4-nonexistent");
+  ASSERT_STREQ(os, "");
+  ASSERT_ERR(autd3__nic_probe("h4a", "who", true, os, sizeof os), AUTD3_E_NO_DEVICE);
+  ASSERT_CONTAINS(autd3_last_error(), "who: network interface \"h4a\" is down");
+  ASSERT_EQ(system("ip link set h4a up && ip link set h4b up"), 0);
+  ASSERT_OK(autd3__nic_probe("h4a", "who", true, os, sizeof os));
+  ASSERT_STREQ(os, "h4a");
+  char small[3];
+  ASSERT_ERR(autd3__nic_probe("h4a", "who", false, small, sizeof small), AUTD3_E_NO_INTERFACE);
+  ASSERT_CONTAINS(autd3_last_error(), "longer than 2 bytes");
+  ASSERT_ERR(autd3__nic_probe("h4a", "who", false, NULL, 0), AUTD3_E_INVALID_ARGUMENT);
+  ASSERT_TRUE(autd3__nic_is_loopback("lo"));
+  ASSERT_FALSE(autd3__nic_is_loopback("h4a"));
+  ASSERT_FALSE(autd3__nic_is_loopback("h4-nonexistent"));
+}
+
+/* Without a capability over the adapter (a user namespace, not a network
+ * one): PERMISSION naming what grants it. */
+TEST(probe_permission_message) {
+  reexec("-r", "probe_permission_message");
+  char os[64];
+  ASSERT_ERR(autd3__nic_probe("lo", "who", true, os, sizeof os), AUTD3_E_PERMISSION);
+  ASSERT_CONTAINS(autd3_last_error(), "who: raw socket on \"lo\" refused");
+  ASSERT_CONTAINS(autd3_last_error(), "CAP_NET_RAW");
+}
+
 /* Frame `i` of a sequence: its number in bytes 14..15. */
 static void seq_send(autd3_nic_t *n, unsigned i) {
   uint8_t f[64];

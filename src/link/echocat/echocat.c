@@ -293,15 +293,14 @@ static autd3_err_t probe(echocat_t *ec, const char *user_name, uint16_t *count) 
   return autd3__echocat_check_identity(ec, all, ec->n);
 }
 
-autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const autd3_geometry_t *geometry,
-                                     struct autd3_link **out) {
-  const autd3_echocat_option_t *opt = &option->u.echocat;
+/* The options echocat needs besides the shared EtherCAT ones; *send_cycle = the host's send cycle. */
+static autd3_err_t validate(const autd3_echocat_option_t *opt, uint32_t *send_cycle) {
   autd3_err_t e = autd3_ethercat_option_validate(&opt->ethercat);
   if (e != AUTD3_OK)
     return e;
   const autd3_ethercat_option_t *o = &opt->ethercat;
-  uint32_t send_cycle = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;
-  if (send_cycle % o->sync0_period_ns != 0)
+  *send_cycle = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;
+  if (*send_cycle % o->sync0_period_ns != 0)
     return autd3_set_error(AUTD3_E_INVALID_OPTION,
                            "echocat: send_cycle_ns = %u must be a multiple of sync0_period_ns = %u (one image per SYNC0)",
                            o->send_cycle_ns, o->sync0_period_ns);
@@ -313,111 +312,105 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
                            o->rt_priority, o->rt_cpu);
   if ((unsigned)opt->backend > AUTD3_NIC_PCAP)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "echocat: backend = %d is not a autd3_nic_backend_t", (int)opt->backend);
-  if (opt->spin_ns >= send_cycle / 2)
+  if (opt->spin_ns >= *send_cycle / 2)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "echocat: spin_ns = %u must be below half the send cycle (%u ns)",
-                           opt->spin_ns, send_cycle / 2);
+                           opt->spin_ns, *send_cycle / 2);
   if (opt->warmup_cycles > 100000)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "echocat: warmup_cycles = %u is above 100000", opt->warmup_cycles);
-  size_t want = autd3_geometry_num_devices(geometry);
+  return AUTD3_OK;
+}
 
-  echocat_t *ec = calloc(1, sizeof *ec);
-  if (!ec)
-    return autd3_set_error(AUTD3_E_NOMEM, "echocat: out of memory");
-  ec->opt = *opt;
-  ec->opt.ethercat.interface = NULL; /* not kept: the caller owns the string */
-  ec->opt.ethercat.capture_path = o->capture_path;
-  ec->period = send_cycle;
-  uint16_t count = 0;
+/* Undo a probe that did not choose its adapter (interface = auto). */
+static void unprobe(echocat_t *ec) {
+  if (ec->nic)
+    autd3__nic_close(ec->nic);
+  ec->nic = NULL;
+  autd3__capture_tap_stop(ec->cap); /* the file is for the adapter that is chosen */
+  ec->cap = NULL;
+  autd3__master_guard_release(ec->guard);
+  ec->guard = NULL;
+  ec->n = 0;
+}
 
-  if (o->interface == NULL || strcmp(o->interface, "auto") == 0) {
-    /* Every adapter that is up, first one whose slaves are all AUTD3 wins. */
-    autd3_nic_names_t names;
-    if ((e = autd3__nic_names(&names)) != AUTD3_OK) {
-      autd3__nic_names_free(&names);
-      goto fail;
-    }
-    size_t nn = names.count;
-    char tried[512] = "";
-    autd3_err_t first_perm = AUTD3_OK;
-    bool busy = false; /* some adapter has another master */
-    e = AUTD3_E_NO_DEVICE;
-    for (size_t i = 0; i < nn; i++) {
-      e = probe(ec, names.name[i], &count);
-      if (e == AUTD3_OK)
-        break;
-      if (e == AUTD3_E_PERMISSION)
-        first_perm = e;
-      busy = busy || e == AUTD3_E_SECOND_MASTER;
-      size_t l = strlen(tried);
-      snprintf(tried + l, sizeof tried - l, "%s%s (%s)", l ? ", " : "", names.name[i], autd3_err_name(e));
-      if (ec->nic)
-        autd3__nic_close(ec->nic);
-      ec->nic = NULL;
-      autd3__capture_tap_stop(ec->cap); /* the file is for the adapter that is chosen */
-      ec->cap = NULL;
-      autd3__master_guard_release(ec->guard);
-      ec->guard = NULL;
-      ec->n = 0;
-    }
+/* Interface "auto": every adapter that is up, the first one whose slaves are all AUTD3 wins. */
+static autd3_err_t probe_auto(echocat_t *ec, uint16_t *count) {
+  autd3_nic_names_t names;
+  autd3_err_t e = autd3__nic_names(&names);
+  if (e != AUTD3_OK) {
     autd3__nic_names_free(&names);
-    if (e != AUTD3_OK) {
-      if (busy && !first_perm)
-        e = autd3_set_error(AUTD3_E_SECOND_MASTER,
-                            "echocat: interface = auto: no free adapter has only AUTD3 devices; another EtherCAT master "
-                            "drives some (tried: %s)",
-                            tried);
-      else if (first_perm)
-        e = autd3_set_error(AUTD3_E_PERMISSION,
-                            "echocat: cannot open raw sockets to scan for AUTD3 devices: needs CAP_NET_RAW and "
-                            "CAP_NET_ADMIN (run as root or `sudo setcap cap_net_raw,cap_net_admin+ep <program>`)");
-      else
-        e = autd3_set_error(AUTD3_E_NO_DEVICE, "echocat: interface = auto: no adapter has only AUTD3 devices (tried: %s)",
-                            nn ? tried : "no adapter is up");
-      goto fail;
-    }
-  } else if ((e = probe(ec, o->interface, &count)) != AUTD3_OK) {
-    goto fail;
+    return e;
   }
-  if (count != want) {
-    e = autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "echocat %s: %u AUTD3 devices on the bus, the geometry has %zu",
-                        ec->ifname, count, want);
-    goto fail;
+  size_t nn = names.count;
+  char tried[512] = "";
+  bool perm = false, busy = false; /* some adapter refused us / has another master */
+  e = AUTD3_E_NO_DEVICE;
+  for (size_t i = 0; i < nn && e != AUTD3_OK; i++) {
+    if ((e = probe(ec, names.name[i], count)) == AUTD3_OK)
+      break;
+    perm = perm || e == AUTD3_E_PERMISSION;
+    busy = busy || e == AUTD3_E_SECOND_MASTER;
+    size_t l = strlen(tried);
+    snprintf(tried + l, sizeof tried - l, "%s%s (%s)", l ? ", " : "", names.name[i], autd3_err_name(e));
+    unprobe(ec);
   }
-  {
-    /* An EtherCAT line runs at 100 Mbit/s: every output frame (two devices'
-     * 626 B + the reference read, 106 µs on the wire), the read frame and
-     * the way through the chain must fit in one send cycle, or frames would
-     * queue up and be lost every cycle. Refuse such a chain here, naming the
-     * cycle that carries it (the computation: docs/echocat.md "The wire limit"). */
-    uint64_t need = autd3__echocat_cycle_wire_ns(count);
-    if (need > ec->period) {
-      e = autd3_set_error(AUTD3_E_INVALID_OPTION,
-                          "echocat %s: %u devices need %llu us of 100 Mbit/s wire per cycle (outputs, inputs, %u hops), "
-                          "more than the send cycle of %u us: raise sync0_period_ns (and send_cycle_ns) to at least %llu us",
-                          ec->ifname, count, (unsigned long long)(need / 1000), count, (unsigned)(ec->period / 1000),
-                          (unsigned long long)(autd3__echocat_min_cycle_ns(count) / 1000));
-      goto fail;
-    }
-  }
-  autd3_link_init(&ec->base, &ec_vt, AUTD3_LINK_ECHOCAT, ec->n);
+  autd3__nic_names_free(&names);
+  if (e == AUTD3_OK)
+    return e;
+  if (busy && !perm)
+    return autd3_set_error(AUTD3_E_SECOND_MASTER,
+                           "echocat: interface = auto: no free adapter has only AUTD3 devices; another EtherCAT master "
+                           "drives some (tried: %s)",
+                           tried);
+  if (perm)
+    return autd3_set_error(AUTD3_E_PERMISSION,
+                           "echocat: cannot open raw sockets to scan for AUTD3 devices: needs CAP_NET_RAW and "
+                           "CAP_NET_ADMIN (run as root or `sudo setcap cap_net_raw,cap_net_admin+ep <program>`)");
+  return autd3_set_error(AUTD3_E_NO_DEVICE, "echocat: interface = auto: no adapter has only AUTD3 devices (tried: %s)",
+                         nn ? tried : "no adapter is up");
+}
 
+/* The chain found fits the geometry and the send cycle. */
+static autd3_err_t check_chain(const echocat_t *ec, uint16_t count, size_t want) {
+  if (count != want)
+    return autd3_set_error(AUTD3_E_DEVICE_COUNT_MISMATCH, "echocat %s: %u AUTD3 devices on the bus, the geometry has %zu",
+                           ec->ifname, count, want);
+  /* An EtherCAT line runs at 100 Mbit/s: every output frame (two devices'
+   * 626 B + the reference read, 106 µs on the wire), the read frame and
+   * the way through the chain must fit in one send cycle, or frames would
+   * queue up and be lost every cycle. Refuse such a chain here, naming the
+   * cycle that carries it (the computation: docs/echocat.md "The wire limit"). */
+  uint64_t need = autd3__echocat_cycle_wire_ns(count);
+  if (need > ec->period)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION,
+                           "echocat %s: %u devices need %llu us of 100 Mbit/s wire per cycle (outputs, inputs, %u hops), "
+                           "more than the send cycle of %u us: raise sync0_period_ns (and send_cycle_ns) to at least %llu us",
+                           ec->ifname, count, (unsigned long long)(need / 1000), count, (unsigned)(ec->period / 1000),
+                           (unsigned long long)(autd3__echocat_min_cycle_ns(count) / 1000));
+  return AUTD3_OK;
+}
+
+/* PRE-OP, distributed clocks, SYNC0, the process-data SM/FMMU mapping, SAFE-OP. */
+static autd3_err_t configure(echocat_t *ec) {
   uint16_t all[AUTD3_MAX_DEVICES];
   autd3__echocat_list_range(all, 0, ec->n);
+  autd3_err_t e;
   if ((e = autd3__echocat_to_preop(ec, all, ec->n)) != AUTD3_OK || (e = autd3__echocat_dc_config(ec, all, ec->n, true)) != AUTD3_OK ||
       (e = autd3__echocat_wait_sync(ec)) != AUTD3_OK || (e = autd3__echocat_sync0_on(ec, all, ec->n)) != AUTD3_OK ||
-      (e = autd3__echocat_map_pdo(ec, all, ec->n)) != AUTD3_OK || (e = autd3__echocat_request_state(ec, all, ec->n, AL_SAFEOP)) != AUTD3_OK ||
-      (e = autd3__echocat_wait_state(ec, all, ec->n, AL_SAFEOP, o->state_timeout_ms)) != AUTD3_OK)
-    goto fail;
+      (e = autd3__echocat_map_pdo(ec, all, ec->n)) != AUTD3_OK)
+    return e;
+  if ((e = autd3__echocat_request_state(ec, all, ec->n, AL_SAFEOP)) != AUTD3_OK)
+    return e;
+  return autd3__echocat_wait_state(ec, all, ec->n, AL_SAFEOP, ec->opt.ethercat.state_timeout_ms);
+}
 
-  /* Cyclic exchange: warm-up in SAFE-OP, then OP once the WKC is stable for 5 cycles. */
+/* The cycle engine's buffers and its initial timing estimates, from the wire
+ * model of a 100 Mbit/s chain (refined by measurement). */
+static autd3_err_t cycle_init(echocat_t *ec) {
   ec->ngroups = (ec->n + 1) / 2;
   ec->in_ngr = autd3__echocat_in_groups(ec->n, &ec->in_gsz);
   ec->zero_tx = calloc((size_t)ec->n, OUT_BYTES + IN_BYTES);
-  if (!ec->zero_tx) {
-    e = autd3_set_error(AUTD3_E_NOMEM, "echocat: out of memory");
-    goto fail;
-  }
-  /* Initial timing estimates from the wire model of a 100 Mbit/s chain (refined by measurement). */
+  if (!ec->zero_tx)
+    return autd3_set_error(AUTD3_E_NOMEM, "echocat: out of memory");
   ec->out_rtt_ns = (double)(ec->n * OUT_BYTES + ec->ngroups * 70) * 80.0 + 20000.0;
   ec->rd_rtt_ns = 100000.0;
   ec->w0_ns = autd3__echocat_out_wire_ns(ec->n < 2 ? ec->n : 2);
@@ -427,64 +420,59 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   ec->wake_lat_ns = 50000.0;
   ec->burst = autd3__echocat_out_wire_ns(ec->n) + (uint64_t)ec->n * HOP_MAX_NS + GUARD_NS + SPLIT_HOST_NS > ec->period;
   autd3__echocat_update_read_ahead(ec);
-  uint8_t *rx = ec->zero_tx + (size_t)ec->n * OUT_BYTES;
-  uint64_t op_req = 0, last_fix = 0;
-  int good = 0;
-  for (uint32_t i = 0;; i++) {
-    cycle_res_t res;
-    if ((e = autd3__echocat_cycle_core(ec, ec->zero_tx, rx, &res)) != AUTD3_OK)
-      goto fail;
-    uint64_t now = autd3__now_ns();
-    if (i == opt->warmup_cycles) {
-      uint8_t v[2];
-      ecat_put16(v, AL_OP);
-      if ((e = autd3__echocat_dg1(ec, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, NULL)) != AUTD3_OK)
-        goto fail;
-      op_req = last_fix = now;
-    }
-    if (!op_req)
-      continue;
-    good = (!res.lost && res.wkc_ok && res.all_op) ? good + 1 : 0;
-    if (good >= 5)
-      break;
-    if (now - last_fix > 100000000u) { /* every 100 ms without progress: ack errors, ask for OP again */
-      last_fix = now;
-      uint8_t al[AUTD3_MAX_DEVICES];
-      uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
-      if (autd3__echocat_read_states(ec, all, ec->n, al, code, wkc) == AUTD3_OK)
-        for (uint16_t k = 0; k < ec->n; k++) {
-          uint8_t v[2];
-          if ((al[k] & 0x1F) == (AL_SAFEOP | AL_ERROR))
-            ecat_put16(v, AL_SAFEOP | AL_ACK);
-          else if ((al[k] & 0x0F) == AL_SAFEOP)
-            ecat_put16(v, AL_OP);
-          else
-            continue;
-          autd3__echocat_dg1(ec, ECAT_FPWR, STATION(k), REG_ALCTL, v, 2, NULL, NULL);
-        }
-    }
-    if (now - op_req > (uint64_t)o->op_wait_timeout_ms * 1000000u) {
-      uint8_t al[AUTD3_MAX_DEVICES];
-      uint16_t code[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
-      char detail[256] = "";
-      if (autd3__echocat_read_states(ec, all, ec->n, al, code, wkc) == AUTD3_OK)
-        for (uint16_t k = 0; k < ec->n; k++) {
-          size_t l = strlen(detail);
-          snprintf(detail + l, sizeof detail - l, "%sdevice %u %s%s code 0x%04x", k ? "; " : "", k,
-                   wkc[k] ? autd3__echocat_al_name(al[k]) : "lost", (al[k] & AL_ERROR) ? "+ERROR" : "", code[k]);
-        }
-      e = autd3_set_error(AUTD3_E_STATE_TIMEOUT, "echocat %s: devices not in OP with a stable working counter within "
-                                                 "op_wait_timeout_ms = %u: %s",
-                          ec->ifname, o->op_wait_timeout_ms, detail);
-      goto fail;
-    }
-  }
-  if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0) {
-    e = autd3__echocat_foreign_master_error(ec, "during open");
-    goto fail;
-  }
+  return AUTD3_OK;
+}
+
+/* ---- the OP wait: the shared bring-up (src/ecat/bringup.h) on echocat's cycle engine and transactions */
+
+static autd3_err_t bu_exchange(void *c, autd3_link_ecat_cycle_t *out) {
+  echocat_t *ec = c;
+  cycle_res_t res;
+  autd3_err_t e = autd3__echocat_cycle_core(ec, ec->zero_tx, ec->zero_tx + (size_t)ec->n * OUT_BYTES, &res);
+  /* echocat judges every frame's working counter itself (wkc_ok); no total to report */
+  *out = (autd3_link_ecat_cycle_t){.wkc = 0, .wkc_ok = res.wkc_ok, .lost = res.lost, .all_op = res.all_op};
+  return e;
+}
+
+static autd3_err_t bu_request_op(void *c) {
+  uint8_t v[2];
+  ecat_put16(v, AL_OP);
+  return autd3__echocat_dg1(c, ECAT_BWR, 0, REG_ALCTL, v, 2, NULL, NULL);
+}
+
+static autd3_err_t bu_read_states(void *c, uint16_t *al, uint16_t *code, bool *answered) {
+  echocat_t *ec = c;
+  uint16_t all[AUTD3_MAX_DEVICES], wkc[AUTD3_MAX_DEVICES];
+  uint8_t st[AUTD3_MAX_DEVICES];
+  autd3__echocat_list_range(all, 0, ec->n);
+  autd3_err_t e = autd3__echocat_read_states(ec, all, ec->n, st, code, wkc);
+  for (uint16_t k = 0; k < ec->n && e == AUTD3_OK; k++)
+    al[k] = st[k], answered[k] = wkc[k] != 0;
+  return e;
+}
+
+static autd3_err_t bu_write_control(void *c, uint16_t dev, uint16_t value) {
+  uint8_t v[2];
+  ecat_put16(v, value);
+  return autd3__echocat_dg1(c, ECAT_FPWR, STATION(dev), REG_ALCTL, v, 2, NULL, NULL);
+}
+
+static autd3_err_t bring_up(echocat_t *ec) {
+  const autd3_link_ecat_bringup_ops_t ops = {ec, bu_exchange, bu_request_op, bu_read_states, bu_write_control};
+  const autd3_link_ecat_bringup_config_t cfg = {sizeof cfg, ec->n, ec->opt.warmup_cycles, ec->opt.ethercat.op_wait_timeout_ms,
+                                                "echocat", ec->ifname};
+  uint16_t wkc = 0;
+  return autd3__ecat_bringup_run(&ops, &cfg, &wkc);
+}
+
+/* Every device in OP: no other master showed up, the state checker's
+ * recovery reads what it restores, and the caller's cycles start. */
+static autd3_err_t start(echocat_t *ec) {
+  autd3_err_t e;
+  if (atomic_load_explicit(&ec->foreign, memory_order_relaxed) != 0)
+    return autd3__echocat_foreign_master_error(ec, "during open");
   if ((e = recovery_create(ec)) != AUTD3_OK)
-    goto fail;
+    return e;
   /* statistics count the caller's cycles only */
   for (int i = 0; i <= JIT_BUCKETS; i++)
     atomic_store(&ec->jit[i], 0);
@@ -494,10 +482,39 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   ec->first_call = true;
   atomic_store(&ec->running, true);
   ec->opt.ethercat.capture_path = NULL; /* the caller's string; the file is open */
-  *out = &ec->base;
   return AUTD3_OK;
+}
 
-fail:
+/* Open: the adapter and its chain (probe), the configuration up to SAFE-OP,
+ * the OP wait, then cyclic operation. */
+autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const autd3_geometry_t *geometry,
+                                     struct autd3_link **out) {
+  const autd3_echocat_option_t *opt = &option->u.echocat;
+  uint32_t send_cycle = 0;
+  autd3_err_t e = validate(opt, &send_cycle);
+  if (e != AUTD3_OK)
+    return e;
+  echocat_t *ec = calloc(1, sizeof *ec);
+  if (!ec)
+    return autd3_set_error(AUTD3_E_NOMEM, "echocat: out of memory");
+  ec->opt = *opt;
+  ec->opt.ethercat.interface = NULL; /* not kept: the caller owns the string */
+  ec->period = send_cycle;
+  const char *ifname = opt->ethercat.interface;
+  uint16_t count = 0;
+  if (ifname == NULL || strcmp(ifname, "auto") == 0)
+    e = probe_auto(ec, &count);
+  else
+    e = probe(ec, ifname, &count);
+  if (e == AUTD3_OK && (e = check_chain(ec, count, autd3_geometry_num_devices(geometry))) == AUTD3_OK) {
+    autd3_link_init(&ec->base, &ec_vt, AUTD3_LINK_ECHOCAT, ec->n);
+    if ((e = configure(ec)) == AUTD3_OK && (e = cycle_init(ec)) == AUTD3_OK && (e = bring_up(ec)) == AUTD3_OK)
+      e = start(ec);
+  }
+  if (e == AUTD3_OK) {
+    *out = &ec->base;
+    return AUTD3_OK;
+  }
   if (ec->nic && ec->n) { /* best effort: leave the devices in INIT */
     uint8_t v[2];
     ecat_put16(v, AL_INIT);

@@ -1,6 +1,7 @@
 /*
  * echocat's internals, shared by its files (one concern each):
- *   echocat.c  the link's entry points: open, close, state check and recovery, diagnostics
+ *   echocat.c  the link's entry points: open (its phases; the OP wait is src/ecat/bringup.h's), close,
+ *              state check and recovery, diagnostics
  *   slots.c    frame slots and transactions (send, reply matching, the checker's mailbox)
  *   scan.c     count, addresses, SII and identity, AL states, PRE-OP, SM/FMMU mapping
  *   dc.c       distributed clocks (phase samples, offsets/delays/drift, alignment, SYNC0)
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
+#include "ecat/bringup.h"
 #include "ecat/identity.h"
 #include "ecat/recovery.h"
 #include "link/echocat/ecat.h"
@@ -209,7 +211,6 @@ autd3_err_t autd3__echocat_xfer(echocat_t *ec, slot_t *s);
 autd3_err_t autd3__echocat_xfer_direct(echocat_t *ec, slot_t *s, uint32_t timeout_us, int tries);
 
 /* scan.c: scan, identity, AL states, PDO mapping */
-const char *autd3__echocat_al_name(uint8_t st);
 autd3_err_t autd3__echocat_assign_addresses(echocat_t *ec, const uint16_t *list, int cnt);
 autd3_err_t autd3__echocat_check_identity(echocat_t *ec, const uint16_t *list, int cnt);
 autd3_err_t autd3__echocat_count_slaves(echocat_t *ec, uint16_t *count);

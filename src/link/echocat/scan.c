@@ -153,17 +153,6 @@ autd3_err_t autd3__echocat_check_identity(echocat_t *ec, const uint16_t *list, i
 
 /* ---------------------------------------------------------------- states */
 
-const char *autd3__echocat_al_name(uint8_t st) {
-  switch (st & 0x0F) {
-  case AL_INIT: return "INIT";
-  case AL_PREOP: return "PRE-OP";
-  case AL_BOOT: return "BOOT";
-  case AL_SAFEOP: return "SAFE-OP";
-  case AL_OP: return "OP";
-  default: return "NONE";
-  }
-}
-
 autd3_err_t autd3__echocat_request_state(echocat_t *ec, const uint16_t *list, int cnt, uint16_t state) {
   uint8_t v[AUTD3_MAX_DEVICES * 2] = {0};
   for (int i = 0; i < cnt; i++)
@@ -204,7 +193,7 @@ autd3_err_t autd3__echocat_wait_state(echocat_t *ec, const uint16_t *list, int c
         if (wkc[k] == 1 && (al[k] & AL_ERROR))
           return autd3_set_error(AUTD3_E_STATE_TIMEOUT,
                                  "echocat %s: device %u refused %s: state %s+ERROR, AL status code 0x%04x", ec->ifname, k,
-                                 autd3__echocat_al_name(state), autd3__echocat_al_name(al[k]), code[k]);
+                                 autd3__ecat_al_name(state), autd3__ecat_al_name(al[k]), code[k]);
         if (wkc[k] != 1 || (al[k] & 0x0F) != state)
           bad = k;
       }
@@ -213,10 +202,10 @@ autd3_err_t autd3__echocat_wait_state(echocat_t *ec, const uint16_t *list, int c
     }
     if (autd3__now_ns() > end) {
       if (bad < 0)
-        return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "echocat %s: no answer while waiting for %s", ec->ifname, autd3__echocat_al_name(state));
+        return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "echocat %s: no answer while waiting for %s", ec->ifname, autd3__ecat_al_name(state));
       return autd3_set_error(AUTD3_E_STATE_TIMEOUT,
                              "echocat %s: device %d did not reach %s within %u ms (state %s, AL status code 0x%04x%s)",
-                             ec->ifname, bad, autd3__echocat_al_name(state), timeout_ms, wkc[bad] ? autd3__echocat_al_name(al[bad]) : "no answer",
+                             ec->ifname, bad, autd3__ecat_al_name(state), timeout_ms, wkc[bad] ? autd3__ecat_al_name(al[bad]) : "no answer",
                              code[bad], wkc[bad] ? "" : ", lost");
     }
     if (!atomic_load(&ec->running))

@@ -1,10 +1,11 @@
 /*
  * The EtherCrab link: the C half. EtherCrab (crates.io `ethercrab`, a pure
  * Rust EtherCAT MainDevice) runs inside the Rust shim of this folder
- * (src/lib.rs, a staticlib); this file is the only code that calls it. It
- * implements the link vtable of autd3/link_driver.h, validates options, paces
- * each cycle to the DC phase with absolute-deadline sleeps, counts stale/lost
- * cycles, and turns the shim's status codes + messages into autd3_err_t +
+ * (src/, a staticlib); this file is the only code that calls it. It
+ * implements the link vtable of autd3/link_driver.h, validates options, runs
+ * the OP wait every EtherCAT link shares (services ecat_bringup) over the
+ * shim's cycle, paces each cycle to the DC phase with absolute-deadline
+ * sleeps, counts stale/lost cycles, and turns the shim's status codes + messages into autd3_err_t +
  * autd3_set_error(). Rust never sees an autd3 type; C never sees a Rust one.
  *
  * Merely linking this object registers the link (constructor below); the
@@ -18,6 +19,7 @@
 #include "autd3/link_driver.h"
 #include "core/error_context.h" /* header-only: autd3__error_save/_restore (public API only) */
 #include "crab_pace.h"
+#include "ecat/regs.h" /* register numbers: the tree's one map (header-only constants) */
 
 /* Everything this library needs of libautd3 besides the public API (time,
  * the pacer, threads' RT policy, the capture tap, the one-master guard, the
@@ -25,8 +27,8 @@
  * of libautd3 is compiled in twice. Set at registration; the table is static. */
 static const autd3_link_services_t *S;
 
-/* ---- the shim's C ABI (mirror of src/lib.rs; bump both on change) ---------- */
-#define CRAB_ABI_VERSION 8u
+/* ---- the shim's C ABI (mirror of src/ffi.rs; bump both on change) ---------- */
+#define CRAB_ABI_VERSION 9u
 
 enum {
   CRAB_OK = 0,
@@ -44,6 +46,7 @@ enum {
   CRAB_VERSION = 12,
   CRAB_LOST = 13,
   CRAB_SECOND_MASTER = 14, /* from C's on_adapter hook only (the shim passes it through) */
+  CRAB_NOT_BUILT = 15,     /* the shim has no raw-socket transport for this OS */
 };
 
 typedef struct crab_open_args {
@@ -55,7 +58,6 @@ typedef struct crab_open_args {
   uint32_t sync_tolerance_ns;
   uint32_t sync_timeout_ms;
   uint32_t state_timeout_ms;
-  uint32_t op_wait_timeout_ms;
   uint32_t pdu_timeout_ms;
   int32_t rt_priority;
   int32_t rt_cpu;
@@ -74,7 +76,6 @@ typedef struct crab_open_args {
 
 typedef struct crab_open_info {
   uint16_t num_devices;
-  uint16_t expected_wkc;
   char interface[64];
 } crab_open_info_t;
 
@@ -94,6 +95,8 @@ struct crab_link; /* Rust-owned */
 uint32_t autd3crab_abi_version(void);
 int32_t autd3crab_open(const crab_open_args_t *args, struct crab_link **out, crab_open_info_t *info, char *msg, size_t cap);
 int32_t autd3crab_cycle(const struct crab_link *link, const uint8_t *tx, uint8_t *rx, crab_cycle_out_t *out, char *msg, size_t cap);
+int32_t autd3crab_request_op(struct crab_link *link, char *msg, size_t cap);
+void autd3crab_set_expected_wkc(struct crab_link *link, uint16_t wkc);
 int32_t autd3crab_register(const struct crab_link *link, uint16_t dev, bool by_position, bool write, uint16_t reg, uint8_t *buf,
                            uint16_t len, uint16_t *wkc, char *msg, size_t cap);
 uint16_t autd3crab_station(const struct crab_link *link, uint16_t dev);
@@ -159,6 +162,7 @@ static autd3_err_t map_code(int32_t code) {
     case CRAB_LINK: return AUTD3_E_LINK;
     case CRAB_VERSION: return AUTD3_E_VERSION;
     case CRAB_SECOND_MASTER: return AUTD3_E_SECOND_MASTER;
+    case CRAB_NOT_BUILT: return AUTD3_E_NOT_BUILT;
     default: return AUTD3_E_INTERNAL;
   }
 }
@@ -230,6 +234,80 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
     return AUTD3_OK;
   }
   return autd3_set_error(map_code(rc), "%s", L->cycle_msg[0] ? L->cycle_msg : "ethercrab: bus cycle failed");
+}
+
+/* ---- the OP wait: the one every EtherCAT link shares (services ecat_bringup) on the shim ---- */
+
+typedef struct crab_bringup {
+  ethercrab_link_t *L;
+  uint8_t *tx, *rx;  /* zero outputs, inputs ignored (n devices each) */
+  uint64_t next_ns;  /* the next exchange's send point (0: at once) */
+} crab_bringup_t;
+
+/* One exchange, then the wait EtherCrab computes to the next SYNC0 edge +
+ * shift (its own pacing rule, as the shim's bring-up always paced). The
+ * working counter is learned: a good cycle's is the one that holds. */
+static autd3_err_t bu_exchange(void *c, autd3_link_ecat_cycle_t *out) {
+  crab_bringup_t *b = c;
+  if (b->next_ns != 0) S->sleep_until_ns(b->next_ns, 0);
+  crab_cycle_out_t co;
+  memset(&co, 0, sizeof co);
+  char msg[MSG_CAP] = "";
+  uint64_t t0 = S->now_ns();
+  int32_t rc = autd3crab_cycle(b->L->crab, b->tx, b->rx, &co, msg, sizeof msg);
+  if (rc != CRAB_OK && rc != CRAB_LOST) return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: bus cycle failed");
+  bool lost = rc == CRAB_LOST || co.lost;
+  b->next_ns = rc == CRAB_OK ? t0 + co.next_cycle_wait_ns : 0;
+  *out = (autd3_link_ecat_cycle_t){.wkc = co.working_counter, .wkc_ok = !lost, .lost = lost, .all_op = co.all_op != 0};
+  return AUTD3_OK;
+}
+
+static autd3_err_t bu_request_op(void *c) {
+  char msg[MSG_CAP] = "";
+  int32_t rc = autd3crab_request_op(((crab_bringup_t *)c)->L->crab, msg, sizeof msg);
+  return rc == CRAB_OK ? AUTD3_OK : autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: requesting OP failed");
+}
+
+/* AL status (0x0130) and AL status code (0x0134) of every device, one read each. */
+static autd3_err_t bu_read_states(void *c, uint16_t *al, uint16_t *code, bool *answered) {
+  ethercrab_link_t *L = ((crab_bringup_t *)c)->L;
+  for (uint16_t d = 0; d < L->base.num_devices; d++) {
+    uint8_t b[6] = {0};
+    uint16_t w = 0;
+    char msg[MSG_CAP] = "";
+    int32_t rc = autd3crab_register(L->crab, d, false, false, REG_ALSTAT, b, sizeof b, &w, msg, sizeof msg);
+    if (rc != CRAB_OK) return autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: reading AL status failed");
+    al[d] = (uint16_t)(b[0] | (b[1] << 8)), code[d] = (uint16_t)(b[4] | (b[5] << 8)), answered[d] = w != 0;
+  }
+  return AUTD3_OK;
+}
+
+static autd3_err_t bu_write_control(void *c, uint16_t dev, uint16_t value) {
+  uint8_t b[2] = {(uint8_t)value, (uint8_t)(value >> 8)};
+  uint16_t w = 0;
+  char msg[MSG_CAP] = "";
+  int32_t rc = autd3crab_register(((crab_bringup_t *)c)->L->crab, dev, false, true, REG_ALCTL, b, sizeof b, &w, msg, sizeof msg);
+  return rc == CRAB_OK ? AUTD3_OK : autd3_set_error(map_code(rc), "%s", msg[0] ? msg : "ethercrab: writing AL control failed");
+}
+
+/* Warm-up, OP request, OP with a stable working counter; then the shim
+ * judges every cycle against that counter. */
+static autd3_err_t wait_for_op(ethercrab_link_t *L, const autd3_ethercat_option_t *e, const char *ifname) {
+  uint16_t n = L->base.num_devices;
+  crab_bringup_t b = {L, calloc(n, AUTD3_TX_FRAME_BYTES), calloc(n, AUTD3_RX_FRAME_BYTES), 0};
+  autd3_err_t err = AUTD3_OK;
+  if (b.tx == NULL || b.rx == NULL) err = autd3_set_error(AUTD3_E_NOMEM, "ethercrab: out of memory");
+  const autd3_link_ecat_bringup_ops_t ops = {&b, bu_exchange, bu_request_op, bu_read_states, bu_write_control};
+  const autd3_link_ecat_bringup_config_t cfg = {sizeof cfg, n, AUTD3_LINK_ECAT_WARMUP_CYCLES, e->op_wait_timeout_ms, "ethercrab",
+                                                ifname};
+  uint16_t wkc = 0;
+  if (err == AUTD3_OK && (err = S->ecat_bringup(&ops, &cfg, &wkc)) == AUTD3_OK) {
+    autd3crab_set_expected_wkc(L->crab, wkc);
+    L->expected_wkc = wkc;
+  }
+  free(b.tx);
+  free(b.rx);
+  return err;
 }
 
 /* ---- the state checker: libautd3's EtherCAT recovery on the shim's register access ----
@@ -359,6 +437,14 @@ static size_t crab_diagnostics(struct autd3_link *l, char *buf, size_t cap) {
   return (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
+/* Open failed after the shim's open: close it all, keeping err's message. */
+static autd3_err_t close_failed(ethercrab_link_t *L, autd3_err_t err) {
+  autd3__error_saved_t keep; /* the failure's message survives the close */
+  autd3__error_save(&keep);
+  crab_close(&L->base);
+  return autd3__error_restore(&keep, err);
+}
+
 static const autd3_link_vtable_t crab_vtable = {
     .cycle = crab_cycle,
     .check_state = crab_check_state,
@@ -395,7 +481,6 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
       .sync_tolerance_ns = e->sync_tolerance_ns,
       .sync_timeout_ms = e->sync_timeout_ms,
       .state_timeout_ms = e->state_timeout_ms,
-      .op_wait_timeout_ms = e->op_wait_timeout_ms,
       .pdu_timeout_ms = o->pdu_timeout_ms,
       .rt_priority = e->rt_priority,
       .rt_cpu = e->rt_cpu,
@@ -418,24 +503,14 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   }
   L->cap = ad.tap;
   L->guard = ad.guard;
-  /* every device is in OP: what the recovery restores is read now */
-  if ((err = recovery_create(L, e->state_timeout_ms)) != AUTD3_OK) {
-    autd3__error_saved_t keep;
-    autd3__error_save(&keep);
-    crab_close(&L->base);
-    return autd3__error_restore(&keep, err);
-  }
-  if (S->tap_foreign(L->cap, NULL) != 0) { /* another master's frames during the bring-up */
-    autd3_err_t fe = foreign_master_error(L, info.interface, "during open");
-    autd3__error_saved_t keep;
-    autd3__error_save(&keep);
-    crab_close(&L->base);
-    return autd3__error_restore(&keep, fe);
-  }
+  /* every device in SAFE-OP: the OP wait, then (every device in OP) what the recovery restores is read */
+  if ((err = wait_for_op(L, e, info.interface)) != AUTD3_OK || (err = recovery_create(L, e->state_timeout_ms)) != AUTD3_OK)
+    return close_failed(L, err);
+  if (S->tap_foreign(L->cap, NULL) != 0) /* another master's frames during the bring-up */
+    return close_failed(L, foreign_master_error(L, info.interface, "during open"));
   L->period_ns = e->sync0_period_ns;
   L->send_period_ns = e->send_cycle_ns != 0 ? e->send_cycle_ns : e->sync0_period_ns;
   S->pacer_init(&L->pace, L->send_period_ns, 0);
-  L->expected_wkc = info.expected_wkc;
   crab_pace_init(&L->dc, e->sync0_period_ns, L->send_period_ns, e->sync0_shift_ns);
   memcpy(L->ifname, info.interface, sizeof L->ifname);
   L->ifname[sizeof L->ifname - 1] = 0;

@@ -13,7 +13,8 @@
  *   adapter (given or auto-detected) -> ecx_init -> ecx_config_init -> every
  *   slave an AUTD3 (src/ecat/identity.h) -> PRE-OP->SAFE-OP hook that starts SYNC0 -> ecx_configdc
  *   -> DC alignment wait -> ecx_config_map_group (does PRE-OP->SAFE-OP) ->
- *   SAFE-OP check -> warm-up cycles, OP request, wait for OP with a stable WKC.
+ *   SAFE-OP check -> the OP wait every EtherCAT link shares (services
+ *   ecat_bringup: warm-up cycles, OP request, OP with a stable WKC).
  * cycle() is paced to the DC phase (as crate autd3-rs-link-soem 0.9.0 does; docs/soem.md), check_state() is libautd3's
  * EtherCAT recovery (services ecat_recovery_*: the new-generation state
  * checker plus the slave recovery) on SOEM's primitives, close() stops SYNC0
@@ -25,80 +26,30 @@
  * time: that is how SOEM lets a state checker share the socket with the cyclic
  * exchange (frames are matched by index). The link's only thread is the
  * optional capture tap's (src/nic/capture.h).
+ *
+ * Portable: SOEM's own OS port does the I/O; the adapter checks before SOEM
+ * opens it are libautd3's NIC seam (services nic_probe, nic_is_loopback).
+ * Files: soem_internal.h.
  */
-#define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <net/if.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <soem/soem.h>
+#include "link/soem/soem_internal.h"
 
-#include "autd3/link_driver.h"
-#include "ecat/regs.h" /* register numbers: the tree's one map (header-only constants) */
+const autd3_link_services_t *autd3_soem_svc;
 
-/* Everything else this library needs of libautd3 (time, the pacer, the
- * capture tap, the one-master guard, the identity check) comes through the
- * versioned services table, so that nothing of libautd3 is compiled in twice.
- * Set by the first open (or registration); the table is static. */
-static const autd3_link_services_t *S;
-
-#define TX_BYTES AUTD3_TX_FRAME_BYTES
-#define RX_BYTES AUTD3_RX_FRAME_BYTES
-#define WARMUP_CYCLES 200u          /* process-data cycles in SAFE-OP before OP is requested (link.rs) */
-#define WKC_STABLE_CYCLES 5u        /* consecutive cycles with the expected WKC before OP counts (link.rs) */
-#define OP_RECOVERY_NS 100000000ull /* re-request OP / ack errors every 100 ms while waiting (link.rs) */
 #define ALIGN_CHECK_NS 10000000ull  /* read the DC differences every 10 ms (sync.rs) */
 #define ALIGN_LOOP_NS 1000000ull    /* distribute the reference time every 1 ms (sync.rs) */
 #define ALIGN_EMA_ALPHA 0.2         /* smoothing of the DC differences (sync.rs) */
-#define RECOVER_TIMEOUT_US 500000   /* per-slave recover/reconfig timeout, as SOEM's classic ecatcheck */
-#define CONFIRM_TIMEOUT_US 20000    /* the second, single AL-status read before a device counts as lost */
-
-typedef struct soem_link {
-  struct autd3_link hdr; /* must be first */
-  ecx_contextt *ctx;     /* heap: the context is several hundred kB */
-  uint8_t *iomap;        /* (1 + 626 + 2) bytes per device; SOEM keeps pointers into it */
-  char ifname[IF_NAMESIZE + 1];
-  uint32_t sync0_period_ns;
-  int32_t sync0_shift_ns;
-  int64_t cycle_ns; /* send_cycle_ns, or sync0_period_ns when 0 */
-  int expected_wkc;
-  bool ctx_open;   /* ecx_init called: ecx_close needed */
-  bool configured; /* slaves configured by us: stop SYNC0 and request INIT on close */
-  /* cycle state, touched by the cycle thread only: the shared pacer,
-   * re-anchored at the DC phase after every good cycle, unanchored (send at
-   * once) before the first and after a lost one; its counters are read by
-   * diagnostics */
-  autd3_link_pacer_t pace;
-  /* diagnostics, written by the cycle thread, read by anyone */
-  _Atomic int64_t diag_last_wkc;
-  _Atomic uint64_t diag_max_txrx_ns;  /* worst send+receive duration */
-  _Atomic int64_t diag_dc_phase_ns;   /* DC time mod cycle at the last good cycle */
-  /* SOEM owns its socket, so the shared passive tap (src/nic/capture.h)
-   * watches the adapter for another master's frames and, with capture_path,
-   * records every frame like tcpdump would */
-  autd3_link_tap_t *cap;
-  /* one master per chain: the interface's lock, taken before SOEM's first
-   * frame and held until close (src/nic/master_guard.h) */
-  autd3_link_master_guard_t *guard;
-  /* the state checker: libautd3's EtherCAT recovery on SOEM's primitives
-   * (services ecat_recovery_*; never touched by cycle) */
-  autd3_link_ecat_recovery_t *rec;
-} soem_link_t;
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
 static int us_clamp(uint64_t ms) { return ms * 1000u > (uint64_t)INT_MAX ? INT_MAX : (int)(ms * 1000u); }
 
-static const char *al_state_name(uint16_t s) {
+const char *autd3_soem_al_name(uint16_t s) {
   switch (s & 0x0f) {
     case EC_STATE_NONE: return "NONE (no response)";
     case EC_STATE_INIT: return "INIT";
@@ -122,7 +73,7 @@ static void describe_bad_slave(ecx_contextt *ctx, uint16_t want, char *buf, size
   for (int i = 1; i <= ctx->slavecount; i++) {
     const ec_slavet *s = &ctx->slavelist[i];
     if ((s->state & 0x1f) != want) {
-      snprintf(buf, cap, "device %d is %s, AL status 0x%04x (%s)", i - 1, al_state_name(s->state), s->ALstatuscode,
+      snprintf(buf, cap, "device %d is %s, AL status 0x%04x (%s)", i - 1, autd3_soem_al_name(s->state), s->ALstatuscode,
                ec_ALstatuscode2string(s->ALstatuscode));
       return;
     }
@@ -165,52 +116,12 @@ static void soem_close_ctx(ecx_contextt *ctx) {
 
 /* ---- interface selection ---------------------------------------------------------------- */
 
-/* A zeroed ifreq naming `ifname` (truncated to IFNAMSIZ - 1; callers check the length). */
-static void ifreq_for(struct ifreq *ifr, const char *ifname) {
-  memset(ifr, 0, sizeof *ifr);
-  size_t len = strlen(ifname);
-  memcpy(ifr->ifr_name, ifname, len < sizeof ifr->ifr_name ? len : sizeof ifr->ifr_name - 1);
-}
-
-/* Classify why an adapter cannot be used, before SOEM hides errno: NO_INTERFACE
- * if it does not exist, PERMISSION if raw sockets or the promiscuous-mode ioctl
- * that SOEM's ecx_init needs (CAP_NET_RAW + CAP_NET_ADMIN) are refused. */
-static autd3_err_t probe_interface(const char *ifname) {
-  if (if_nametoindex(ifname) == 0)
-    return autd3_set_error(AUTD3_E_NO_INTERFACE, "soem: network interface \"%s\" not found", ifname);
-  int fd = socket(PF_PACKET, SOCK_RAW, htons(0x88A4));
-  if (fd < 0) {
-    int e = errno;
-    if (e == EPERM || e == EACCES)
-      return autd3_set_error(AUTD3_E_PERMISSION,
-                             "soem: raw socket on \"%s\" refused (%s): SOEM needs CAP_NET_RAW and CAP_NET_ADMIN (run as root, "
-                             "or setcap cap_net_raw,cap_net_admin+ep on the program)",
-                             ifname, strerror(e));
-    return autd3_set_error(AUTD3_E_IO, "soem: cannot open a raw socket on \"%s\": %s", ifname, strerror(e));
-  }
-  struct ifreq ifr;
-  ifreq_for(&ifr, ifname);
-  autd3_err_t err = AUTD3_OK;
-  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
-    /* Setting the flags it already has is a no-op that still needs CAP_NET_ADMIN, like SOEM's own ioctl. */
-    if (ioctl(fd, SIOCSIFFLAGS, &ifr) != 0 && (errno == EPERM || errno == EACCES))
-      err = autd3_set_error(AUTD3_E_PERMISSION,
-                            "soem: setting promiscuous mode on \"%s\" refused: SOEM needs CAP_NET_ADMIN as well as CAP_NET_RAW",
-                            ifname);
-    else if (!(ifr.ifr_flags & IFF_UP))
-      err = autd3_set_error(AUTD3_E_NO_DEVICE, "soem: network interface \"%s\" is down (ip link set %s up)", ifname, ifname);
-  }
-  close(fd);
-  return err;
-}
-
 /* Open `ifname` with SOEM and enumerate its slaves. On success *n_out is the slave count. */
 static autd3_err_t soem_init(ecx_contextt *ctx, bool *ctx_open, const char *ifname, int *n_out) {
-  autd3_err_t err = probe_interface(ifname);
-  if (err != AUTD3_OK) return err;
   *ctx_open = true; /* ecx_init allocates the mailbox pool even when it fails: ecx_close frees it */
   if (ecx_init(ctx, ifname) <= 0)
-    return autd3_set_error(AUTD3_E_PERMISSION, "soem: ecx_init failed on \"%s\" (raw socket, SIOCSIFFLAGS or bind refused)", ifname);
+    return autd3_set_error(AUTD3_E_PERMISSION, "soem: ecx_init failed on \"%s\" (SOEM could not open the adapter for raw frames)",
+                           ifname);
   int n = ecx_config_init(ctx);
   if (n <= 0) return autd3_set_error(AUTD3_E_NO_DEVICE, "soem: no EtherCAT device answered on \"%s\"", ifname);
   *n_out = n;
@@ -229,6 +140,14 @@ static bool all_autd(const ecx_contextt *ctx, int n, int *bad) {
   return true;
 }
 
+/* The adapter as SOEM will use it (services nic_probe: SOEM's Linux port opens
+ * a raw socket and sets promiscuous mode with SIOCSIFFLAGS itself), before
+ * SOEM hides why it cannot: NO_INTERFACE, PERMISSION (naming what grants it),
+ * NO_DEVICE (down). `os_name` gets the name SOEM opens it by. */
+static autd3_err_t probe_interface(const char *ifname, char *os_name, size_t cap) {
+  return S->nic_probe(ifname, "soem", true, os_name, cap);
+}
+
 /* Interface "auto": the first adapter whose slaves are all AUTD3 (adapters.rs).
  * Loopback adapters are skipped (they can hold no EtherCAT slave). */
 static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_link_master_guard_t **guard) {
@@ -238,17 +157,11 @@ static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_link_master_gu
   bool permission = false, busy = false;
   bool found = false;
   for (ec_adaptert *a = head; a != NULL && !found; a = a->next) {
-    unsigned idx = if_nametoindex(a->name);
-    if (idx == 0 || strlen(a->name) >= IF_NAMESIZE) continue;
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    struct ifreq ifr;
-    ifreq_for(&ifr, a->name);
-    bool loopback = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_LOOPBACK);
-    if (fd >= 0) close(fd);
-    if (loopback) continue;
+    if (S->nic_is_loopback(a->name)) continue;
     if (used < sizeof scanned) used += (size_t)snprintf(scanned + used, sizeof scanned - used, "%s%s", used ? ", " : "", a->name);
-    autd3_err_t err = probe_interface(a->name);
-    if (err == AUTD3_OK) err = S->master_guard_take(a->name, "soem", guard);
+    char name[SOEM_IFNAME_CAP];
+    autd3_err_t err = probe_interface(a->name, name, sizeof name);
+    if (err == AUTD3_OK) err = S->master_guard_take(name, "soem", guard);
     if (err == AUTD3_E_PERMISSION) permission = true;
     if (err == AUTD3_E_SECOND_MASTER) busy = true;
     if (err != AUTD3_OK) continue;
@@ -256,11 +169,10 @@ static autd3_err_t find_autd_adapter(char *out, size_t cap, autd3_link_master_gu
     if (ctx == NULL) break;
     bool open = false;
     int n = 0, bad = 0;
-    err = soem_init(ctx, &open, a->name, &n);
+    err = soem_init(ctx, &open, name, &n);
     if (err == AUTD3_E_PERMISSION) permission = true;
     if (err == AUTD3_OK && all_autd(ctx, n, &bad)) {
-      memcpy(out, a->name, strlen(a->name) + 1 < cap ? strlen(a->name) + 1 : cap); /* < IF_NAMESIZE, checked above */
-      out[cap - 1] = 0;
+      snprintf(out, cap, "%s", name); /* cap = SOEM_IFNAME_CAP, as name's */
       found = true; /* keep its guard */
     } else {
       S->master_guard_release(*guard);
@@ -344,64 +256,56 @@ static autd3_err_t wait_for_align(soem_link_t *l, uint32_t tolerance_ns, uint32_
   }
 }
 
-static bool all_op(ecx_contextt *ctx) {
-  ecx_readstate(ctx);
-  for (int i = 1; i <= ctx->slavecount; i++)
-    if ((ctx->slavelist[i].state & 0x1f) != EC_STATE_OPERATIONAL) return false;
-  return true;
-}
+/* ---- the OP wait: the one every EtherCAT link shares (services ecat_bringup) on SOEM's process data ---- */
 
-/* While waiting for OP: ack SAFE-OP+ERROR slaves, re-request OP from SAFE-OP ones (link.rs). */
-static void recover_op_transition(ecx_contextt *ctx) {
-  ecx_readstate(ctx);
-  for (uint16_t i = 1; i <= ctx->slavecount; i++) {
-    uint16_t s = ctx->slavelist[i].state;
-    if ((s & 0x0f) == EC_STATE_SAFE_OP && (s & EC_STATE_ERROR))
-      request_state(ctx, i, EC_STATE_SAFE_OP | EC_STATE_ACK);
-    else if ((s & 0x0f) == EC_STATE_SAFE_OP)
-      request_state(ctx, i, EC_STATE_OPERATIONAL);
-  }
-}
+typedef struct soem_bringup {
+  soem_link_t *l;
+  uint64_t next_ns; /* the next cycle's send point (0: at once) */
+} soem_bringup_t;
 
-/* Exchange process data paced to the DC phase; request OP after the warm-up
- * and succeed once the WKC has been the expected one for 5 cycles and every
- * slave reads OP (link.rs wait_for_op). */
-static autd3_err_t wait_for_op(soem_link_t *l, uint32_t timeout_ms) {
+/* One process-data exchange, paced to the DC phase as the cycle is (link.rs
+ * next_cycle_wait). SOEM's process data reads no AL status: every device's
+ * OP is the final state read's to confirm. */
+static autd3_err_t bu_exchange(void *c, autd3_link_ecat_cycle_t *out) {
+  soem_bringup_t *b = c;
+  soem_link_t *l = b->l;
   ecx_contextt *ctx = l->ctx;
-  uint64_t start = S->now_ns(), last_recovery = start;
-  uint32_t cycles = 0, stable = 0;
-  bool requested = false;
-  for (;;) {
-    uint64_t t0 = S->now_ns();
-    ecx_send_processdata(ctx);
-    int wkc = ecx_receive_processdata(ctx, EC_TIMEOUTRET);
-    cycles++;
-    if (!requested && cycles >= WARMUP_CYCLES) {
-      request_state(ctx, 0, EC_STATE_OPERATIONAL);
-      requested = true;
-    }
-    if (requested && wkc == l->expected_wkc) {
-      if (++stable >= WKC_STABLE_CYCLES) {
-        if (all_op(ctx)) return AUTD3_OK;
-        stable = 0;
-      }
-    } else {
-      stable = 0;
-    }
-    uint64_t now = S->now_ns();
-    if (requested && stable == 0 && now - last_recovery >= OP_RECOVERY_NS) {
-      last_recovery = now;
-      recover_op_transition(ctx);
-    }
-    if (now - start >= (uint64_t)timeout_ms * 1000000ull) {
-      char what[192];
-      ecx_readstate(ctx);
-      describe_bad_slave(ctx, EC_STATE_OPERATIONAL, what, sizeof what);
-      return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "soem: devices did not reach OP within op_wait_timeout_ms = %u (last WKC %d of %d): %s",
-                             timeout_ms, wkc, l->expected_wkc, what);
-    }
-    S->sleep_until_ns(t0 + (uint64_t)next_cycle_wait(ctx->DCtime, l->cycle_ns, l->sync0_shift_ns), 0);
+  if (b->next_ns != 0) S->sleep_until_ns(b->next_ns, 0);
+  uint64_t t0 = S->now_ns();
+  ecx_send_processdata(ctx);
+  int wkc = ecx_receive_processdata(ctx, EC_TIMEOUTRET);
+  b->next_ns = t0 + (uint64_t)next_cycle_wait(ctx->DCtime, l->cycle_ns, l->sync0_shift_ns);
+  *out = (autd3_link_ecat_cycle_t){.wkc = wkc > 0 ? (uint16_t)wkc : 0, .wkc_ok = wkc == l->expected_wkc, .lost = wkc <= 0, .all_op = true};
+  return AUTD3_OK;
+}
+
+static autd3_err_t bu_request_op(void *c) {
+  request_state(((soem_bringup_t *)c)->l->ctx, 0, EC_STATE_OPERATIONAL);
+  return AUTD3_OK;
+}
+
+static autd3_err_t bu_read_states(void *c, uint16_t *al, uint16_t *code, bool *answered) {
+  ecx_contextt *ctx = ((soem_bringup_t *)c)->l->ctx;
+  ecx_readstate(ctx);
+  for (int i = 1; i <= ctx->slavecount; i++) {
+    const ec_slavet *s = &ctx->slavelist[i];
+    al[i - 1] = s->state, code[i - 1] = s->ALstatuscode, answered[i - 1] = (s->state & 0x0f) != EC_STATE_NONE;
   }
+  return AUTD3_OK;
+}
+
+static autd3_err_t bu_write_control(void *c, uint16_t dev, uint16_t value) {
+  request_state(((soem_bringup_t *)c)->l->ctx, (uint16_t)(dev + 1), value);
+  return AUTD3_OK;
+}
+
+static autd3_err_t wait_for_op(soem_link_t *l, const autd3_ethercat_option_t *o) {
+  soem_bringup_t b = {l, 0};
+  const autd3_link_ecat_bringup_ops_t ops = {&b, bu_exchange, bu_request_op, bu_read_states, bu_write_control};
+  const autd3_link_ecat_bringup_config_t cfg = {sizeof cfg, l->hdr.num_devices, AUTD3_LINK_ECAT_WARMUP_CYCLES,
+                                                o->op_wait_timeout_ms, "soem", l->ifname};
+  uint16_t wkc = 0;
+  return S->ecat_bringup(&ops, &cfg, &wkc);
 }
 
 /* ---- one master per chain ------------------------------------------------------------------------ */
@@ -435,7 +339,7 @@ static autd3_err_t foreign_master_error(soem_link_t *l, const char *when) {
  * from a power cycle is set up only after the state check reported its
  * reset. Costs nothing on a good cycle, one round trip on a short one. The
  * reply is taken only if it is ours (first datagram's header, as
- * fprd_checked), so a late reply to an earlier frame with the same index is
+ * soem_recovery.c fprd_checked), so a late reply to an earlier frame with the same index is
  * never read as inputs. No allocation. */
 static void per_device_inputs(soem_link_t *l, uint8_t *rx, bool *ok) {
   ecx_contextt *ctx = l->ctx;
@@ -525,185 +429,6 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   return AUTD3_OK;
 }
 
-/* A device that fell back to INIT/PRE-OP may have been power-cycled: its DC
- * system-time offset (0x0920) and propagation delay (0x0928) are then gone and
- * its clock is unrelated to the others, so SYNC0 would fire off the common grid.
- * Re-measure it the way ecx_configdc does, for this device only: latch the
- * receive time of one frame in every device (write to 0x0900), then set
- * offset = reference system time at that frame + delay - this device's local
- * latch time, and restore the delay SOEM measured at open. The cyclic FRMW of
- * 0x0910 then removes the residual error. Device 0 is the reference clock:
- * see rebase_reference(). Not on the hot path. */
-static void rebase_reference(ecx_contextt *ctx);
-static void realign_dc(ecx_contextt *ctx, uint16_t slave) {
-  const ec_slavet *ref = &ctx->slavelist[1], *s = &ctx->slavelist[slave];
-  if (slave == 1) rebase_reference(ctx);
-  if (slave <= 1 || !s->hasdc || !ref->hasdc) return;
-  int32_t zero = 0;
-  uint64_t t_ref = 0, off_ref = 0, t_k = 0;
-  if (ecx_BWR(&ctx->port, 0, REG_DCRT0, sizeof zero, &zero, EC_TIMEOUTRET) <= 0) return;
-  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCRTPU, sizeof t_ref, &t_ref, EC_TIMEOUTRET) != 1 ||
-      ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1 ||
-      ecx_FPRD(&ctx->port, s->configadr, REG_DCRTPU, sizeof t_k, &t_k, EC_TIMEOUTRET) != 1)
-    return;
-  uint64_t offset = htoell(S->autd3__ecat_dc_offset(etohll(t_ref) + etohll(off_ref), etohll(t_k), (uint32_t)s->pdelay));
-  int32_t delay = htoel(s->pdelay);
-  uint16_t speed = htoes(0x1000); /* SOEM's reset value; rewriting it restarts the drift filter */
-  ecx_FPWR(&ctx->port, s->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, s->configadr, REG_DCDELAY, sizeof delay, &delay, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, s->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
-}
-
-/* The reference clock (device 0) itself came back with a fresh clock: the
- * others still hold the old time base, so give the reference an offset that
- * continues it. No frame can latch both (the others' latched local times do
- * not include their drift correction), so read device 1's system time and the
- * reference's, each bracketed by host timestamps, and carry device 1's value
- * to the moment of the second read; the residual (a fraction of a frame round
- * trip) is absorbed by the others' drift control, which follows the reference. */
-static void rebase_reference(ecx_contextt *ctx) {
-  const ec_slavet *ref = &ctx->slavelist[1], *other = &ctx->slavelist[2];
-  if (ctx->slavecount < 2 || !ref->hasdc || !other->hasdc) return;
-  uint64_t s_other = 0, s_ref = 0;
-  uint64_t a0 = S->now_ns();
-  if (ecx_FPRD(&ctx->port, other->configadr, REG_DCSYS, sizeof s_other, &s_other, EC_TIMEOUTRET) != 1) return;
-  uint64_t a1 = S->now_ns();
-  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCSYS, sizeof s_ref, &s_ref, EC_TIMEOUTRET) != 1) return;
-  uint64_t b1 = S->now_ns();
-  /* the reference's system time is its local time plus its current offset */
-  uint64_t off_ref = 0;
-  if (ecx_FPRD(&ctx->port, ref->configadr, REG_DCOFS, sizeof off_ref, &off_ref, EC_TIMEOUTRET) != 1) return;
-  uint64_t target = etohll(s_other) + ((a1 + b1) / 2 - (a0 + a1) / 2);
-  uint64_t offset = htoell(S->autd3__ecat_dc_rebase_offset(etohll(off_ref), etohll(s_ref), target));
-  uint16_t speed = htoes(0x1000);
-  ecx_FPWR(&ctx->port, ref->configadr, REG_DCOFS, sizeof offset, &offset, EC_TIMEOUTRET);
-  ecx_FPWR(&ctx->port, ref->configadr, REG_DCSPEED, sizeof speed, &speed, EC_TIMEOUTRET);
-}
-
-/* One FPRD whose reply is checked against the request. SOEM matches a reply
- * to its request by the frame index alone (16 of them, SOEM v2.0.0
- * oshw/linux/nicdrv.c ecx_inframe), and its reads resend the same frame every
- * EC_TIMEOUTRET until the timeout (ecx_srconfirm). After a host stall,
- * replies to timed-out or resent frames arrive late; one whose index has
- * been reused meanwhile is taken as the reply to the new request, whose own
- * reply is then the stale one for the next user of that index, and so on: a
- * lasting shift, in which every FPRD of the state checker read process data
- * (both devices LOST for good while they ran in OP). This read sends once,
- * skips replies that are not to its own datagram (command, address, length)
- * and so consumes the stale one, ending the shift on its index. */
-static int fprd_checked(ecx_contextt *ctx, uint16_t adr, uint16_t reg, uint16_t len, void *data, int timeout_us) {
-  ecx_portt *port = &ctx->port;
-  uint8 idx = ecx_getindex(port);
-  ecx_setupdatagram(port, &port->txbuf[idx], EC_CMD_FPRD, idx, adr, reg, len, data);
-  ecx_outframe_red(port, idx);
-  osal_timert t;
-  osal_timer_start(&t, timeout_us);
-  int wkc = EC_NOFRAME;
-  while (!osal_timer_is_expired(&t)) {
-    int w = ecx_waitinframe(port, idx, EC_TIMEOUTRET);
-    if (w <= EC_NOFRAME) continue;
-    ec_comt h;
-    memcpy(&h, port->rxbuf[idx], sizeof h);
-    if (h.command == EC_CMD_FPRD && etohs(h.ADP) == adr && etohs(h.ADO) == reg && (etohs(h.dlength) & 0x07ffu) == len) {
-      memcpy(data, &port->rxbuf[idx][EC_HEADERSIZE], len);
-      wkc = w;
-      break;
-    }
-    ecx_setbufstat(port, idx, EC_BUF_TX); /* someone else's late reply: keep waiting for ours */
-  }
-  ecx_setbufstat(port, idx, EC_BUF_EMPTY);
-  return wkc;
-}
-
-/* Every action the check takes on a device that is not in OP (re-address,
- * reconfigure, report a reset, or call it LOST) rests on a fresh AL-status
- * read of that device that is known to be the reply to its own request
- * (fprd_checked): ecx_readstate() (SOEM v2.0.0 src/ec_main.c) leaves a slave's
- * state 0 (EC_STATE_NONE) when its datagram got no reply within SOEM's 2-6 ms
- * timeouts, which a loaded host misses now and then while the slave is fine
- * (the LOST branch would then re-address a healthy slave), and may read a
- * stale reply as an AL state. The second read has a longer timeout; no reply
- * at all means LOST. */
-static uint16_t confirm_state(ecx_contextt *ctx, uint16_t slave) {
-  uint16_t al = 0;
-  if (fprd_checked(ctx, ctx->slavelist[slave].configadr, ECT_REG_ALSTAT, sizeof al, &al, CONFIRM_TIMEOUT_US) != 1)
-    return EC_STATE_NONE;
-  ctx->slavelist[slave].state = etohs(al);
-  return ctx->slavelist[slave].state;
-}
-
-/* ---- the state checker: libautd3's EtherCAT recovery (services ecat_recovery_*) on SOEM's primitives ---- */
-
-/* Registers by station address (reads checked against their request, see
- * fprd_checked) or by ring position (dev 0-based; SOEM's slave = dev + 1). */
-static autd3_err_t rec_read(void *c, uint16_t dev, bool pos, uint16_t reg, void *buf, uint16_t len, uint16_t *wkc) {
-  ecx_contextt *ctx = ((soem_link_t *)c)->ctx;
-  int w = pos ? ecx_APRD(&ctx->port, (uint16_t)(0u - dev), reg, len, buf, EC_TIMEOUTRET3)
-              : fprd_checked(ctx, ctx->slavelist[dev + 1].configadr, reg, len, buf, CONFIRM_TIMEOUT_US);
-  *wkc = w > 0 ? (uint16_t)w : 0;
-  return AUTD3_OK;
-}
-
-static autd3_err_t rec_write(void *c, uint16_t dev, bool pos, uint16_t reg, const void *buf, uint16_t len, uint16_t *wkc) {
-  ecx_contextt *ctx = ((soem_link_t *)c)->ctx;
-  uint8_t data[EC_MAXECATFRAME]; /* SOEM's write calls take a mutable buffer */
-  if (len > sizeof data) return autd3_set_error(AUTD3_E_INTERNAL, "soem: a %u-byte register write", len);
-  memcpy(data, buf, len);
-  int w = pos ? ecx_APWR(&ctx->port, (uint16_t)(0u - dev), reg, len, data, EC_TIMEOUTRET3)
-              : ecx_FPWR(&ctx->port, ctx->slavelist[dev + 1].configadr, reg, len, data, EC_TIMEOUTRET3);
-  *wkc = w > 0 ? (uint16_t)w : 0;
-  return AUTD3_OK;
-}
-
-/* Every AL status with one ecx_readstate, each that is not OP confirmed by
- * its own checked read (confirm_state): no reply to that = no answer. */
-static autd3_err_t rec_read_states(void *c, uint16_t *al, bool *answered) {
-  soem_link_t *l = c;
-  ecx_contextt *ctx = l->ctx;
-  ecx_readstate(ctx);
-  for (uint16_t d = 0; d < l->hdr.num_devices; d++) {
-    uint16_t slave = (uint16_t)(d + 1);
-    uint16_t st = ctx->slavelist[slave].state;
-    if ((st & 0x0f) != EC_STATE_OPERATIONAL) st = confirm_state(ctx, slave);
-    answered[d] = (st & 0x0f) != EC_STATE_NONE;
-    al[d] = st;
-  }
-  return AUTD3_OK;
-}
-
-/* The INIT -> SAFE-OP walk is SOEM's own: ecx_reconfig_slave restores the
- * SyncManagers and FMMUs from SOEM's slave list and runs the PRE-OP -> SAFE-OP
- * hook (po2so_hook), which starts SYNC0 with ecx_dcsync0 from the device's
- * system time; the generic steps would duplicate that and bypass SOEM's
- * bookkeeping. So the DC offset is re-aligned first (realign_dc), and the
- * recovery helper requests OP afterwards. */
-static autd3_err_t rec_reconfigure(void *c, uint16_t dev) {
-  ecx_contextt *ctx = ((soem_link_t *)c)->ctx;
-  uint16_t slave = (uint16_t)(dev + 1);
-  realign_dc(ctx, slave);
-  int st = ecx_reconfig_slave(ctx, slave, RECOVER_TIMEOUT_US);
-  if ((st & 0x0f) != EC_STATE_SAFE_OP)
-    return autd3_set_error(AUTD3_E_STATE_TIMEOUT, "soem: device %u did not come back to SAFE-OP (ecx_reconfig_slave: %s)", dev,
-                           al_state_name((uint16_t)st));
-  return AUTD3_OK;
-}
-
-static autd3_err_t recovery_create(soem_link_t *l, uint32_t state_timeout_ms) {
-  uint16_t stations[AUTD3_MAX_DEVICES];
-  for (uint16_t d = 0; d < l->hdr.num_devices; d++) stations[d] = l->ctx->slavelist[d + 1].configadr;
-  const autd3_link_ecat_ops_t ops = {.ctx = l,
-                                     .read = rec_read,
-                                     .write = rec_write,
-                                     .read_states = rec_read_states,
-                                     .reconfigure = rec_reconfigure};
-  const autd3_link_ecat_recovery_config_t cfg = {sizeof cfg, state_timeout_ms, stations};
-  return S->ecat_recovery_create(&l->hdr, &ops, &cfg, &l->rec);
-}
-
-static autd3_err_t soem_check_state(struct autd3_link *base, autd3_link_status_t *out) {
-  return S->ecat_recovery_check(((soem_link_t *)base)->rec, out);
-}
-
 static size_t soem_diagnostics(struct autd3_link *base, char *buf, size_t cap) {
   soem_link_t *l = (soem_link_t *)base;
   int r = snprintf(buf, cap,
@@ -741,7 +466,7 @@ static void soem_close(struct autd3_link *base) { soem_teardown((soem_link_t *)b
 
 static const autd3_link_vtable_t soem_vtable = {
     .cycle = soem_cycle,
-    .check_state = soem_check_state,
+    .check_state = autd3_soem_check_state,
     .close = soem_close,
     .diagnostics = soem_diagnostics,
 };
@@ -751,16 +476,11 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   if (o->interface == NULL || o->interface[0] == 0 || strcmp(o->interface, "auto") == 0) {
     err = find_autd_adapter(l->ifname, sizeof l->ifname, &l->guard);
     if (err != AUTD3_OK) return err;
-  } else {
-    if (strlen(o->interface) > IF_NAMESIZE - 1)
-      return autd3_set_error(AUTD3_E_NO_INTERFACE, "soem: interface name \"%s\" is longer than %d characters", o->interface,
-                             IF_NAMESIZE - 1);
-    memcpy(l->ifname, o->interface, strlen(o->interface) + 1); /* length checked just above */
   }
   if (l->guard == NULL) {
     /* one master per chain, before SOEM's first frame (SOEM's own reasons
      * for an unusable adapter first: their messages say what SOEM needs) */
-    if ((err = probe_interface(l->ifname)) != AUTD3_OK) return err;
+    if ((err = probe_interface(o->interface, l->ifname, sizeof l->ifname)) != AUTD3_OK) return err;
     if ((err = S->master_guard_take(l->ifname, "soem", &l->guard)) != AUTD3_OK) return err;
   }
   {
@@ -811,8 +531,8 @@ static autd3_err_t soem_open_steps(soem_link_t *l, const autd3_ethercat_option_t
   /* SOEM's convention: an output write counts 2, an input read 1, i.e. 3 per AUTD3 (SOEM v2.0.0
    * samples/simple_test computes it so; crate autd3-rs-link-soem 0.9.0 checks it). */
   l->expected_wkc = ctx->grouplist[0].outputsWKC * 2 + ctx->grouplist[0].inputsWKC;
-  if ((err = wait_for_op(l, o->op_wait_timeout_ms)) != AUTD3_OK) return err;
-  if ((err = recovery_create(l, o->state_timeout_ms)) != AUTD3_OK) return err;
+  if ((err = wait_for_op(l, o)) != AUTD3_OK) return err;
+  if ((err = autd3_soem_recovery_create(l, o->state_timeout_ms)) != AUTD3_OK) return err;
   if (S->tap_foreign(l->cap, NULL) != 0) return foreign_master_error(l, "during open");
   return AUTD3_OK;
 }
@@ -822,7 +542,7 @@ static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3
 /* SOEM's configuration reads (slave detection, SII, mapping) are not checked
  * against their requests: a read that timed out is resent, and a late reply
  * can be taken as the reply to a later read that reused its frame index (see
- * fprd_checked). When the chain answered late during open (a starved
+ * soem_recovery.c fprd_checked). When the chain answered late during open (a starved
  * emulator; seen under load) the chain may thus look empty or its mapping
  * wrong. Those two outcomes get one more attempt on a fresh socket before they
  * are reported; a chain that really is empty or not AUTD3 fails it the same
