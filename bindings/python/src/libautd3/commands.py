@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol, Sequence, Union, runtime_checkable
+from typing import Any, Callable, Optional, Protocol, Sequence, Union, overload, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -112,15 +112,68 @@ def _u8_array(name: str, v: Any, shape: tuple[int, ...]) -> npt.NDArray[np.uint8
     return np.ascontiguousarray(a, dtype=np.uint8)
 
 
+class _Param:
+    """A command parameter checked whenever it is set, at construction and after it: an out-of-range
+    value is refused (never wrapped by ctypes: ``Focus(...).intensity = 300`` raises, it does not
+    become 44)."""
+
+    def __init__(self, check: Callable[[str, Any], Any]) -> None:
+        self._check = check
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+        self._slot = "_p_" + name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> "_Param": ...
+
+    @overload
+    def __get__(self, obj: object, owner: type) -> Any: ...
+
+    def __get__(self, obj: Optional[object], owner: type) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj, self._slot)
+
+    def __set__(self, obj: object, value: Any) -> None:
+        setattr(obj, self._slot, self._check(self._name, value))
+
+
+def _u8_param(name: str, v: Any) -> int:
+    return _check.u8(name, v)
+
+
+def _divider(name: str, v: Any) -> int:
+    return _check.integer(name, v, 1, 0xFFFF)
+
+
+def _bank(name: str, v: Any) -> int:
+    return _check.integer(name, v, 0, 1)
+
+
+def _repeat(name: str, v: Any) -> Optional[int]:
+    """None = forever; otherwise the number of repetitions (≥ 1)."""
+    return None if v is None else _check.integer(name, v, 1, LOOP_INFINITE)
+
+
+def _loop(rep: Optional[int]) -> int:
+    """The C `rep`: AUTD3_LOOP_INFINITE for forever, else repetitions − 1."""
+    return LOOP_INFINITE if rep is None else rep - 1
+
+
 # ---- gains --------------------------------------------------------------------------------------
 
 
 class Gain:
-    """A drive (phase, intensity) per transducer, computed by the library (``autd3_gain_calc``)."""
+    """A drive (phase, intensity) per transducer, computed by the library (``autd3_gain_calc``).
+    Parameters may be changed after construction; each is checked when set."""
+
+    intensity = _Param(_u8_param)
+    phase_offset = _Param(_u8_param)
 
     def __init__(self, intensity: int = 255, phase_offset: int = 0) -> None:
-        self.intensity = _check.u8("intensity", intensity)
-        self.phase_offset = _check.u8("phase_offset", phase_offset)
+        self.intensity = intensity
+        self.phase_offset = phase_offset
 
     def _c(self) -> N.Gain:
         raise NotImplementedError
@@ -166,9 +219,11 @@ class Null(Gain):
 class Focus(Gain):
     """A focal point at `pos` (mm, world frame)."""
 
+    pos = _Param(_vec3)
+
     def __init__(self, pos: Any, *, intensity: int = 255, phase_offset: int = 0) -> None:
         super().__init__(intensity, phase_offset)
-        self.pos = _vec3("pos", pos)
+        self.pos = pos
 
     def _c(self) -> N.Gain:
         return N.lib().autd3_gain_focus(*self.pos)  # type: ignore[no-any-return]
@@ -177,9 +232,11 @@ class Focus(Gain):
 class Plane(Gain):
     """A plane wave travelling along `dir` (need not be unit, must not be zero)."""
 
+    dir = _Param(_vec3)
+
     def __init__(self, dir: Any, *, intensity: int = 255, phase_offset: int = 0) -> None:
         super().__init__(intensity, phase_offset)
-        self.dir = _vec3("dir", dir)
+        self.dir = dir
 
     def _c(self) -> N.Gain:
         return N.lib().autd3_gain_plane(*self.dir)  # type: ignore[no-any-return]
@@ -188,11 +245,15 @@ class Plane(Gain):
 class Bessel(Gain):
     """A Bessel beam from apex `pos` (mm) along `dir`, cone half-angle `theta` (rad)."""
 
+    pos = _Param(_vec3)
+    dir = _Param(_vec3)
+    theta = _Param(_check.real)
+
     def __init__(self, pos: Any, dir: Any, theta: float, *, intensity: int = 255, phase_offset: int = 0) -> None:
         super().__init__(intensity, phase_offset)
-        self.pos = _vec3("pos", pos)
-        self.dir = _vec3("dir", dir)
-        self.theta = _check.real("theta", theta)
+        self.pos = pos
+        self.dir = dir
+        self.theta = theta
 
     def _c(self) -> N.Gain:
         return N.lib().autd3_gain_bessel(*self.pos, *self.dir, self.theta)  # type: ignore[no-any-return]
@@ -201,9 +262,11 @@ class Bessel(Gain):
 class Uniform(Gain):
     """Every transducer at `phase` (256 = 2π) and `intensity`."""
 
+    phase = _Param(_u8_param)
+
     def __init__(self, phase: int = 0, intensity: int = 255) -> None:
         super().__init__(intensity, 0)
-        self.phase = _check.u8("phase", phase)
+        self.phase = phase
 
     def _gain(self) -> N.Gain:
         return N.lib().autd3_gain_uniform(self.phase, self.intensity)  # type: ignore[no-any-return]
@@ -237,33 +300,38 @@ class Custom:
 # ---- modulation ---------------------------------------------------------------------------------
 
 
-def _loop(rep: Optional[int]) -> int:
-    """None = forever; otherwise the number of repetitions (≥ 1), sent as repetitions − 1."""
-    if rep is None:
-        return LOOP_INFINITE
-    return _check.integer("repeat", rep, 1, LOOP_INFINITE) - 1
+def _samples(name: str, v: Any) -> npt.NDArray[np.uint8]:
+    a = np.asarray(v)
+    if a.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of samples, got shape {a.shape}")
+    out = _u8_array(name, a, a.shape).copy()  # a copy of its own: changing the caller's array changes nothing
+    out.flags.writeable = False
+    return out
 
 
 class Modulation:
     """An amplitude modulation: `data` samples (integers 0..255), one every `divider` periods of 40 kHz,
     repeated forever (`repeat` None) or `repeat` times, into `bank` (0/1)."""
 
+    data = _Param(_samples)
+    divider = _Param(_divider)
+    repeat = _Param(_repeat)
+    bank = _Param(_bank)
+
     def __init__(self, data: Any, divider: int = 10, *, repeat: Optional[int] = None, bank: int = 0) -> None:
-        a = np.asarray(data)
-        if a.ndim != 1:
-            raise ValueError(f"data: expected a 1-D array of samples, got shape {a.shape}")
-        self.data = _u8_array("data", a, a.shape)
-        self.divider = _check.integer("divider", divider, 1, 0xFFFF)
-        self.rep = _loop(repeat)
-        self.bank = _check.integer("bank", bank, 0, 1)
+        self.data = data
+        self.divider = divider
+        self.repeat = repeat
+        self.bank = bank
 
     def _modulation(self) -> tuple[N.Modulation, Any]:
-        buf = (ctypes.c_uint8 * len(self.data)).from_buffer_copy(self.data.tobytes())
+        data: npt.NDArray[np.uint8] = self.data
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data.tobytes())
         m = N.Modulation()
         m.data = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8))
-        m.size = len(self.data)
+        m.size = len(data)
         m.divider = self.divider
-        m.rep = self.rep
+        m.rep = _loop(self.repeat)
         m.bank = self.bank
         m.transition.mode = 0xFF  # IMMEDIATE
         return m, buf
@@ -279,8 +347,10 @@ class Modulation:
 class Static(Modulation):
     """No modulation: constant `intensity` (255 = full)."""
 
+    intensity = _Param(_u8_param)
+
     def __init__(self, intensity: int = 255) -> None:
-        self.intensity = _check.u8("intensity", intensity)
+        self.intensity = intensity
 
     def _modulation(self) -> tuple[N.Modulation, Any]:
         buf = (ctypes.c_uint8 * 2)()
@@ -293,11 +363,15 @@ class Sine(Modulation):
     """Sine modulation of `freq` Hz, sampled every `divider` periods of 40 kHz (default 10: 4 kHz);
     sample = offset + amplitude/2 · sin(...) (the library computes it: autd3_modulation_sine)."""
 
+    freq = _Param(_check.real)
+    amplitude = _Param(_u8_param)
+    offset = _Param(_u8_param)
+
     def __init__(self, freq: float, *, amplitude: int = 255, offset: int = 127, divider: int = 10) -> None:
-        self.freq = _check.real("freq", freq)
-        self.amplitude = _check.u8("amplitude", amplitude)
-        self.offset = _check.u8("offset", offset)
-        self.divider = _check.integer("divider", divider, 1, 0xFFFF)
+        self.freq = freq
+        self.amplitude = amplitude
+        self.offset = offset
+        self.divider = divider
 
     def _modulation(self) -> tuple[N.Modulation, Any]:
         cap = 65536
@@ -368,38 +442,64 @@ def _device_frames(per_device: list[list[N.Command]]) -> list[Frame]:
     return [_per_device([cmds[k] for cmds in per_device]) for k in range(counts.pop())]
 
 
+def _points(name: str, v: Any) -> npt.NDArray[np.float64]:
+    p = np.array(v, dtype=np.float64)  # a copy of its own
+    if p.ndim == 2:
+        p = p[:, None, :]
+    if p.ndim != 3 or p.shape[2] != 3:
+        raise ValueError(f"{name}: expected shape (size, 3) or (size, num_foci, 3), got {np.shape(v)}")
+    if not np.all(np.isfinite(p)):
+        raise InvalidArgumentError(f"{name}: must be finite")
+    _check.integer("num_foci", p.shape[1], 1, N.FOCI_NUM_MAX)
+    p.flags.writeable = False
+    return p
+
+
+def _opt_samples(name: str, v: Any) -> Optional[npt.NDArray[np.uint8]]:
+    return None if v is None else _samples(name, v)
+
+
+def _stack3(name: str, v: Any) -> npt.NDArray[Any]:
+    a = np.asarray(v)
+    if a.ndim != 3:
+        raise ValueError(f"{name}: expected shape (size, num_devices, 249), got {a.shape}")
+    return a
+
+
 class FociSTM:
     """A foci STM: `points` of shape (size, 3) or (size, num_foci, 3) mm, one step every `divider`
     periods of 40 kHz; `intensities` (size,) integers or None (255)."""
 
+    points = _Param(_points)
+    intensities = _Param(_opt_samples)
+    divider = _Param(_divider)
+    repeat = _Param(_repeat)
+    bank = _Param(_bank)
+
     def __init__(self, points: Any, divider: int, *, intensities: Any = None, repeat: Optional[int] = None,
                  bank: int = 0) -> None:
-        p = np.asarray(points, dtype=np.float64)
-        if p.ndim == 2:
-            p = p[:, None, :]
-        if p.ndim != 3 or p.shape[2] != 3:
-            raise ValueError(f"points: expected shape (size, 3) or (size, num_foci, 3), got {np.shape(points)}")
-        if not np.all(np.isfinite(p)):
-            raise InvalidArgumentError("points: must be finite")
-        self.points = p
-        _check.integer("num_foci", p.shape[1], 1, N.FOCI_NUM_MAX)
-        self.divider = _check.integer("divider", divider, 1, 0xFFFF)
-        self.intensities = None if intensities is None else _u8_array("intensities", intensities, (p.shape[0],))
-        self.rep = _loop(repeat)
-        self.bank = _check.integer("bank", bank, 0, 1)
+        self.points = points
+        self.divider = divider
+        self.intensities = intensities
+        self.repeat = repeat
+        self.bank = bank
 
     def frames(self, geometry: Geometry) -> list[Frame]:
-        size, nf = self.points.shape[0], self.points.shape[1]
+        points: npt.NDArray[np.float64] = self.points
+        size, nf = points.shape[0], points.shape[1]
         pts = (N.ControlPoint * (size * nf))()
-        flat = self.points.reshape(-1, 3)
+        flat = points.reshape(-1, 3)
         for i in range(size * nf):
             pts[i].pos[:] = [float(x) for x in flat[i]]
         inten = None
         if self.intensities is not None:
+            if self.intensities.shape != (size,):
+                raise ValueError(f"intensities: expected shape ({size},) (one per point), got {self.intensities.shape}")
             inten = (ctypes.c_uint8 * size).from_buffer_copy(self.intensities.tobytes())
-        stm = N.FociStm(points=pts, intensities=inten, size=size, num_foci=nf, divider=self.divider, rep=self.rep,
+        rep = _loop(self.repeat)
+        stm = N.FociStm(points=pts, intensities=inten, size=size, num_foci=nf, divider=self.divider, rep=rep,
                         bank=self.bank)
-        stm.transition.mode = 0xFF if self.rep == LOOP_INFINITE else 0x00
+        stm.transition.mode = 0xFF if rep == LOOP_INFINITE else 0x00
         per_device = []
         for dev in range(geometry.num_devices):
             cmds = (N.Command * N.FOCI_STM_MAX_COMMANDS)()
@@ -412,18 +512,21 @@ class FociSTM:
 
 class GainSTM:
     """A pattern (gain) STM: `phase` and `intensity` integers 0..255 broadcastable to
-    (size, num_devices, 249), one pattern every `divider` periods of 40 kHz. ``GainSTM.from_gains``
-    builds it from gains."""
+    (size, num_devices, 249), one pattern every `divider` periods of 40 kHz (the arrays are checked
+    when sent: out-of-range values are refused). ``GainSTM.from_gains`` builds it from gains."""
+
+    phase = _Param(_stack3)
+    divider = _Param(_divider)
+    repeat = _Param(_repeat)
+    bank = _Param(_bank)
 
     def __init__(self, phase: Any, divider: int, *, intensity: Any = 255, repeat: Optional[int] = None,
                  bank: int = 0) -> None:
-        self.phase = np.asarray(phase)
-        if self.phase.ndim != 3:
-            raise ValueError(f"phase: expected shape (size, num_devices, 249), got {self.phase.shape}")
+        self.phase = phase
         self.intensity = np.asarray(intensity)
-        self.divider = _check.integer("divider", divider, 1, 0xFFFF)
-        self.rep = _loop(repeat)
-        self.bank = _check.integer("bank", bank, 0, 1)
+        self.divider = divider
+        self.repeat = repeat
+        self.bank = bank
 
     @classmethod
     def from_gains(cls, gains: Sequence[Gain], geometry: Geometry, divider: int, **kw: Any) -> "GainSTM":
@@ -441,8 +544,9 @@ class GainSTM:
             raw = np.frombuffer(memoryview(drives), dtype=np.uint8).reshape(size, N.NUM_TRANSDUCERS, 2)
             raw[:, :, 0] = ph[:, dev]
             raw[:, :, 1] = it[:, dev]
-            stm = N.PatternStm(drives=drives, size=size, divider=self.divider, rep=self.rep, bank=self.bank)
-            stm.transition.mode = 0xFF if self.rep == LOOP_INFINITE else 0x00
+            rep = _loop(self.repeat)
+            stm = N.PatternStm(drives=drives, size=size, divider=self.divider, rep=rep, bank=self.bank)
+            stm.transition.mode = 0xFF if rep == LOOP_INFINITE else 0x00
             cmds = (N.Command * N.PATTERN_STM_MAX_COMMANDS)()
             n = ctypes.c_size_t()
             raise_for(N.lib().autd3_pattern_stm_commands(ctypes.byref(stm), cmds, len(cmds), ctypes.byref(n)))
@@ -458,10 +562,13 @@ class XorHash:
     data_len: int = N.XOR_HASH_MAX_DATA
     sleep_ms: int = 0
 
+    def __post_init__(self) -> None:
+        _check.integer("data_len", self.data_len, 0, N.XOR_HASH_MAX_DATA)
+        _check.u16("sleep_ms", self.sleep_ms)
+
     def frame(self) -> Frame:
         f = N.Frame()
-        raise_for(N.lib().autd3_frame_xor_hash_bench(ctypes.byref(f), _check.u16("sleep_ms", self.sleep_ms),
-                                                     _check.integer("data_len", self.data_len, 0, 1 << 20)))
+        raise_for(N.lib().autd3_frame_xor_hash_bench(ctypes.byref(f), self.sleep_ms, self.data_len))
         return Frame(f)
 
     def frames(self, geometry: Geometry) -> list[Frame]:
