@@ -184,3 +184,42 @@ def test_link_not_available_or_no_interface(geometry: autd.Geometry) -> None:
         autd.Client.open(geometry, autd.EchoCATLinkOption(interface="autd3-none0"))
     assert isinstance(ei.value, (autd.NoInterfaceError, autd.PermissionDeniedError, autd.NotBuiltError)), ei.value
     assert ei.value.detail
+
+
+def test_parameters_are_checked_when_changed_too(client: autd.Client) -> None:
+    """Changing a parameter after construction is checked like the constructor's: ctypes would
+    otherwise wrap 300 to 44 without a word."""
+    f = autd.Focus((0, 0, 150))
+    with pytest.raises(autd.InvalidArgumentError, match="intensity"):
+        f.intensity = 300
+    f.intensity = 100
+    client.send_checked(f)
+    assert np.all(client.emulator.output(0).intensity == 100)
+    with pytest.raises(autd.InvalidArgumentError, match="finite"):
+        f.pos = (0, 0, float("inf"))
+    with pytest.raises(ValueError, match="3 numbers"):
+        f.pos = (0, 0)
+    u = autd.Uniform()
+    with pytest.raises(autd.InvalidArgumentError, match="phase"):
+        u.phase = -1
+    m = autd.Modulation(np.arange(100))
+    for name, value in (("divider", 0), ("divider", 65536), ("bank", 2), ("repeat", 0), ("data", [0, 256])):
+        with pytest.raises(autd.InvalidArgumentError, match=name):
+            setattr(m, name, value)
+    with pytest.raises(ValueError):
+        m.data[0] = 1  # the samples are a read-only copy: no in-place wrap either
+    s = autd.Sine(150)
+    with pytest.raises(autd.InvalidArgumentError, match="amplitude"):
+        s.amplitude = 256
+    with pytest.raises(autd.InvalidArgumentError, match="divider"):
+        s.divider = 0
+    stm = autd.FociSTM([[0, 0, 150], [5, 0, 150]], divider=40)
+    with pytest.raises(autd.InvalidArgumentError, match="divider"):
+        stm.divider = 70000
+    with pytest.raises(autd.InvalidArgumentError, match="0..255"):
+        stm.intensities = [0, 300]
+    stm.intensities = [10, 20, 30]
+    with pytest.raises(ValueError, match="one per point"):
+        stm.frames(client.geometry)
+    with pytest.raises(autd.InvalidArgumentError, match="data_len"):
+        autd.XorHash(621)

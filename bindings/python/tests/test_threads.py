@@ -4,10 +4,16 @@ cancelling an awaiting task is safe."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
+from typing import Any, Callable
+
+import pytest
 
 import libautd3 as autd
+from libautd3 import _native as N
 from libautd3 import aio
 
 
@@ -88,3 +94,123 @@ def test_concurrent_senders_from_threads(client: autd.Client) -> None:
         t.join()
     assert not errs
     assert client.stats().failed == 0
+
+
+def test_close_waits_for_a_call_inside_the_library(geometry: autd.Geometry) -> None:
+    """A call that has entered the library finishes before close frees the C client (a close that
+    overtook it would free the client under it: undefined behaviour in C)."""
+    c = autd.Client.open(geometry, autd.EmulatorLinkOption())
+    lib = N.lib()
+    real_stats, real_close = lib.autd3_client_stats_sized, c._core._close
+    events: list[str] = []
+    inside = threading.Event()
+
+    def slow_stats(*a: Any) -> None:  # stands for a call that is slow inside the library
+        events.append("enter")
+        inside.set()
+        time.sleep(0.3)
+        real_stats(*a)
+        events.append("leave")
+
+    def close(h: Any) -> int:
+        events.append("close")
+        return int(real_close(h))
+
+    lib.autd3_client_stats_sized = slow_stats
+    c._core._close = close
+    try:
+        t = threading.Thread(target=c.stats)
+        t.start()
+        assert inside.wait(10)
+        c.close()
+        t.join()
+    finally:
+        lib.autd3_client_stats_sized = real_stats
+    assert events == ["enter", "leave", "close"], events
+    with pytest.raises(autd.ClosedError):
+        c.stats()
+
+
+def test_close_racing_every_call_never_crashes(geometry: autd.Geometry) -> None:
+    """Threads keep calling while another closes: every call either works or raises ClosedError."""
+    calls: list[Callable[[autd.Client], object]] = [
+        lambda c: c.send(autd.Null()).wait(),
+        lambda c: c.send(autd.Null()),
+        lambda c: c.send_checked(autd.Null()),
+        lambda c: c.stats(),
+        lambda c: c.device_status(1),
+        lambda c: c.device_resets(0),
+        lambda c: c.link_stats(),
+        lambda c: c.diagnostics(),
+        lambda c: c.emulator.counters(0),
+        lambda c: c.emulator.output(1),
+        lambda c: c.read_fpga_state(),
+    ]
+    for rnd in range(12):
+        c = autd.Client.open(geometry, autd.EmulatorLinkOption())
+        bad: list[BaseException] = []
+        closed = threading.Event()
+        ran = [0]
+
+        def worker(k: int) -> None:
+            while True:
+                try:
+                    calls[(k + ran[0]) % len(calls)](c)
+                    ran[0] += 1
+                except autd.ClosedError:
+                    return
+                except BaseException as e:  # noqa: BLE001
+                    if not closed.is_set() or not isinstance(e, autd.AUTD3Error):
+                        bad.append(e)
+                        return
+
+        ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        time.sleep(0.005 * (rnd % 4))
+        c.close()
+        closed.set()
+        for t in ts:
+            t.join(30)
+            assert not t.is_alive(), "a call hung after close"
+        assert not bad, bad
+    assert ran[0] > 0
+
+
+CTRL_C = r"""
+import os, signal, threading, libautd3 as autd
+cfg = autd.ClientConfig(timeout_cycles=60000, close_timeout_ms=10000)
+c = autd.Client.open(autd.Geometry.row(1), autd.EmulatorLinkOption(), cfg)
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+before = c.stats().completed
+try:
+    c.{call}
+    print("NOT INTERRUPTED")
+except KeyboardInterrupt:
+    print("INTERRUPTED", c.stats().completed - before)
+c.emulator.inject(0)
+try:
+    c.close()
+except autd.AUTD3Error as e:
+    print("close:", e)
+"""
+
+
+@pytest.mark.parametrize("call", ["send_checked(autd.XorHash(16, sleep_ms=2500))",
+                                  "send(autd.XorHash(16, sleep_ms=2500)).wait()"])
+def test_ctrl_c_interrupts_a_blocking_wait(call: str) -> None:
+    """The device takes 2.5 s over the frame; Ctrl-C after 0.3 s ends the wait, not the frame."""
+    out = subprocess.run([sys.executable, "-c", CTRL_C.replace("{call}", call)], capture_output=True, text=True,
+                         timeout=120)
+    assert "INTERRUPTED 0" in out.stdout, (out.stdout, out.stderr)
+
+
+def test_wait_timeout_bounds_the_whole_request(client: autd.Client) -> None:
+    """Three frames of 40 ms each: a 60 ms timeout is for the request, not for each frame."""
+    cfg = autd.ClientConfig(timeout_cycles=1000)
+    with autd.Client.open(client.geometry, autd.EmulatorLinkOption(), cfg) as c:
+        r = c.send((autd.XorHash(16, sleep_ms=40),) * 3)
+        with pytest.raises(autd.PendingError):
+            r.wait(timeout=0.06)
+        assert not r.done()
+        assert r.wait().all_executed

@@ -6,26 +6,30 @@
     response = await fut
     await client.close()              # or: async with await Client.open(...) as client:
 
-Completion: the library offers no descriptor an event loop could watch, so each client has one
+Completion: the library offers no signal an event loop could watch, so each client has one
 completer thread (started at the first send) that waits on the oldest request inside the library
 (GIL released) and resolves its future on the loop with ``call_soon_threadsafe``. No thread and no
 poll per request; requests complete in send order, so waiting on the oldest costs nothing.
 
-Cancellation: cancelling a task awaiting ``send_checked`` or a ``send`` future does not cancel the
-frame (it may already be executing on the devices); the request completes in the library, its
-handle is released, and the result is dropped. ``open``, ``close`` and the firmware reads run in the
-loop's default executor; cancelling them leaves the call to finish there (an ``open`` cancelled that
-way closes the client it produced).
+The event loop never blocks on the bus: ``send`` queues a datagram that does not fit in the free
+slots (back-pressure) and the completer thread sends it, in order, once slots free up. ``open``,
+``close``, the firmware reads and the state check run in the loop's default executor.
+
+Cancellation: cancelling a task awaiting a ``send`` future does not cancel the datagram (its frames
+may already be executing on the devices, and every frame of a datagram ``send`` accepted is sent);
+the frames complete in the library, their handles are released, the result is dropped.
+``send_checked`` sends frame by frame: cancelling it lets the frame in flight complete and sends no
+further frame. Cancelling ``open``, ``close`` or a read leaves the call to finish in the executor (an
+``open`` cancelled that way closes the client it produced).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from . import client as _c
 from .client import (
-    Checker,
     ClientConfig,
     ClientStats,
     DeviceStatus,
@@ -37,16 +41,33 @@ from .client import (
 from .commands import DatagramLike
 from .emulator import Emulator
 from .geometry import Geometry
-from .link import FirmwareVersion, LinkOption
+from .link import FirmwareVersion, LinkKind, LinkOption
 
-__all__ = ["Client"]
+__all__ = ["Client", "Checker"]
+
+T = TypeVar("T")
+
+
+async def _run(fn: Callable[..., T], *args: Any) -> T:
+    return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+class Checker:
+    """The state checker of an asyncio client: ``await checker.check()`` (runs in the executor: a
+    check may block while a device is being recovered)."""
+
+    def __init__(self, client: "_c.Client") -> None:
+        self._client = client
+
+    async def check(self) -> LinkStatus:
+        return await _run(self._client.check_state)
 
 
 class Client:
     """The asyncio client. ``await Client.open(geometry, link, config)``; ``async with`` closes it."""
 
     def __init__(self, sync: _c.Client) -> None:
-        self.sync = sync  #: the underlying libautd3.Client (every sync read is available on it)
+        self.sync = sync  #: the underlying libautd3.Client
 
     @classmethod
     async def open(cls, geometry: Geometry, link: LinkOption, config: Optional[ClientConfig] = None) -> "Client":
@@ -70,36 +91,38 @@ class Client:
         return c, Checker(c.sync)
 
     def send(self, datagram: DatagramLike) -> "asyncio.Future[Response]":
-        """Queue the datagram and return a future of its Response (raises on failure when awaited).
-        Blocks only under back-pressure (all max_inflight slots in use)."""
-        req = self.sync.send(datagram)
-        return self.sync._completer().submit(req)
+        """Queue the datagram; a future of its last frame's Response, raising the first failure when
+        awaited (data bytes not checked, as ``Request.wait``). Never blocks the loop: under
+        back-pressure the datagram waits in the client's backlog (sent in order)."""
+        return self.sync._completer().submit(self.sync._frames(datagram))
 
     async def send_checked(self, datagram: DatagramLike) -> Response:
-        """Send, await the ack, check the devices' data bytes (DeviceError names the device and code)."""
-        r = await self.send(datagram)
-        if self.sync.protocol != Protocol.V12:  # as autd3_client_send_checked
-            r.check()
+        """Frame by frame as the sync ``send_checked``: send, await the ack, check the devices' data
+        bytes (DeviceError names the device and the code; the frames after a failure are not sent)."""
+        check = self.sync.protocol != Protocol.V12  # v12: the data byte is a value, not an error code
+        r: Optional[Response] = None
+        for f in self.sync._frames(datagram):
+            r = await self.sync._completer().submit([f])
+            if check:
+                r.check()
+        assert r is not None
         return r
 
-    async def _run(self, fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
-
     async def read_firmware_version(self) -> list[FirmwareVersion]:
-        return await self._run(self.sync.read_firmware_version)  # type: ignore[no-any-return]
+        return await _run(self.sync.read_firmware_version)
 
     async def read_fpga_state(self) -> list[int]:
-        return await self._run(self.sync.read_fpga_state)  # type: ignore[no-any-return]
+        return await _run(self.sync.read_fpga_state)
 
     async def read_error_detail(self) -> list[int]:
-        return await self._run(self.sync.read_error_detail)  # type: ignore[no-any-return]
+        return await _run(self.sync.read_error_detail)
 
     async def check_state(self) -> LinkStatus:
-        return await self._run(self.sync.check_state)  # type: ignore[no-any-return]
+        return await _run(self.sync.check_state)
 
     async def close(self) -> None:
         """Silence the devices and close (see libautd3.Client.close)."""
-        await self._run(self.sync.close)
+        await _run(self.sync.close)
 
     async def __aenter__(self) -> "Client":
         return self
@@ -123,6 +146,14 @@ class Client:
         return self.sync.num_devices
 
     @property
+    def protocol(self) -> Protocol:
+        return self.sync.protocol
+
+    @property
+    def link_kind(self) -> LinkKind:
+        return self.sync.link_kind
+
+    @property
     def closed(self) -> bool:
         return self.sync.closed
 
@@ -138,3 +169,12 @@ class Client:
 
     def device_status(self, dev: int) -> DeviceStatus:
         return self.sync.device_status(dev)
+
+    def device_statuses(self) -> list[DeviceStatus]:
+        return self.sync.device_statuses()
+
+    def device_resets(self, dev: int) -> int:
+        return self.sync.device_resets(dev)
+
+    def diagnostics(self) -> dict[str, str]:
+        return self.sync.diagnostics()

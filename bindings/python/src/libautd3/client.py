@@ -1,8 +1,11 @@
 """The client (include/autd3/client.h): open, send, wait, read, close.
 
-Threads: every method may be called from any thread. Blocking calls (open, send under
-back-pressure, waits, the firmware reads, close) run inside the library with the GIL released
-(ctypes releases it around every call), so other Python threads keep running.
+Threads: every method may be called from any thread, also while another thread closes the client
+(a call that has entered the library finishes before the C client is freed; later calls raise
+ClosedError). Blocking calls (open, send under back-pressure, waits, the firmware reads, close) run
+inside the library with the GIL released (ctypes releases it around every call), so other Python
+threads keep running; waits on requests (``wait``, ``send_checked``) wait in slices, so Ctrl-C
+interrupts them.
 
 Lifetime: ``close()`` (or leaving ``with``) silences every device as the C close does and raises if a
 device may still be emitting. A client that is garbage collected or still open at interpreter exit
@@ -16,23 +19,23 @@ from __future__ import annotations
 import collections
 import ctypes
 import enum
-import queue
 import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from . import _check
 from . import _native as N
+from ._core import SLICE_MS, _Core
 from .commands import DatagramLike, Frame, frames_of
-from .errors import AUTD3Error, ClosedError, InvalidHandleError, PendingError, make_error, raise_for
+from .errors import AUTD3Error, ClosedError, raise_for
 from .geometry import Geometry
 from .link import FirmwareVersion, LinkKind, LinkOption
+from .request import _DETACHED, _PENDING, _WAITING, DeviceResponse, Outcome, Request, Response
 
 if TYPE_CHECKING:
-    import asyncio
-
+    from ._completer import Completer
     from .emulator import Emulator
 
 __all__ = ["Protocol", "ClientConfig", "Outcome", "DeviceResponse", "Response", "Request", "ClientStats",
@@ -90,265 +93,6 @@ class ClientConfig:
     def validate(self) -> None:
         """Raise InvalidConfigError (naming the field) if the library refuses this configuration."""
         self._to_c()
-
-
-class Outcome(enum.IntEnum):
-    """What one device did with one frame."""
-
-    NONE = 0
-    EXECUTED = 1
-    NOT_EXECUTED = 2
-    UNKNOWN = 3
-
-
-@dataclass(frozen=True)
-class DeviceResponse:
-    index: int
-    data: int
-    outcome: Outcome
-
-
-class Response:
-    """Per device: the data byte returned with its ack and what it did with the frame. Built lazily
-    from the C response (streaming code that only checks ``all_executed`` pays for no objects)."""
-
-    __slots__ = ("_raw", "_devices")
-
-    def __init__(self, raw: N.Response) -> None:
-        self._raw = raw
-        self._devices: Optional[tuple[DeviceResponse, ...]] = None
-
-    @classmethod
-    def _from_c(cls, r: N.Response) -> "Response":
-        return cls(N.Response.from_buffer_copy(r))
-
-    @property
-    def devices(self) -> tuple[DeviceResponse, ...]:
-        if self._devices is None:
-            r = self._raw
-            self._devices = tuple(DeviceResponse(i, int(r.data[i]), Outcome(r.outcome[i]))
-                                  for i in range(r.num_devices))
-        return self._devices
-
-    @property
-    def data(self) -> list[int]:
-        return list(self._raw.data[: self._raw.num_devices])
-
-    @property
-    def outcomes(self) -> list[Outcome]:
-        return [Outcome(o) for o in self._raw.outcome[: self._raw.num_devices]]
-
-    @property
-    def all_executed(self) -> bool:
-        n = self._raw.num_devices
-        return bool(self._raw.outcome[:n] == [int(Outcome.EXECUTED)] * n)
-
-    def check(self) -> "Response":
-        """Raise DeviceError (naming the device and its code) for the first non-zero data byte
-        (autd3_response_check); else return self."""
-        e = N.lib().autd3_response_check(ctypes.byref(self._raw), None, None)
-        if e != 0:
-            raise _fail(e, self._raw)
-        return self
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Response) and self.devices == other.devices
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Response(devices={self.devices!r})"
-
-
-def _fail(code: int, resp: Optional[N.Response]) -> AUTD3Error:
-    """The exception of a failing call, with its response attached (read in the calling thread)."""
-    e = make_error(code, N.last_error())
-    e.response = Response._from_c(resp) if resp is not None else None  # type: ignore[attr-defined]
-    return e
-
-
-_PENDING, _WAITING, _DONE, _DETACHED, _AWAITED = range(5)
-
-
-class Request:
-    """A send in flight (``Client.send``). Consume it exactly once: ``wait()``, a ``poll()`` that
-    returns a Response, ``await request``, or ``detach()``; a second use raises InvalidHandleError.
-    Dropping it unconsumed detaches it (the frames stay in flight and are still acked)."""
-
-    __slots__ = ("_handles", "_frames", "_state", "_lock", "_client", "_err", "_resp", "__weakref__")
-
-    def __init__(self, client: "Client", handles: list[ctypes.c_void_p], frames: list[Frame]) -> None:
-        self._client = client
-        self._handles = handles
-        self._frames = frames  # the C frames point into these buffers until the request completes
-        self._state = _PENDING
-        self._lock = threading.Lock()
-        self._err: Optional[AUTD3Error] = None  # the first failure among the handles waited so far
-        self._resp = N.Response()  # the last handle's response
-
-    def _claim(self, to: int) -> None:
-        with self._lock:
-            if self._state != _PENDING:
-                why = {_WAITING: "another thread is waiting on it", _DONE: "it was already waited on",
-                       _DETACHED: "it was detached", _AWAITED: "it is being awaited"}[self._state]
-                raise InvalidHandleError(f"request cannot be used again: {why}")
-            self._state = to
-
-    def _step(self, timeout_ms: Optional[int] = None, poll: bool = False) -> bool:
-        """Wait on (or poll) the oldest handle; False if it is still pending (the handle stays valid)."""
-        lib = N.lib()
-        h = self._handles[0]
-        if poll:
-            e = lib.autd3_request_poll(h, ctypes.byref(self._resp))
-        elif timeout_ms is None:
-            e = lib.autd3_request_wait(h, ctypes.byref(self._resp))
-        else:
-            e = lib.autd3_request_wait_for(h, timeout_ms, ctypes.byref(self._resp))
-        if e == PendingError.code:
-            return False
-        self._handles.pop(0)
-        self._client._released(1)
-        if e != 0 and self._err is None:
-            self._err = _fail(e, self._resp)  # read in this thread, right after the call
-        return True
-
-    def _result(self) -> Response:
-        if self._err is not None:
-            raise self._err
-        return Response._from_c(self._resp)
-
-    def _wait_all(self, timeout_ms: Optional[int]) -> Response:
-        """Wait on the handles in order (GIL released inside). On PendingError the rest stays valid."""
-        while self._handles:
-            if not self._step(timeout_ms):
-                raise PendingError(f"request not finished within {timeout_ms} ms")
-        return self._result()
-
-    def wait(self, timeout: Optional[float] = None) -> Response:
-        """Block until every frame of the send completed (GIL released). Returns the last frame's
-        Response; raises the first failure (DeviceResetError, TimedOutError, ClosedError, ...).
-        With `timeout` (s): PendingError if not done by then, and the request stays usable."""
-        ms = None if timeout is None else _check.integer("timeout (ms)", round(_check.real("timeout", timeout) * 1000),
-                                                         0, 0xFFFFFFFF)
-        self._claim(_WAITING)
-        try:
-            r = self._wait_all(ms)
-        except PendingError:
-            with self._lock:
-                self._state = _PENDING
-            raise
-        except BaseException:
-            self._finish()
-            raise
-        self._finish()
-        return r
-
-    def poll(self) -> Optional[Response]:
-        """Non-blocking: None while pending, else as wait() (and the request is consumed)."""
-        self._claim(_WAITING)
-        try:
-            while self._handles:
-                if not self._step(poll=True):
-                    with self._lock:
-                        self._state = _PENDING
-                    return None
-            r = self._result()
-        except BaseException:
-            self._finish()
-            raise
-        self._finish()
-        return r
-
-    def detach(self) -> None:
-        """Give the request up without waiting (its frames stay in flight)."""
-        self._claim(_DETACHED)
-        self._detach_rest()
-
-    def done(self) -> bool:
-        """Whether the request was consumed (waited, polled to completion or detached)."""
-        return self._state in (_DONE, _DETACHED)
-
-    def _detach_rest(self) -> None:
-        lib = N.lib()
-        n = 0
-        while self._handles:
-            lib.autd3_request_detach(self._handles.pop(0))
-            n += 1
-        if n:
-            self._client._released(n)
-        self._frames = []
-
-    def _finish(self) -> None:
-        with self._lock:
-            self._state = _DONE
-        self._frames = []
-
-    def __await__(self) -> Any:
-        """``await request``: completion through the client's completer thread (one per client, not
-        per request); the event loop is never blocked. Cancelling the awaiting task is safe: the
-        request still completes in the library and its handle is released; the result is dropped."""
-        return self._client._completer().submit(self).__await__()
-
-    def __del__(self) -> None:
-        try:
-            if self._state == _PENDING and self._handles:
-                self._state = _DETACHED
-                self._detach_rest()
-        except Exception:  # interpreter shutdown: the library may be gone
-            pass
-
-
-class _Completer:
-    """Resolves asyncio futures of a client's requests from one thread, in submission order.
-
-    libautd3 has no completion descriptor to hand to an event loop, so this thread blocks in
-    autd3_request_wait (GIL released) on the oldest request and posts each result to its loop with
-    call_soon_threadsafe. Requests complete in send order (cumulative acks), so waiting on the oldest
-    first costs no latency. One thread per client, started at the first await."""
-
-    def __init__(self) -> None:
-        self._q: "queue.SimpleQueue[Optional[tuple[Request, asyncio.AbstractEventLoop, asyncio.Future[Response]]]]" = (
-            queue.SimpleQueue())
-        self._t = threading.Thread(target=self._run, name="libautd3-completer", daemon=True)
-        self._t.start()
-
-    def submit(self, req: Request) -> "asyncio.Future[Response]":
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Response] = loop.create_future()
-        req._claim(_AWAITED)
-        self._q.put((req, loop, fut))
-        return fut
-
-    def stop(self) -> None:
-        self._q.put(None)
-
-    def _run(self) -> None:
-        while True:
-            item = self._q.get()
-            if item is None:
-                return
-            req, loop, fut = item
-            try:
-                r = req._wait_all(None)
-                res: tuple[bool, Any] = (True, r)
-            except BaseException as e:  # noqa: BLE001 - delivered to the awaiting task
-                res = (False, e)
-            req._finish()
-            try:
-                loop.call_soon_threadsafe(_resolve, fut, res)
-            except RuntimeError:  # the loop was closed meanwhile: nobody is waiting
-                pass
-
-
-def _resolve(fut: "asyncio.Future[Response]", res: tuple[bool, Any]) -> None:
-    if fut.cancelled():
-        return
-    if res[0]:
-        fut.set_result(res[1])
-    else:
-        fut.set_exception(res[1])
 
 
 @dataclass(frozen=True)
@@ -438,19 +182,16 @@ class Client:
     ``libautd3.aio.Client``. Use it as a context manager: leaving the block closes it (silencing the
     array)."""
 
-    _h: ctypes.c_void_p
+    _core: _Core
     _geometry: Geometry
     _kind: LinkKind
-    _closed: bool
-    _guard: threading.RLock
+    _num_devices: int
+    _protocol: Protocol
     _checker_lock: threading.Lock
-    _completer_obj: Optional[_Completer]
+    _completer_obj: Optional["Completer"]
     _finalizer: Any  # weakref.finalize
     _send_lock: threading.Lock
     _live: "collections.deque[weakref.ReferenceType[Request]]"
-    _max_inflight: int
-    _held_lock: threading.Lock
-    _held: int
 
     def __init__(self) -> None:  # use Client.open
         raise TypeError("use libautd3.Client.open(geometry, link_option, config)")
@@ -470,23 +211,22 @@ class Client:
         lo, keep = link._to_c()
         cc = config._to_c()
         h = ctypes.c_void_p()
-        e = N.lib().autd3_client_open(geometry.handle, ctypes.byref(lo), ctypes.byref(cc), ctypes.byref(h))
+        lib = N.lib()
+        e = lib.autd3_client_open(geometry.handle, ctypes.byref(lo), ctypes.byref(cc), ctypes.byref(h))
         del keep
         raise_for(e)
         self = cls.__new__(cls)
-        self._h = h
         self._geometry = geometry
         self._kind = LinkKind(link.KIND)
-        self._closed = False
-        self._guard = threading.RLock()  # held by quick calls; close takes it before freeing
+        # fixed once open (AUTO resolved): read now, so that these never touch the C client again
+        self._num_devices = int(lib.autd3_client_num_devices(h))
+        self._protocol = Protocol(lib.autd3_client_protocol(h))
+        self._core = _Core(h, cc.max_inflight if self._protocol != Protocol.V12 else 1)
         self._checker_lock = threading.Lock()
         self._completer_obj = None
-        self._send_lock = threading.Lock()
-        self._held_lock = threading.Lock()
-        self._held = 0  # handles sent and not yet released (each holds a slot in the library)
-        self._live = collections.deque()
-        self._max_inflight = config.max_inflight if config.protocol != Protocol.V12 else 1
-        self._finalizer = weakref.finalize(self, _close_forgotten, h)
+        self._send_lock = threading.Lock()  # a datagram's frames go out back to back
+        self._live = collections.deque()  # the requests sent, for _make_room
+        self._finalizer = weakref.finalize(self, _close_forgotten, self._core)
         return self
 
     @classmethod
@@ -497,33 +237,19 @@ class Client:
 
     # ---- lifetime ----------------------------------------------------------------------------
 
-    def _handle(self) -> ctypes.c_void_p:
-        if self._closed:
-            raise ClosedError("the client is closed")
-        return self._h
-
-    def _quick(self, fn: Callable[[ctypes.c_void_p], T]) -> T:
-        """A non-blocking call that close must not race with."""
-        with self._guard:
-            return fn(self._handle())
-
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._core.closed
 
     def close(self) -> None:
-        """Silence every device, stop the bus thread, close the link. Raises (TimedOutError,
+        """Silence every device, stop the bus thread, close the link. Calls already inside the
+        library on other threads finish first; later ones raise ClosedError. Raises (TimedOutError,
         SecondMasterError, LinkError, DeviceError) naming the devices that may still be emitting;
         the client is closed in any case. A second close is a no-op."""
-        with self._guard:
-            if self._closed:
-                return
-            self._closed = True
-            self._finalizer.detach()
-            e = N.lib().autd3_client_close(self._h)
-            if self._completer_obj is not None:
-                self._completer_obj.stop()
-            raise_for(e)
+        self._finalizer.detach()
+        err = self._core.close()
+        if err is not None:
+            raise err
 
     def __enter__(self) -> "Client":
         return self
@@ -537,87 +263,85 @@ class Client:
         except AUTD3Error as e:  # do not mask the exception already propagating
             warnings.warn(f"libautd3: close after an exception: {e}", RuntimeWarning, stacklevel=2)
 
-    def _completer(self) -> _Completer:
-        with self._guard:
+    def _completer(self) -> "Completer":
+        from ._completer import Completer
+
+        with self._core.cond:
+            if self._core.closed:
+                raise ClosedError("the client is closed")
             if self._completer_obj is None:
-                self._handle()
-                self._completer_obj = _Completer()
+                self._completer_obj = Completer(self)
             return self._completer_obj
 
     # ---- sending -----------------------------------------------------------------------------
 
     def _frames(self, d: DatagramLike) -> list[Frame]:
-        return frames_of(d, self._geometry)
+        return [d] if type(d) is Frame else frames_of(d, self._geometry)
 
     def send(self, datagram: DatagramLike) -> Request:
         """Queue the datagram's frames (streaming). Blocks only under back-pressure (max_inflight
         frames in flight). Returns a Request to wait on, poll, await or detach."""
         frames = self._frames(datagram)
-        lib = N.lib()
-        h = self._handle()
-        req = Request(self, [], frames)
+        core = self._core
+        req = Request(self, core)
         with self._send_lock:
             for f in frames:
-                self._make_room(req)
-                r = ctypes.c_void_p()
-                e = lib.autd3_client_send(h, ctypes.byref(f.c), ctypes.byref(r))
-                if e != 0:
-                    exc = _fail(e, None)
-                    req._state = _DETACHED
-                    req._detach_rest()  # the frames queued before stay in flight
-                    raise exc
-                req._handles.append(r)
-                with self._held_lock:
-                    self._held += 1
-            self._live.append(weakref.ref(req))
+                try:
+                    while not core.slot_free() and self._make_room(req):
+                        pass
+                    req._handles.append(core.send(f.c))
+                except BaseException:
+                    req._state = _DETACHED  # the frames queued before stay in flight
+                    req._detach_rest()
+                    raise
+            live = self._live
+            live.append(weakref.ref(req))
+            while live and ((x := live[0]()) is None or not x._handles):
+                live.popleft()
+            if len(live) > 4 * core.max_inflight:  # an old request kept unwaited: drop the finished behind it
+                self._live = collections.deque(w for w in live if (x := w()) is not None and x._handles)
         return req
 
-    def _released(self, n: int) -> None:
-        with self._held_lock:
-            self._held -= n
-
-    def _make_room(self, current: Request) -> None:
+    def _make_room(self, current: Optional[Request]) -> bool:
         """A handle holds its slot until it is released, so requests nobody waits on would block the
-        next send forever once max_inflight of them exist. Before that happens, wait on the oldest
-        unclaimed one here and keep its result in it (its wait() returns it later)."""
-        while True:
-            with self._held_lock:
-                if self._held < self._max_inflight:  # the common case: a free slot, nothing to scan
-                    if len(self._live) > 4 * self._max_inflight:
-                        self._live = collections.deque(w for w in self._live if (x := w()) is not None and x._handles)
-                    return
-            live = [r for r in (w() for w in self._live) if r is not None and r._handles]
-            self._live = collections.deque(weakref.ref(r) for r in live)
-            held = sum(len(r._handles) for r in live) + len(current._handles)
-            if held < self._max_inflight:
-                return
-            for r in live + [current]:
-                with r._lock:
-                    if r._state != _PENDING or not r._handles:
-                        continue
-                    r._state = _WAITING
-                try:
-                    r._step()
-                finally:
-                    with r._lock:
-                        if r._state == _WAITING:
-                            r._state = _PENDING
-                break
-            else:
-                return  # every slot is held by a request someone is waiting on: they will free it
+        next send forever once max_inflight of them exist. Wait (one slice) on the oldest one nobody
+        has claimed and keep its result in it (its wait() returns it later). False if there is none:
+        every slot is then held by a request someone waits on, which frees it."""
+        live = [r for r in (w() for w in self._live) if r is not None and r._handles]
+        self._live = collections.deque(weakref.ref(r) for r in live)
+        for r in live + ([current] if current is not None else []):
+            with self._core.cond:
+                if r._state != _PENDING or not r._handles:
+                    continue
+                r._state = _WAITING
+            try:
+                r._step(SLICE_MS)
+            finally:
+                with self._core.cond:
+                    if r._state == _WAITING:
+                        r._state = _PENDING
+            return True
+        return False
 
     def send_checked(self, datagram: DatagramLike) -> Response:
-        """Stop-and-wait: send each frame, wait, check the devices' data bytes (DeviceError names the
-        device and the code). Returns the last frame's Response. Blocks (GIL released)."""
-        frames = self._frames(datagram)
-        lib = N.lib()
-        h = self._handle()
-        resp = N.Response()
-        for f in frames:
-            e = lib.autd3_client_send_checked(h, ctypes.byref(f.c), ctypes.byref(resp))
-            if e != 0:
-                raise _fail(e, resp)
-        return Response._from_c(resp)
+        """Stop-and-wait, frame by frame as autd3_client_send_checked: send, wait, check the devices'
+        data bytes (DeviceError names the device and the code; the frames after a failure are not
+        sent). Returns the last frame's Response. Blocks (GIL released; Ctrl-C interrupts the wait,
+        the frame in flight still completes)."""
+        check = self._protocol != Protocol.V12  # v12: the data byte is a value, not an error code
+        r: Optional[Response] = None
+        for f in self._frames(datagram):
+            req = self.send(f)
+            try:
+                r = req.wait()
+            except KeyboardInterrupt:
+                if not req.done():
+                    req.detach()
+                raise
+            if check:
+                r.check()
+        assert r is not None
+        return r
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -627,69 +351,68 @@ class Client:
 
     @property
     def num_devices(self) -> int:
-        return self._quick(lambda h: int(N.lib().autd3_client_num_devices(h)))
+        return self._num_devices
 
     @property
     def protocol(self) -> Protocol:
-        return self._quick(lambda h: Protocol(N.lib().autd3_client_protocol(h)))
+        return self._protocol
 
     @property
     def link_kind(self) -> LinkKind:
         return self._kind
 
+    def _read(self, fn: Callable[..., int], out: Any) -> Any:
+        raise_for(self._core.call(fn, out))
+        return out
+
     def read_firmware_version(self) -> list[FirmwareVersion]:
         """Every device's CPU and FPGA firmware versions (exclusive reads). Blocks."""
-        n = self.num_devices
-        out = (N.FwVersion * n)()
-        raise_for(N.lib().autd3_client_read_firmware_version(self._handle(), out))
+        out = self._read(N.lib().autd3_client_read_firmware_version, (N.FwVersion * self._num_devices)())
         return [FirmwareVersion._from_c(v) for v in out]
 
     def read_fpga_state(self) -> list[int]:
         """Every device's FPGA state byte. Blocks."""
-        n = self.num_devices
-        out = (ctypes.c_uint8 * n)()
-        raise_for(N.lib().autd3_client_read_fpga_state(self._handle(), out))
-        return list(out)
+        return list(self._read(N.lib().autd3_client_read_fpga_state, (ctypes.c_uint8 * self._num_devices)()))
 
     def read_error_detail(self) -> list[int]:
         """Every device's latched firmware error code (0 = none). Blocks."""
-        n = self.num_devices
-        out = (ctypes.c_uint8 * n)()
-        raise_for(N.lib().autd3_client_read_error_detail(self._handle(), out))
-        return list(out)
+        return list(self._read(N.lib().autd3_client_read_error_detail, (ctypes.c_uint8 * self._num_devices)()))
 
     def stats(self) -> ClientStats:
         s = N.ClientStats()
-        self._quick(lambda h: N.lib().autd3_client_stats_sized(h, ctypes.byref(s), ctypes.sizeof(s)))
+        self._core.call(N.lib().autd3_client_stats_sized, ctypes.byref(s), ctypes.sizeof(s))
         return ClientStats(*(int(getattr(s, f)) for f in (fld[0] for fld in N.ClientStats._fields_)))
 
     def device_status(self, dev: int) -> DeviceStatus:
         _check.integer("dev", dev, 0, N.MAX_DEVICES - 1)
         s = N.ClientDeviceStatus()
-        e = self._quick(lambda h: N.lib().autd3_client_device_status_sized(h, dev, ctypes.byref(s), ctypes.sizeof(s)))
-        raise_for(e)
+        raise_for(self._core.call(N.lib().autd3_client_device_status_sized, dev, ctypes.byref(s), ctypes.sizeof(s)))
         return DeviceStatus(int(s.resets), int(s.reinits), ClientDeviceState(s.state))
 
     def device_statuses(self) -> list[DeviceStatus]:
-        return [self.device_status(i) for i in range(self.num_devices)]
+        return [self.device_status(i) for i in range(self._num_devices)]
 
     def device_resets(self, dev: int) -> int:
         """Times device `dev`'s state was lost or discarded (its patterns etc. must be re-sent)."""
-        d = _check.integer("dev", dev, 0, N.MAX_DEVICES - 1)
-        return self._quick(lambda h: int(N.lib().autd3_client_device_resets(h, d)))
+        d = _check.integer("dev", dev, 0, self._num_devices - 1)
+        return int(self._core.call(N.lib().autd3_client_device_resets, d))
+
+    def _with_link(self, fn: Callable[..., T], *args: Any) -> T:
+        """fn(link, *args) with the client's link, guarded against a concurrent close."""
+        lib = N.lib()
+        return self._core.call(lambda h: fn(lib.autd3_client_link(h), *args))
 
     def link_stats(self) -> LinkStats:
         s = N.LinkStats()
-        self._quick(lambda h: N.lib().autd3_link_stats_sized(N.lib().autd3_client_link(h), ctypes.byref(s),
-                                                             ctypes.sizeof(s)))
+        self._with_link(N.lib().autd3_link_stats_sized, ctypes.byref(s), ctypes.sizeof(s))
         return LinkStats(int(s.cycles), int(s.stale_cycles), int(s.lost_cycles))
 
     def check_state(self) -> LinkStatus:
-        """Check the devices' EtherCAT states and try to recover those not in OP (one checker at a time)."""
+        """Check the devices' EtherCAT states and try to recover those not in OP (one checker at a
+        time). May block while a device is being recovered."""
         s = N.LinkStatus()
         with self._checker_lock:
-            link = self._quick(lambda h: N.lib().autd3_client_link(h))
-            raise_for(N.lib().autd3_link_check_state_sized(link, ctypes.byref(s), ctypes.sizeof(s)))
+            raise_for(self._with_link(N.lib().autd3_link_check_state_sized, ctypes.byref(s), ctypes.sizeof(s)))
         n = s.num_devices
         return LinkStatus(tuple(DeviceState(s.state[i]) if s.state[i] <= 5 else DeviceState.OTHER for i in range(n)),
                           tuple(int(s.al_state[i]) for i in range(n)), int(s.recoveries))
@@ -697,7 +420,7 @@ class Client:
     def diagnostics(self) -> dict[str, str]:
         """The link's diagnostics ("name : value" lines) as a dict."""
         buf = ctypes.create_string_buffer(8192)
-        self._quick(lambda h: N.lib().autd3_link_diagnostics(N.lib().autd3_client_link(h), buf, len(buf)))
+        self._with_link(N.lib().autd3_link_diagnostics, buf, len(buf))
         out: dict[str, str] = {}
         for line in buf.value.decode("utf-8", "replace").splitlines():
             k, sep, v = line.partition(":")
@@ -714,15 +437,12 @@ class Client:
             raise TypeError(f"client.emulator: the link is {self._kind.name.lower()}, not the in-process emulator")
         return Emulator(self)
 
-    def _link(self) -> Any:
-        return self._quick(lambda h: N.lib().autd3_client_link(h))
 
-
-def _close_forgotten(h: ctypes.c_void_p) -> None:
+def _close_forgotten(core: _Core) -> None:
     """A client dropped (or still open at exit) without close(): close it, which silences the array."""
     try:
         warnings.warn("libautd3: a Client was not closed; closing it now (the devices are silenced)",
                       ResourceWarning, stacklevel=1)
-        N.lib().autd3_client_close(h)
+        core.close()
     except Exception:
         pass

@@ -150,7 +150,7 @@ class Emulator:
         f = N.DeviceFault(_check.u32("drop_next", drop_next), _check.boolean("freeze", freeze),
                           _check.u32("invalidate_rx", invalidate_rx))
         d = self._dev(dev)
-        raise_for(N.lib().autd3_emulator_inject(self._client._link(), d, ctypes.byref(f)))
+        raise_for(self._client._with_link(N.lib().autd3_emulator_inject, d, ctypes.byref(f)))
 
     def clear_faults(self, dev: int) -> None:
         self.inject(dev)
@@ -158,12 +158,12 @@ class Emulator:
     def power_cycle(self, dev: int) -> None:
         """Reboot device `dev` at the next cycle (its firmware state is lost; the client re-establishes it)."""
         d = self._dev(dev)
-        raise_for(N.lib().autd3_emulator_power_cycle(self._client._link(), d))
+        raise_for(self._client._with_link(N.lib().autd3_emulator_power_cycle, d))
 
     def counters(self, dev: int) -> DeviceCounters:
         d = self._dev(dev)
         c = N.DeviceCounters()
-        raise_for(N.lib().autd3_emulator_counters_sized(self._client._link(), d, ctypes.byref(c), ctypes.sizeof(c)))
+        raise_for(self._client._with_link(N.lib().autd3_emulator_counters_sized, d, ctypes.byref(c), ctypes.sizeof(c)))
         return DeviceCounters(*(int(getattr(c, f)) for f in (fld[0] for fld in N.DeviceCounters._fields_)))
 
     def drain_log(self, dev: int, max_entries: int = N.EXEC_LOG_CAPACITY) -> tuple[list[ExecEntry], int]:
@@ -174,22 +174,22 @@ class Emulator:
         buf = (N.ExecEntry * cap)()
         n = ctypes.c_size_t()
         dropped = ctypes.c_uint64()
-        raise_for(N.lib().autd3_emulator_log_drain(self._client._link(), d, buf, cap, ctypes.byref(n),
-                                                   ctypes.byref(dropped)))
+        raise_for(self._client._with_link(N.lib().autd3_emulator_log_drain, d, buf, cap, ctypes.byref(n),
+                                          ctypes.byref(dropped)))
         return [ExecEntry(e.index, e.tag, e.boot, e.seq, e.cmd, e.result) for e in buf[: n.value]], int(dropped.value)
 
     def output(self, dev: int) -> OutputState:
         """What device `dev` emits now (reflects every frame whose ack the client has seen)."""
         d = self._dev(dev)
         s = N.OutputState()
-        raise_for(N.lib().autd3_emulator_output(self._client._link(), d, ctypes.byref(s)))
+        raise_for(self._client._with_link(N.lib().autd3_emulator_output, d, ctypes.byref(s)))
         return OutputState._from_c(s)
 
     def outputs(self) -> EmulatorOutputs:
         """An object that keeps the output states readable after the client is closed."""
         h = ctypes.c_void_p()
         n = self._client.num_devices
-        raise_for(N.lib().autd3_emulator_outputs(self._client._link(), ctypes.byref(h)))
+        raise_for(self._client._with_link(N.lib().autd3_emulator_outputs, ctypes.byref(h)))
         return EmulatorOutputs(h, n)
 
     def __repr__(self) -> str:
