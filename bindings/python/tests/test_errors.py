@@ -223,3 +223,17 @@ def test_parameters_are_checked_when_changed_too(client: autd.Client) -> None:
         stm.frames(client.geometry)
     with pytest.raises(autd.InvalidArgumentError, match="data_len"):
         autd.XorHash(621)
+
+
+def test_missing_npcap_is_named() -> None:
+    """On Windows without Npcap the library answers NOT_BUILT naming Npcap and wpcap.dll
+    (src/nic/wpcap.c); the binding raises NpcapMissingError, still a NotBuiltError. (No Windows
+    Python here: the mapping is tested with the library's message.)"""
+    detail = ("raw Ethernet needs Npcap, whose wpcap.dll cannot be loaded (LoadLibrary failed): install Npcap "
+              "(https://npcap.com) with \"Install Npcap in WinPcap API-compatible Mode\" checked, or WinPcap")
+    e = errors.make_error(-7, detail)
+    assert isinstance(e, autd.NpcapMissingError) and isinstance(e, autd.NotBuiltError)
+    assert e.code == -7 and e.detail == detail
+    assert "Npcap is missing" in str(e) and "https://npcap.com" in str(e)
+    other = errors.make_error(-7, "the soem link is not built into this copy of libautd3")
+    assert type(other) is autd.NotBuiltError

@@ -322,9 +322,25 @@ def error_class(code: int) -> type[AUTD3Error]:
     return _BY_CODE.get(code, AUTD3Error)
 
 
+class NpcapMissingError(NotBuiltError):
+    """``AUTD3_E_NOT_BUILT`` because Windows lacks Npcap's ``wpcap.dll`` (raw Ethernet links need it):
+    install Npcap with "WinPcap API-compatible Mode". A NotBuiltError, so ``except NotBuiltError``
+    catches it too."""
+
+    def __init__(self, detail: str = "", code: Optional[int] = None) -> None:
+        super().__init__(detail, code)
+        self.args = ("NOT_BUILT: Npcap is missing: install it from https://npcap.com with \"Install Npcap in "
+                     f"WinPcap API-compatible Mode\" checked, then start Python again ({detail})",)
+
+
 def make_error(code: int, detail: str) -> AUTD3Error:
     cls = error_class(code)
+    if cls is NotBuiltError and ("Npcap" in detail or "wpcap.dll" in detail):
+        return NpcapMissingError(detail)  # the library's packet back end (src/nic/wpcap.c) found no Npcap
     return cls(detail) if cls is not AUTD3Error else AUTD3Error(detail, code)
+
+
+__all__.append("NpcapMissingError")
 
 
 def raise_for(code: int) -> None:
