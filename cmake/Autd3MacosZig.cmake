@@ -2,10 +2,15 @@
 # headers and libSystem stubs; scripts/setup-deps.sh --zig installs it into
 # build/.venv-zig), for the architecture in AUTD3_MACOS_ARCH (arm64 or x86_64)
 # set by cmake/toolchains/*-macos-zig.cmake. Built, never run: docs/platforms.md "macOS".
+# The oldest macOS the binaries support (their LC_BUILD_VERSION minos; Zig's own default is its
+# newest macOS): 11.0 for arm64 (the first on Apple silicon), 10.15 for x86_64. The Python wheels
+# take their platform tag from it (scripts/python-wheels.sh reads it back from the dylib).
 if(AUTD3_MACOS_ARCH STREQUAL "arm64")
-  set(_zig_target aarch64-macos)
+  set(AUTD3_MACOS_MIN "11.0" CACHE STRING "Minimum macOS version of the arm64 build")
+  set(_zig_target aarch64-macos.${AUTD3_MACOS_MIN})
 else()
-  set(_zig_target ${AUTD3_MACOS_ARCH}-macos)
+  set(AUTD3_MACOS_MIN "10.15" CACHE STRING "Minimum macOS version of the x86_64 build")
+  set(_zig_target ${AUTD3_MACOS_ARCH}-macos.${AUTD3_MACOS_MIN})
 endif()
 set(CMAKE_SYSTEM_NAME Darwin)
 set(CMAKE_SYSTEM_PROCESSOR ${AUTD3_MACOS_ARCH})
