@@ -8,7 +8,7 @@ BUILD_A64  ?= build-aarch64
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build demo test test-sanitize test-fuzz test-release test-debug test-aarch64 test-macos abi-check clean
+.PHONY: all deps configure build demo test test-sanitize test-fuzz test-release test-debug test-aarch64 test-macos abi-check wheels clean
 
 # Developer and CI builds treat warnings as errors; a plain `cmake` (users,
 # packagers, add_subdirectory) does not (AUTD3_WERROR defaults to OFF).
@@ -99,5 +99,12 @@ test-macos:
 	  scripts/macho-check.sh build-macos-$$a || exit 1; \
 	done
 
+# The Python binding's platform wheels into dist/python (scripts/python-wheels.sh): Linux x86-64
+# and aarch64 (manylinux, auditwheel), Windows x64 (MinGW), macOS arm64 and x86-64 (Zig). The
+# Linux ones are also built and checked by the ctest python.wheel_manylinux of `make test`.
+wheels: deps
+	@scripts/setup-deps.sh --zig
+	scripts/python-wheels.sh dist/python
+
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) $(BUILD_A64) build-abi
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) $(BUILD_A64) build-abi build-wheels

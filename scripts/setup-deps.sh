@@ -67,6 +67,13 @@ if [ -x "$BUILD_DIR/.venv/bin/python" ] && ! ls "$BUILD_DIR/.wheelhouse"/numpy-*
   [ -n "$np" ] && "$BUILD_DIR/.venv/bin/python" -m pip download -q --only-binary=:all: --no-deps -d "$BUILD_DIR/.wheelhouse" "numpy==$np" >/dev/null 2>&1 ||
     echo "setup-deps: warning: could not fetch the numpy wheel (python.wheel_fresh_venv will skip)"
 fi
+# The build requirements of `pip install ./bindings/python` (pyproject.toml), so that its ctest
+# (python.pip_install_source) runs pip's isolated build offline.
+if [ -x "$BUILD_DIR/.venv/bin/python" ] && ! ls "$BUILD_DIR/.wheelhouse-build"/setuptools-*.whl >/dev/null 2>&1; then
+  "$BUILD_DIR/.venv/bin/python" -m pip download -q --only-binary=:all: --no-deps -d "$BUILD_DIR/.wheelhouse-build" \
+    "setuptools>=68" wheel >/dev/null 2>&1 ||
+    echo "setup-deps: warning: could not fetch setuptools/wheel (python.pip_install_source needs the network then)"
+fi
 make_venv "$BUILD_DIR/.venv-armt3" autd3==0.2.0 autd3-core==0.2.0 autd3-link-remote==0.2.0
 make_venv "$BUILD_DIR/.venv-pyautd3" pyautd3==36.0.2
 # `--zig` (make test-macos): Zig's C compiler for the macOS cross builds.
