@@ -164,7 +164,8 @@ def readme_block(path: Path) -> str:
 def main() -> int:
     what, lib = sys.argv[1], sys.argv[2]
     if what == "api":
-        return pytest(lib, str(HERE), "--ignore", str(HERE / "test_echocat.py"), "--ignore", str(HERE / "test_layout.py"))
+        return pytest(lib, str(HERE), "--ignore", str(HERE / "test_echocat.py"), "--ignore",
+                      str(HERE / "test_layout.py"))
     if what == "layout":
         cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
         if cc is None:

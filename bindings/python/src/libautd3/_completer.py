@@ -57,7 +57,8 @@ class Completer:
         self._core = client._core
         self._client = weakref.ref(client)  # no strong reference: a forgotten client is still collected
         self._send_lock = client._send_lock
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # `with` on the lock itself: a Condition's `with` is Python code
+        self._cond = threading.Condition(self._lock)
         self._inflight: collections.deque[tuple[ctypes.c_void_p, _Op]] = collections.deque()  # sent, in send order
         self._backlog: collections.deque[tuple[list[Frame], _Op]] = collections.deque()  # not yet sent
         self._wait = N.lib().autd3_request_wait
@@ -71,7 +72,7 @@ class Completer:
         """Send (or queue) a datagram's frames; its future resolves when all have completed."""
         op = _Op(len(frames))
         core = self._core
-        with self._cond:
+        with self._lock:
             if core.closed:
                 op.fut.set_exception(ClosedError("the client is closed"))
                 return op.fut
@@ -92,7 +93,7 @@ class Completer:
         op.err = req._err  # a frame already waited on (Client._make_room) may have failed
         if not req._handles:
             self._post(op)
-        with self._cond:
+        with self._lock:
             self._inflight.extend((h, op) for h in req._handles)
             req._handles = []
             self._cond.notify()
@@ -114,27 +115,27 @@ class Completer:
                         break  # slots held by requests others wait on: the send blocks until one is released
                 h = core.send(f.c)
             except AUTD3Error as e:
-                with self._cond:  # the frames sent before stay in flight; the rest is given up
+                with self._lock:  # the frames sent before stay in flight; the rest is given up
                     op.err = op.err or e
                     op.left -= len(frames) - i
                     done = op.left == 0
                 if done:
                     self._post(op)
                 return
-            with self._cond:
+            with self._lock:
                 self._inflight.append((h, op))
                 self._cond.notify()
 
     # ---- the completer thread ----------------------------------------------------------------------
 
     def _wake(self) -> None:
-        with self._cond:
+        with self._lock:
             self._cond.notify_all()
 
     def _run(self) -> None:
         core = self._core
         while True:
-            with self._cond:
+            with self._lock:
                 while not self._inflight and not self._backlog and not core.closed:
                     self._cond.wait()
                 if not self._inflight and not self._backlog:
@@ -144,7 +145,7 @@ class Completer:
                 self._wait_head()
             elif self._send_lock.acquire(timeout=SLICE_MS / 1000):
                 try:
-                    with self._cond:
+                    with self._lock:
                         frames, op = self._backlog.popleft()
                     self._send(frames, op, wait_for_room=True)
                 finally:
@@ -158,7 +159,7 @@ class Completer:
         e = self._wait(h, ctypes.byref(op.raw))  # blocks, GIL released
         err = _fail(e, op.raw) if e else None  # the message of this thread's call
         self._core.released(1)
-        with self._cond:
+        with self._lock:
             self._inflight.popleft()
             if err is not None and op.err is None:
                 op.err = err

@@ -29,29 +29,33 @@ SLICE_MS = 200
 
 
 class _Core:
-    __slots__ = ("h", "cond", "users", "held", "closed", "max_inflight", "on_close", "_send", "_close")
+    __slots__ = ("h", "lock", "cond", "users", "held", "closed", "max_inflight", "on_close", "wait_for", "detach",
+                 "_send", "_close")
 
     def __init__(self, h: ctypes.c_void_p, max_inflight: int) -> None:
         lib = N.lib()
         self.h = h
-        self.cond = threading.Condition(threading.Lock())
+        self.lock = threading.Lock()  # taken with `with lock` (C-level; a Condition's own `with` is Python code)
+        self.cond = threading.Condition(self.lock)  # close waits on it for the calls inside
         self.users = 0  # calls inside the library with h
         self.held = 0  # handles given out and not yet released
         self.closed = False
         self.max_inflight = max_inflight
         self.on_close: Optional[Callable[[], None]] = None
+        self.wait_for = lib.autd3_request_wait_for  # request handles need no count: they keep the client alive
+        self.detach = lib.autd3_request_detach
         self._send = lib.autd3_client_send
         self._close = lib.autd3_client_close
 
     def enter(self) -> ctypes.c_void_p:
-        with self.cond:
+        with self.lock:
             if self.closed:
                 raise ClosedError("the client is closed")
             self.users += 1
         return self.h
 
     def leave(self) -> None:
-        with self.cond:
+        with self.lock:
             self.users -= 1
             if self.closed and not self.users:
                 self.cond.notify_all()
@@ -73,7 +77,7 @@ class _Core:
             e = self._send(h, ctypes.byref(frame), ctypes.byref(r))
             err = make_error(e, N.last_error()) if e else None  # the message of this thread's call
         finally:
-            with self.cond:
+            with self.lock:
                 self.users -= 1
                 if e == 0:
                     self.held += 1
@@ -84,7 +88,7 @@ class _Core:
         return r
 
     def released(self, n: int) -> None:
-        with self.cond:
+        with self.lock:
             self.held -= n
 
     def slot_free(self, n: int = 1) -> bool:
@@ -93,7 +97,7 @@ class _Core:
     def close(self) -> Optional[AUTD3Error]:
         """Refuse new calls, wait for those inside, close the C client (silencing the devices).
         None if it was already closed or closed cleanly, else the error close returned."""
-        with self.cond:
+        with self.lock:
             if self.closed:
                 return None
             self.closed = True

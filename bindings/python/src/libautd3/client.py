@@ -266,7 +266,7 @@ class Client:
     def _completer(self) -> "Completer":
         from ._completer import Completer
 
-        with self._core.cond:
+        with self._core.lock:
             if self._core.closed:
                 raise ClosedError("the client is closed")
             if self._completer_obj is None:
@@ -310,14 +310,14 @@ class Client:
         live = [r for r in (w() for w in self._live) if r is not None and r._handles]
         self._live = collections.deque(weakref.ref(r) for r in live)
         for r in live + ([current] if current is not None else []):
-            with self._core.cond:
+            with self._core.lock:
                 if r._state != _PENDING or not r._handles:
                     continue
                 r._state = _WAITING
             try:
                 r._step(SLICE_MS)
             finally:
-                with self._core.cond:
+                with self._core.lock:
                     if r._state == _WAITING:
                         r._state = _PENDING
             return True

@@ -126,22 +126,24 @@ class Request:
         self._resp = N.Response()  # the last waited handle's response
 
     def _claim(self, to: int) -> None:
-        with self._core.cond:
+        with self._core.lock:
             if self._state != _PENDING:
                 raise InvalidHandleError(f"request cannot be used again: {_WHY[self._state]}")
             self._state = to
 
     def _set(self, to: int) -> None:
-        with self._core.cond:
+        with self._core.lock:
             self._state = to
 
     def _step(self, ms: int) -> bool:
         """Wait up to `ms` (0: poll) on the oldest handle; False if it is still pending."""
-        e = _wait_for(self._handles[0], ms, ctypes.byref(self._resp))
+        core = self._core
+        e = core.wait_for(self._handles[0], ms, ctypes.byref(self._resp))
         if e == _PENDING_CODE:
             return False
-        self._handles.pop(0)
-        self._core.released(1)
+        del self._handles[0]
+        with core.lock:
+            core.held -= 1
         if e != 0 and self._err is None:
             self._err = _fail(e, self._resp)  # read in this thread, right after the call
         return True
@@ -169,14 +171,17 @@ class Request:
         ``Response.check``). With `timeout` (s) for the whole request: PendingError if not done by
         then, and the request stays usable, as after an interrupted wait."""
         ms = timeout_ms(timeout)
+        deadline = None if ms is None else time.monotonic() + ms / 1000
         self._claim(_WAITING)
         try:
-            self._wait_all(None if ms is None else time.monotonic() + ms / 1000)
+            self._wait_all(deadline)
         except BaseException:  # PendingError, KeyboardInterrupt: the handles left stay usable
             self._set(_PENDING if self._handles else _DONE)
             raise
-        self._set(_DONE)
-        return self._result()
+        self._state = _DONE  # nobody else changes a claimed request's state
+        if self._err is not None:
+            raise self._err
+        return Response(self._resp)  # nothing writes into _resp any more
 
     def poll(self) -> Optional[Response]:
         """Non-blocking: None while pending, else as wait() (and the request is consumed)."""
@@ -204,7 +209,7 @@ class Request:
     def _detach_rest(self) -> None:
         n = 0
         while self._handles:
-            _detach(self._handles.pop(0))
+            self._core.detach(self._handles.pop(0))
             n += 1
         if n:
             self._core.released(n)
@@ -222,11 +227,3 @@ class Request:
                 self._detach_rest()
         except Exception:  # interpreter shutdown: the library may be gone
             pass
-
-
-def _wait_for(h: ctypes.c_void_p, ms: int, resp: Any) -> int:
-    return int(N.lib().autd3_request_wait_for(h, ms, resp))
-
-
-def _detach(h: ctypes.c_void_p) -> None:
-    N.lib().autd3_request_detach(h)
