@@ -48,7 +48,9 @@ def main() -> None:
             for mn, m in o.__dict__.items():
                 if mn.startswith("_") and mn not in ("__await__", "__enter__", "__aenter__"):
                     continue
-                if isinstance(m, property):
+                if isinstance(m, libautd3.commands._Param):
+                    out.write(f"- `{mn}` (parameter, checked when set)\n")
+                elif isinstance(m, property):
                     out.write(f"- `{mn}` (property): {doc(m).splitlines()[0] if doc(m) else ''}\n")
                 elif isinstance(m, (classmethod, staticmethod)):
                     f = m.__func__
@@ -59,6 +61,7 @@ def main() -> None:
     out.write("### Exceptions\n\n| class | `autd3_err_t` | also a |\n|---|---|---|\n")
     for name, value, cls, extra in libautd3.errors._TABLE:
         out.write(f"| `{cls}` | `AUTD3_E_{name}` ({value}) | {extra.__name__ if extra else ''} |\n")
+    out.write("| `NpcapMissingError` | `AUTD3_E_NOT_BUILT` (-7) naming Npcap | NotBuiltError |\n")
 
 
 if __name__ == "__main__":
