@@ -214,3 +214,17 @@ def test_wait_timeout_bounds_the_whole_request(client: autd.Client) -> None:
             r.wait(timeout=0.06)
         assert not r.done()
         assert r.wait().all_executed
+
+
+def test_wait_while_a_send_frees_the_requests_slot(geometry: autd.Geometry) -> None:
+    """With every slot held, a send waits on the oldest request nobody waits on (Client._make_room);
+    its owner's wait() meanwhile waits for that and gets the result, it does not fail."""
+    cfg = autd.ClientConfig(max_inflight=1, timeout_cycles=1000)
+    with autd.Client.open(geometry, autd.EmulatorLinkOption(), cfg) as c:
+        slow = c.send(autd.XorHash(16, sleep_ms=300))
+        t = threading.Thread(target=lambda: c.send(autd.Null()).wait())
+        t.start()
+        time.sleep(0.05)  # the other send is waiting on `slow` now (300 ms)
+        assert slow.wait().all_executed
+        t.join(30)
+        assert not t.is_alive()

@@ -32,7 +32,7 @@ from .commands import DatagramLike, Frame, frames_of
 from .errors import AUTD3Error, ClosedError, raise_for
 from .geometry import Geometry
 from .link import FirmwareVersion, LinkKind, LinkOption
-from .request import _DETACHED, _PENDING, _WAITING, DeviceResponse, Outcome, Request, Response
+from .request import _DETACHED, _PENDING, _REAPING, DeviceResponse, Outcome, Request, Response
 
 if TYPE_CHECKING:
     from ._completer import Completer
@@ -309,17 +309,18 @@ class Client:
         every slot is then held by a request someone waits on, which frees it."""
         live = [r for r in (w() for w in self._live) if r is not None and r._handles]
         self._live = collections.deque(weakref.ref(r) for r in live)
+        core = self._core
         for r in live + ([current] if current is not None else []):
-            with self._core.lock:
+            with core.lock:
                 if r._state != _PENDING or not r._handles:
                     continue
-                r._state = _WAITING
+                r._state = _REAPING  # its owner's wait() waits for this step instead of failing
             try:
                 r._step(SLICE_MS)
             finally:
-                with self._core.lock:
-                    if r._state == _WAITING:
-                        r._state = _PENDING
+                with core.lock:
+                    r._state = _PENDING
+                    core.cond.notify_all()
             return True
         return False
 

@@ -104,7 +104,7 @@ def timeout_ms(timeout: Optional[float]) -> Optional[int]:
     return _check.integer("timeout (ms)", round(_check.real("timeout", timeout) * 1000), 0, 0xFFFFFFFF)
 
 
-_PENDING, _WAITING, _DONE, _DETACHED, _AWAITED = range(5)
+_PENDING, _WAITING, _DONE, _DETACHED, _AWAITED, _REAPING = range(6)
 _WHY = {_WAITING: "another thread is waiting on it", _DONE: "it was already waited on",
         _DETACHED: "it was detached", _AWAITED: "it is being awaited"}
 _PENDING_CODE = PendingError.code
@@ -126,7 +126,10 @@ class Request:
         self._resp = N.Response()  # the last waited handle's response
 
     def _claim(self, to: int) -> None:
-        with self._core.lock:
+        core = self._core
+        with core.lock:
+            while self._state == _REAPING:  # a send is freeing its slot (Client._make_room): one slice at most
+                core.cond.wait()
             if self._state != _PENDING:
                 raise InvalidHandleError(f"request cannot be used again: {_WHY[self._state]}")
             self._state = to
