@@ -4,6 +4,7 @@ reads of the sync client."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, Awaitable, Callable
 
 import numpy as np
@@ -156,3 +157,21 @@ def test_reads_and_checker_parity(geometry: autd.Geometry) -> None:
             assert (await c.check_state()).all_op
 
     run(main)
+
+
+def test_awaiting_a_request_after_close(geometry: autd.Geometry) -> None:
+    """A sync Request awaited after close still gives its result (or ClosedError), with or without a
+    completer thread before: never a hang."""
+
+    async def main(start_completer: bool) -> None:
+        c = autd.Client.open(geometry, autd.EmulatorLinkOption())
+        if start_completer:
+            await c.send(autd.Null())
+        done = c.send(autd.Null())
+        time.sleep(0.05)  # completed before the close
+        c.close()
+        r = await asyncio.wait_for(done, 10)
+        assert r.all_executed
+
+    for start in (False, True):
+        asyncio.run(main(start))

@@ -24,7 +24,7 @@ from . import _native as N
 from ._core import SLICE_MS
 from .commands import Frame
 from .errors import AUTD3Error, ClosedError
-from .request import _AWAITED, Request, Response, _fail
+from .request import _AWAITED, _PENDING, Request, Response, _fail
 
 if TYPE_CHECKING:
     from .client import Client
@@ -61,6 +61,7 @@ class Completer:
         self._cond = threading.Condition(self._lock)
         self._inflight: collections.deque[tuple[ctypes.c_void_p, _Op]] = collections.deque()  # sent, in send order
         self._backlog: collections.deque[tuple[list[Frame], _Op]] = collections.deque()  # not yet sent
+        self._exited = False
         self._wait = N.lib().autd3_request_wait
         self._core.on_close = self._wake
         self._thread = threading.Thread(target=self._run, name="libautd3-completer", daemon=True)
@@ -86,17 +87,21 @@ class Completer:
             self._send_lock.release()
         return op.fut
 
-    def adopt(self, req: Request) -> "asyncio.Future[Response]":
-        """``await request`` of a sync Request: this thread waits on its handles."""
+    def adopt(self, req: Request) -> "Optional[asyncio.Future[Response]]":
+        """``await request`` of a sync Request: this thread waits on its handles. None if the thread
+        has ended (the client was closed and everything before was resolved)."""
         req._claim(_AWAITED)
         op = _Op(len(req._handles), req._resp)
         op.err = req._err  # a frame already waited on (Client._make_room) may have failed
-        if not req._handles:
-            self._post(op)
         with self._lock:
+            if self._exited:
+                req._set(_PENDING)
+                return None
             self._inflight.extend((h, op) for h in req._handles)
             req._handles = []
             self._cond.notify()
+        if not op.left:
+            self._post(op)
         return op.fut
 
     # ---- sending, from either side ---------------------------------------------------------------
@@ -139,6 +144,7 @@ class Completer:
                 while not self._inflight and not self._backlog and not core.closed:
                     self._cond.wait()
                 if not self._inflight and not self._backlog:
+                    self._exited = True
                     return  # closed, and every future resolved
                 send_next = bool(self._backlog) and (not self._inflight or core.slot_free())
             if not send_next:

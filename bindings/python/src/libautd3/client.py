@@ -23,7 +23,7 @@ import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, overload
 
 from . import _check
 from . import _native as N
@@ -263,13 +263,23 @@ class Client:
         except AUTD3Error as e:  # do not mask the exception already propagating
             warnings.warn(f"libautd3: close after an exception: {e}", RuntimeWarning, stacklevel=2)
 
-    def _completer(self) -> "Completer":
+    @overload
+    def _completer(self) -> "Completer": ...
+
+    @overload
+    def _completer(self, or_none: bool) -> "Optional[Completer]": ...
+
+    def _completer(self, or_none: bool = False) -> "Optional[Completer]":
+        """The asyncio completer, started at the first use; after close the one there was, or
+        ClosedError (None with `or_none`)."""
         from ._completer import Completer
 
         with self._core.lock:
-            if self._core.closed:
-                raise ClosedError("the client is closed")
             if self._completer_obj is None:
+                if self._core.closed:
+                    if or_none:
+                        return None
+                    raise ClosedError("the client is closed")
                 self._completer_obj = Completer(self)
             return self._completer_obj
 

@@ -221,7 +221,13 @@ class Request:
         """``await request``: resolved by the client's completer thread (one per client, not per
         request); the event loop is never blocked. Cancelling the awaiting task is safe: the
         request still completes in the library and its handle is released; the result is dropped."""
-        return self._client._completer().adopt(self).__await__()
+        comp = self._client._completer(or_none=True)
+        fut = comp.adopt(self) if comp is not None else None
+        if fut is None:  # the client is closed and its completer gone: the handles end at once
+            import asyncio
+
+            fut = asyncio.get_running_loop().run_in_executor(None, self.wait)
+        return fut.__await__()
 
     def __del__(self) -> None:
         try:
