@@ -4,7 +4,9 @@ Same method and same report as ``autd3-perftest`` (tools/perftest/report.c, whic
 reference SDK's perftest line for line): a broadcast XorHash frame sent over and over;
 stop-and-wait (send_checked per sample) or streaming (keep ``--inflight`` requests pending, wait for
 the oldest). It adds the CPU time of the whole Python process (bus thread included, as the
-reference binding's bus runs inside its Python process too) and of the Python side alone.
+reference binding's bus runs inside its Python process too) and of the process without the bus
+thread. With ``--link emulator`` the emulated devices run inside the process too and are counted:
+compare CPU figures over echocat against autd3-emu (bindings/python/README.md, "Performance").
 """
 
 from __future__ import annotations
