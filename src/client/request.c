@@ -308,11 +308,14 @@ autd3_err_t autd3_client_send_checked(autd3_client_t *c, const autd3_frame_t *fr
   autd3_request_t *req = NULL;
   autd3_err_t err = autd3_client_send(c, frame, &req);
   if (err != AUTD3_OK) return err;
+  /* Whether the data bytes are error codes is the protocol's (v12: values,
+   * its devices' errors already failed the request). Read before the wait:
+   * if another thread closed the client meanwhile, the wait that releases
+   * this last handle frees it (client.h "Lifetime"). */
+  autd3_err_t (*check)(const autd3_response_t *) = c->proto->response_check;
   autd3_response_t local;
   autd3_response_t *r = resp ? resp : &local;
   err = autd3_request_wait(req, r);
   if (err != AUTD3_OK) return err;
-  /* Whether the data bytes are error codes is the protocol's (v12: values,
-   * its devices' errors already failed the request). */
-  return c->proto->response_check != NULL ? c->proto->response_check(r) : AUTD3_OK;
+  return check != NULL ? check(r) : AUTD3_OK;
 }
