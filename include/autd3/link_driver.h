@@ -121,6 +121,17 @@ AUTD3_EXTERN void autd3_link_report_inputs(struct autd3_link *link, const bool *
  */
 AUTD3_EXTERN void autd3_link_report_device_reset(struct autd3_link *link, uint16_t dev);
 
+/**
+ * Optional, from wait_next_cycle: the latest monotonic time (ns, the clock of the services' now_ns) at which the
+ * cycle() that follows still carries its tx to the exchange this wait prepared. wait_next_cycle returns early
+ * enough for a caller that still has to wake up and stage; a caller whose staging is only a pointer swap (the
+ * remote server's bus thread, waiting for its network thread's next request) may keep waiting for a new tx until
+ * shortly before this point. A link that never calls it leaves every caller to stage at once, as before. Only the
+ * wait_next_cycle call in progress on the calling thread hears it.
+ * Context: the bus thread (from wait_next_cycle); RT-safe; no allocation. @since 0.4.0
+ */
+AUTD3_EXTERN void autd3_link_report_stage_deadline(struct autd3_link *link, uint64_t deadline_ns);
+
 /** Open function of a link kind. `option->kind` is the registered kind. */
 typedef autd3_err_t (*autd3_link_open_fn)(const autd3_link_option_t *option, const autd3_geometry_t *geometry, struct autd3_link **out);
 

@@ -63,9 +63,10 @@ typedef struct autd3_remote_server_option {
    * next line; 0 = no limit; 0..100 000, default 10. @since 0.2.0 */
   uint32_t log_lines_per_s;
   uint32_t min_period_us;        /**< shortest bus cycle for links that do not pace themselves; default 250 (as the reference) */
-  /** For links without wait_next_cycle: with no request pending, wait this % of the measured cycle for one before
-   * the next cycle; default 50, 0 = never wait (use 0 for echocat, which sends at call time). Links with
-   * wait_next_cycle are asked instead. */
+  /** For links without wait_next_cycle (SOEM, which sleeps to its deadline inside cycle): with no request pending,
+   * wait up to this % of the measured cycle after the last cycle returned for one (taken at once when it comes)
+   * before the next cycle; default 50, 0 = never wait (the reference's behaviour). Links with wait_next_cycle
+   * decide the staging point themselves and ignore it (docs/remote.md "Bus thread and pacing"). */
   uint32_t pickup_percent;
   /** Advertise the server by mDNS / DNS-SD as AUTD3_REMOTE_SERVICE_TYPE (autd3-rs-link-remote 0.9.0's service type,
    * TXT "wire=7" and "sdk=libautd3-x.y.z"), so that autd3_remote_discover() and the published clients find it.
@@ -77,7 +78,33 @@ typedef struct autd3_remote_server_option {
   /** Log sink for connection events (one line, no newline); NULL = stderr. Called from the thread in autd3_remote_server_run(). */
   void (*log)(void *ctx, const char *line);
   void *log_ctx;
+  /** SCHED_FIFO priority of the bus thread (1..99), 0 = leave the OS's default (default). Set once when the bus thread
+   * starts, by the owner that sets the client's bus thread (with a timer slack of 1 ns on Linux in any case). The OS
+   * refusing it (Linux: without CAP_SYS_NICE or an RLIMIT_RTPRIO that allows it) fails the link's open with
+   * AUTD3_E_PERMISSION and the OS's reason: at create with `devices` > 0, else the client is refused and the reason
+   * logged. @since 0.4.0 */
+  int rt_priority;
+  /** CPU the bus thread is pinned to, -1 = none (default); refused as rt_priority. @since 0.4.0 */
+  int rt_cpu;
 } autd3_remote_server_option_t;
+
+/**
+ * The 0.3.0 layout of autd3_remote_server_option_t (through `log_ctx`): what the exported function
+ * autd3_remote_server_option_default returns by value to binaries and FFI built against 0.3.0. Source code calls the
+ * macro autd3_remote_server_option_default(), which returns the whole current struct. @since 0.4.0
+ */
+typedef struct autd3_remote_server_option_0_3 {
+  uint32_t size;
+  const char *listen;
+  autd3_link_option_t link;
+  uint16_t devices;
+  uint32_t handshake_timeout_ms, stall_timeout_ms, idle_timeout_ms, max_connections, log_lines_per_s, min_period_us,
+      pickup_percent;
+  uint8_t advertise;
+  const char *advertise_instance;
+  void (*log)(void *ctx, const char *line);
+  void *log_ctx;
+} autd3_remote_server_option_0_3_t;
 
 /** Server counters (read at any time). */
 typedef struct autd3_remote_server_stats {
@@ -85,6 +112,14 @@ typedef struct autd3_remote_server_stats {
   uint64_t refused;   /**< connections refused (busy, bad hello/geometry, link open failure) */
   uint64_t requests;  /**< frames answered */
   uint64_t dropped;   /**< sessions ended for malformed, stalled or timed-out input */
+  /** Cycles of the wrapped link run by the bus thread (every link opened so far). @since 0.4.0 */
+  uint64_t bus_cycles;
+  /** CPU time of the bus thread (every link opened so far), ns; each thread samples it every 10 ms. With bus_cycles:
+   * the server's CPU per bus cycle. @since 0.4.0 */
+  uint64_t bus_cpu_ns;
+  /** CPU time of the thread in autd3_remote_server_run() since it started (sockets, sessions, replies), ns; sampled
+   * as bus_cpu_ns. @since 0.4.0 */
+  uint64_t net_cpu_ns;
 } autd3_remote_server_stats_t;
 
 typedef struct autd3_remote_server autd3_remote_server_t;
@@ -96,12 +131,12 @@ typedef struct autd3_remote_server autd3_remote_server_t;
  */
 AUTD3_EXTERN void autd3_remote_server_option_init(autd3_remote_server_option_t *o, size_t size);
 /**
- * Defaults. The exported function keeps the 0.3.0 layout for binaries and FFI that call it; in source it is
- * the inline below, which passes the caller's sizeof to autd3_remote_server_option_init(), so that a struct
- * returned by value can grow.
+ * Defaults. The exported function keeps the 0.3.0 layout (autd3_remote_server_option_0_3_t) for binaries and FFI
+ * that call it; in source it is the inline below, which passes the caller's sizeof to
+ * autd3_remote_server_option_init(), so that a struct returned by value can grow.
  * Context: any thread; RT-safe.
  */
-AUTD3_EXTERN autd3_remote_server_option_t autd3_remote_server_option_default(void);
+AUTD3_EXTERN autd3_remote_server_option_0_3_t autd3_remote_server_option_default(void);
 static inline autd3_remote_server_option_t autd3_remote_server_option_default_(void) {
   autd3_remote_server_option_t o;
   autd3_remote_server_option_init(&o, sizeof o);

@@ -14,4 +14,9 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
  * defaults (autd3_link_open() and the Remote server use it). */
 autd3_err_t autd3__link_option_full(const autd3_link_option_t *option, autd3_link_option_t *out);
 
+/* autd3_link_wait_next_cycle(), and the stage deadline the link reported from
+ * it (autd3_link_report_stage_deadline) into *deadline_ns: 0 if it reported
+ * none (or the wait failed), then the caller stages at once (src/link/stage.c). */
+autd3_err_t autd3__link_wait_stage(autd3_link_t *link, uint64_t *deadline_ns);
+
 #endif

@@ -4,9 +4,18 @@
  */
 #include "remote_server/server_internal.h"
 
+void autd3__rsrv_net_cpu_sample(autd3_remote_server_t *s, uint64_t now, bool force) {
+  if (!force && now - s->net_cpu_t < CPU_SAMPLE_NS) return;
+  s->net_cpu_t = now;
+  atomic_store_explicit(&s->net_cpu, s->net_cpu_base + (autd3__thread_cpu_ns() - s->net_cpu0), memory_order_relaxed);
+}
+
 autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
   if (s == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_remote_server_run: NULL server");
   autd3_net_poll_t *p = s->pfd;
+  s->net_cpu0 = autd3__thread_cpu_ns();
+  s->net_cpu_base = atomic_load(&s->net_cpu);
+  s->net_cpu_t = autd3__now_ns();
   if (s->mdns_fd >= 0) {
     autd3__rsrv_mdns_announce(s, 120); /* RFC 6762 8.3: announce at start */
     autd3__rsrv_log(s, "advertising %s.%s on port %u", s->mdns_instance, autd3__rsrv_mdns_service, s->port);
@@ -59,6 +68,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
     if (r > 0 && (p[1].revents & AUTD3_NET_IN)) autd3__rsrv_on_accept(s);
     if (r > 0 && mdns_i >= 0 && p[mdns_i].revents) autd3__rsrv_on_mdns(s);
     uint64_t now = autd3__now_ns();
+    autd3__rsrv_net_cpu_sample(s, now, false);
     for (int i = 0; i < MAX_DRAIN; i++) {
       if (s->drain[i].fd < 0) continue;
       bool done = now >= s->drain[i].deadline;
@@ -97,6 +107,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
   if (s->mdns_fd >= 0) autd3__rsrv_mdns_announce(s, 0); /* goodbye (RFC 6762 10.1): browsers drop us at once */
   autd3__rsrv_session_end(s, false, "disconnected: the server is stopping");
   for (uint32_t i = 0; i < s->o.max_connections; i++) autd3__rsrv_hs_close(&s->hs[i]);
+  autd3__rsrv_net_cpu_sample(s, autd3__now_ns(), true);
   return AUTD3_OK;
 }
 

@@ -1,24 +1,8 @@
 /*
- * The remote server (include/autd3/remote_server.h): options, create, destroy, stats, and its log; the
- * design is described in server_internal.h.
+ * The remote server (include/autd3/remote_server.h): options, create, destroy and stats; the design is
+ * described in server_internal.h.
  */
 #include "remote_server/server_internal.h"
-
-void autd3__rsrv_log(autd3_remote_server_t *s, const char *fmt, ...) {
-  char line[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  uint64_t held = 0;
-  if (!autd3__log_limit_take(&s->log_limit, autd3__now_ns(), &held)) return;
-  if (held) {
-    size_t k = strlen(line);
-    snprintf(line + k, sizeof line - k, " [%llu earlier line(s) not logged: rate limit]", (unsigned long long)held);
-  }
-  if (s->o.log) s->o.log(s->o.log_ctx, line);
-  else fprintf(stderr, "autd3-remote-server: %s\n", line);
-}
 
 static autd3_remote_server_option_t option_defaults(void) {
   autd3_remote_server_option_t o;
@@ -33,12 +17,15 @@ static autd3_remote_server_option_t option_defaults(void) {
   o.log_lines_per_s = 10;
   o.min_period_us = 250;
   o.pickup_percent = 50;
+  o.rt_cpu = -1;
   return o;
 }
 
 /* Every sizeof(autd3_remote_server_option_t) a header had (src/core/struct_size.h): append the old one when a
- * field is added. */
-static const size_t option_sizes[] = {sizeof(autd3_remote_server_option_t)};
+ * field is added. 0.3.0 ended with log_ctx. */
+static const size_t option_sizes[] = {sizeof(autd3_remote_server_option_0_3_t), sizeof(autd3_remote_server_option_t)};
+_Static_assert(sizeof(autd3_remote_server_option_0_3_t) == AUTD3__SIZE_THROUGH(autd3_remote_server_option_t, log_ctx),
+               "autd3_remote_server_option_0_3_t is the prefix of autd3_remote_server_option_t through log_ctx");
 
 void autd3_remote_server_option_init(autd3_remote_server_option_t *o, size_t size) {
   if (o == NULL || size < sizeof o->size) return;
@@ -47,7 +34,14 @@ void autd3_remote_server_option_init(autd3_remote_server_option_t *o, size_t siz
   autd3__out_copy(o, size, &d, sizeof d);
 }
 
-autd3_remote_server_option_t(autd3_remote_server_option_default)(void) { return option_defaults(); }
+/* The exported function: the 0.3.0 layout, by value (binaries and FFI built against it). */
+autd3_remote_server_option_0_3_t(autd3_remote_server_option_default)(void) {
+  autd3_remote_server_option_t d = option_defaults();
+  autd3_remote_server_option_0_3_t o;
+  memcpy(&o, &d, sizeof o);
+  o.size = (uint32_t)sizeof o;
+  return o;
+}
 
 uint16_t autd3_remote_server_port(const autd3_remote_server_t *s) { return s ? s->port : 0; }
 
@@ -58,6 +52,9 @@ void autd3_remote_server_stats_sized(const autd3_remote_server_t *s, autd3_remot
   st.refused = atomic_load(&s->st_refused);
   st.requests = atomic_load(&s->st_requests);
   st.dropped = atomic_load(&s->st_dropped);
+  st.bus_cycles = atomic_load(&s->bus_cycles);
+  st.bus_cpu_ns = autd3__rsrv_bus_cpu_ns(s);
+  st.net_cpu_ns = atomic_load(&s->net_cpu);
   autd3__out_copy(out, size, &st, sizeof st);
 }
 
@@ -81,6 +78,10 @@ void autd3_remote_server_destroy(autd3_remote_server_t *s) {
   if (s->mdns_fd >= 0) autd3__net_close(s->mdns_fd);
   autd3__net_wake_close(&s->stop);
   autd3__net_wake_close(&s->wake);
+  if (s->sems) {
+    autd3__sem_destroy(&s->req_sem);
+    autd3__sem_destroy(&s->bus_started);
+  }
   free(s->slot[0]);
   free(s->slot[1]);
   free(s->bus_rx);
@@ -121,6 +122,10 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *given
       return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: %s = %u; must be %u..%u", range[i].name, range[i].v,
                              range[i].lo, range[i].hi);
   if (o->pickup_percent > 90) return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: pickup_percent must be 0..90");
+  if (o->rt_priority < 0 || o->rt_priority > 99)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: rt_priority = %d; must be 0 (none) or 1..99", o->rt_priority);
+  if (o->rt_cpu < -1)
+    return autd3_set_error(AUTD3_E_INVALID_OPTION, "remote server: rt_cpu = %d; must be -1 (none) or a CPU index", o->rt_cpu);
   autd3_remote_server_t *s = calloc(1, sizeof *s);
   if (s == NULL) return autd3_set_error(AUTD3_E_NOMEM, "remote server: out of memory");
   s->o = *o;
@@ -149,6 +154,12 @@ autd3_err_t autd3_remote_server_create(const autd3_remote_server_option_t *given
     err = autd3__error_context(err, "remote server");
     goto fail;
   }
+  if ((err = autd3__sem_init(&s->req_sem, 0)) != AUTD3_OK) goto fail;
+  if ((err = autd3__sem_init(&s->bus_started, 0)) != AUTD3_OK) {
+    autd3__sem_destroy(&s->req_sem);
+    goto fail;
+  }
+  s->sems = true;
   if ((err = autd3__net_listen(o->listen ? o->listen : "127.0.0.1:8080", &s->lfd, &s->port)) != AUTD3_OK) goto fail;
   if (o->advertise && (err = autd3__rsrv_mdns_setup(s, o->listen ? o->listen : "127.0.0.1:8080")) != AUTD3_OK) goto fail;
   if (o->devices != 0 && (err = autd3__rsrv_link_open(s, o->devices)) != AUTD3_OK) goto fail;

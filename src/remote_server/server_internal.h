@@ -1,6 +1,6 @@
 /*
- * What the remote server's files share (server.c options and lifetime, bus.c,
- * sessions.c, discovery.c, loop.c). The design:
+ * What the remote server's files share (server.c options, lifetime and stats,
+ * bus.c, sessions.c, discovery.c, loop.c, log.c). The design:
  *
  * The remote server core (include/autd3/remote_server.h): one event loop
  * (the thread in autd3_remote_server_run) owns the sockets and the session
@@ -24,13 +24,20 @@
  * This is the reference's exchange() (server.rs: tx_version/applied_version
  * under a mutex + condvar) without a lock the bus thread could block on.
  *
- * Pickup: a self-pacing link's cycle() takes its tx when called and then
- * sleeps to the cycle's deadline, so a request that arrives just after a
- * reply would miss the next cycle and every request would cost two. With no
- * request pending, the bus thread therefore waits `pickup_percent` of the
- * measured cycle before calling cycle() (with the request if one came, else
- * the last tx again), so a client that answers within that window gets one
- * exchange per bus cycle. 0 = call at once (the reference's behaviour).
+ * Pickup: a request must reach the link as late as it can still ride the
+ * exchange the bus thread is about to run, or one that arrives just after the
+ * previous reply waits a whole extra cycle. The bus thread calls the link's
+ * wait_next_cycle; if no request is there when it returns and the link
+ * reported a stage deadline (autd3_link_report_stage_deadline: echocat), it
+ * waits on req_sem for the next one until that deadline less its own
+ * wake-up latency (wake_lat_ns), since staging here is a pointer swap; the
+ * event loop posts req_sem after publishing a request, only while the bus
+ * thread says it waits (req_waiting), so the semaphore never counts up
+ * unread. A link without wait_next_cycle (SOEM) sleeps to its deadline inside
+ * cycle(): there the bus thread waits for a request up to `pickup_percent` of
+ * the measured cycle after the last return, and calls at once when one
+ * comes. Other links (emulator, EtherCrab, TwinCAT) decide the staging point
+ * themselves: the request is taken when wait_next_cycle returns.
  *
  * Holding up against hostile clients (docs/remote.md, "Limits"): a new
  * connection first sits in a table of handshakes (bounded by
@@ -61,6 +68,7 @@
 #include "net/net.h"
 #include "net/stage_hist.h"
 #include "platform/platform.h"
+#include "platform/rt.h"
 
 #define IN_CAP (64 * 1024)
 #define OUT_CAP 1024
@@ -74,6 +82,8 @@
  * were full (minutes). Fixed, a send blocks soon after the client stops taking replies, and the send-progress
  * timeout (stall_timeout_ms: "has not taken its replies") drops it. */
 #define SEND_BUFFER_BYTES 16384
+#define CPU_SAMPLE_NS 10000000ull /* each thread samples its own CPU time this often (a system call each) */
+#define N_STAGES 7               /* the per-stage histograms, in the order of stage_names (sessions.c) */
 
 /* A connection that has not completed hello + geometry yet. */
 typedef struct handshake {
@@ -104,6 +114,10 @@ struct autd3_remote_server {
   uint8_t *slot[2], *bus_rx, *reply_rx[2];
   bool reply_valid[2];
   atomic_bool take_wake; /* the session waits for the bus to take the published request */
+  autd3__sem_t req_sem;     /* posted by the event loop after publishing, while req_waiting (see Pickup) */
+  atomic_bool req_waiting;  /* the bus thread waits on req_sem for a request */
+  autd3__sem_t bus_started; /* the bus thread applied its RT policy (bus_err/bus_msg say if it failed) */
+  bool sems;                /* req_sem and bus_started exist */
   /* The state checker: the wrapped link's check_state every STATE_CHECK_NS, on its own thread (check_state may run
    * beside cycle, and may take a while: echocat and SOEM recover a device inside it). It is what brings a wrapped
    * EtherCAT link's rebooted or re-plugged devices back, and what v7 replies report per device. */
@@ -116,10 +130,14 @@ struct autd3_remote_server {
    * request (lead), between requests (mid), and the current run since the last one (trailing at session end). */
   atomic_bool idle_reset;
   _Atomic uint64_t idle_lead, idle_mid, idle_run;
-  /* Per-stage timestamps of request v, in slot v&1 (docs/remote.md "Why the hop cost cycles"): the event loop sets
-   * t_pub when the request is complete; the bus thread sets t_take, t_call, t_ret before it stores done = v, and the
-   * event loop reads them after loading done (the slot is not reused before v's reply is queued, see autd3__rsrv_next_slot). */
-  uint64_t t_pub[2], t_take[2], t_call[2], t_ret[2];
+  /* Per-stage timestamps of request v, in slot v&1 (docs/remote.md "Where the hop's time goes"): the event loop sets
+   * t_recv (the recv() that brought the request's last byte) and t_pub (hand-off) when the request is complete; the
+   * bus thread sets t_take, t_call, t_ret before it stores done = v, and the event loop reads them after loading done
+   * (the slot is not reused before v's reply is queued, see autd3__rsrv_next_slot). */
+  uint64_t t_recv[2], t_pub[2], t_take[2], t_call[2], t_ret[2];
+  /* CPU: bus cycles run and the bus threads' CPU time (those joined, and the running one's last sample, taken every
+   * CPU_SAMPLE_NS by itself), the event loop's since run() started (its own samples); any thread reads them. */
+  _Atomic uint64_t bus_cycles, bus_cpu_done, bus_cpu_live, net_cpu;
 
   /* session (event-loop thread only) */
   int cfd;
@@ -132,11 +150,15 @@ struct autd3_remote_server {
   size_t in_off, in_len;
   uint8_t out[OUT_CAP];
   size_t out_off, out_len;
-  uint64_t last_rx; /* when the session last received bytes (idle measure) */
-  uint64_t t_queued; /* when the first reply now in `out` was queued (0: none) */
-  /* This session's stage histograms (event-loop thread only), logged at its end: TCP receive -> bus pickup, pickup ->
-   * link call, the link call, link return -> reply queued, queued -> TCP send done, and receive -> queued. */
-  autd3_stage_hist_t h_pickup, h_tocall, h_call, h_toq, h_send, h_total;
+  uint64_t last_rx; /* when the session last received bytes (idle measure; the TCP receive stage) */
+  /* Replies in `out` not yet sent (at most two are owed): their requests' receive time and when they were queued. */
+  uint64_t q_recv[2], q_queued[2];
+  int q_n;
+  /* This session's stage histograms (event-loop thread only), logged at its end (stage_names, sessions.c), and where
+   * its CPU figures started. */
+  autd3_stage_hist_t h[N_STAGES];
+  uint64_t sess_cycles0, sess_bus_cpu0, sess_net_cpu0;
+  uint64_t net_cpu0, net_cpu_base, net_cpu_t; /* event loop: its CPU time and net_cpu when run() started; when it last sampled */
   struct {
     int fd;
     uint64_t deadline;
@@ -158,12 +180,19 @@ struct autd3_remote_server {
 /* Each client is answered in its own protocol version (the one of its hello). */
 static inline bool autd3__rsrv_is_v7(const armt_parser_t *p) { return p->peer_version == ARMT_VERSION_7; }
 
-/* server.c: options, create/destroy, stats; the rate-limited log. */
+/* log.c: the rate-limited log (any file of the server, event-loop thread). */
 void autd3__rsrv_log(autd3_remote_server_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* bus.c: the wrapped link, its bus thread (the hand-off above) and its state checker. */
 autd3_err_t autd3__rsrv_link_open(autd3_remote_server_t *s, uint16_t n);
 void autd3__rsrv_link_close(autd3_remote_server_t *s);
+/* Request `published` just became v: wake the bus thread if it waits for it (event-loop thread). */
+void autd3__rsrv_bus_notify(autd3_remote_server_t *s);
+/* The bus threads' CPU time so far, ns (any thread; up to CPU_SAMPLE_NS old). */
+uint64_t autd3__rsrv_bus_cpu_ns(const autd3_remote_server_t *s);
+
+/* The event loop samples its own CPU time (loop.c); `force`: now, else at most every CPU_SAMPLE_NS. */
+void autd3__rsrv_net_cpu_sample(autd3_remote_server_t *s, uint64_t now, bool force);
 
 /* sessions.c: the session and the handshake table (event-loop thread only). */
 void autd3__rsrv_session_reset(autd3_remote_server_t *s);

@@ -40,25 +40,43 @@ void autd3__rsrv_session_reset(autd3_remote_server_t *s) {
   s->in_off = s->in_len = s->out_off = s->out_len = 0;
   s->deadline = 0;
   s->ahead = false;
+  s->q_n = 0;
+}
+
+/* The stages of a request (the histograms s->h[], in this order; docs/remote.md "Where the hop's time goes"):
+ * the recv() that brought its last byte, the hand-off to the bus thread, the bus thread taking it, the link call,
+ * the link's return with the acks, the reply queued, the reply's last byte handed to TCP. */
+static const char *const stage_names[N_STAGES] = {
+    "TCP receive -> hand-off", "hand-off -> bus pickup", "pickup -> link call", "link call -> return (acks)",
+    "return -> reply queued",  "queued -> TCP sent",     "TCP receive -> TCP sent"};
+enum { ST_HANDOFF, ST_PICKUP, ST_TOCALL, ST_CALL, ST_TOQ, ST_SEND, ST_TOTAL };
+
+/* The session's figures, logged at its end: idle bus cycles, the stages (p50/p99), the server's CPU per bus cycle. */
+static void log_session_figures(autd3_remote_server_t *s) {
+  autd3__rsrv_log(s, "  bus cycles without a new request: %llu before the first, %llu between requests, %llu after the last",
+        (unsigned long long)atomic_load(&s->idle_lead), (unsigned long long)atomic_load(&s->idle_mid),
+        (unsigned long long)atomic_load(&s->idle_run));
+  if (s->h[ST_TOTAL].n) {
+    char line[400];
+    int k = snprintf(line, sizeof line, "  stages p50/p99 us (10 us buckets):");
+    for (int i = 0; i < N_STAGES && k > 0 && (size_t)k < sizeof line; i++)
+      k += snprintf(line + k, sizeof line - (size_t)k, "%s %s %u/%u", i ? "," : "", stage_names[i],
+                    autd3__stage_us(&s->h[i], 500), autd3__stage_us(&s->h[i], 990));
+    autd3__rsrv_log(s, "%s (%u requests)", line, (unsigned)s->h[ST_TOTAL].n);
+  }
+  autd3__rsrv_net_cpu_sample(s, autd3__now_ns(), true);
+  uint64_t cycles = atomic_load(&s->bus_cycles) - s->sess_cycles0;
+  uint64_t bus = autd3__rsrv_bus_cpu_ns(s) - s->sess_bus_cpu0, net = atomic_load(&s->net_cpu) - s->sess_net_cpu0;
+  if (cycles)
+    autd3__rsrv_log(s, "  CPU per bus cycle: bus thread %.2f us, network thread %.2f us (%llu cycles; %.3f / %.3f s)",
+                    (double)bus / 1000.0 / (double)cycles, (double)net / 1000.0 / (double)cycles,
+                    (unsigned long long)cycles, (double)bus / 1e9, (double)net / 1e9);
 }
 
 void autd3__rsrv_session_end(autd3_remote_server_t *s, bool dropped, const char *why) {
   if (s->cfd < 0) return;
   autd3__rsrv_log(s, "client %s %s (%llu frame(s) served)", s->peer, why, (unsigned long long)s->session_requests);
-  if (s->in_session && s->link)
-    autd3__rsrv_log(s, "  bus cycles without a new request: %llu before the first, %llu between requests, %llu after the last",
-          (unsigned long long)atomic_load(&s->idle_lead), (unsigned long long)atomic_load(&s->idle_mid),
-          (unsigned long long)atomic_load(&s->idle_run));
-  if (s->in_session && s->h_total.n) {
-    const autd3_stage_hist_t *h[] = {&s->h_pickup, &s->h_tocall, &s->h_call, &s->h_toq, &s->h_send, &s->h_total};
-    unsigned q[6][2];
-    for (int i = 0; i < 6; i++) q[i][0] = autd3__stage_us(h[i], 500), q[i][1] = autd3__stage_us(h[i], 990);
-    autd3__rsrv_log(s,
-          "  stages p50/p99 us (10 us buckets): TCP receive -> bus pickup %u/%u, pickup -> link call %u/%u, link call "
-          "%u/%u, link return -> reply queued %u/%u, queued -> TCP sent %u/%u; receive -> queued %u/%u (%u requests)",
-          q[0][0], q[0][1], q[1][0], q[1][1], q[2][0], q[2][1], q[3][0], q[3][1], q[4][0], q[4][1], q[5][0], q[5][1],
-          (unsigned)s->h_total.n);
-  }
+  if (s->in_session && s->link) log_session_figures(s);
   if (dropped) atomic_fetch_add(&s->st_dropped, 1); /* before close(): a peer that sees the EOF sees the count */
   autd3__net_close(s->cfd);
   autd3__rsrv_session_reset(s);
@@ -186,9 +204,12 @@ static void on_geometry(autd3_remote_server_t *s) {
   atomic_store(&s->idle_mid, 0);
   atomic_store(&s->idle_run, 0);
   atomic_store(&s->idle_reset, true);
-  autd3_stage_hist_t *hs[] = {&s->h_pickup, &s->h_tocall, &s->h_call, &s->h_toq, &s->h_send, &s->h_total};
-  for (int i = 0; i < 6; i++) autd3__stage_reset(hs[i]);
-  s->t_queued = 0;
+  for (int i = 0; i < N_STAGES; i++) autd3__stage_reset(&s->h[i]);
+  s->q_n = 0;
+  autd3__rsrv_net_cpu_sample(s, autd3__now_ns(), true);
+  s->sess_cycles0 = atomic_load(&s->bus_cycles);
+  s->sess_bus_cpu0 = autd3__rsrv_bus_cpu_ns(s);
+  s->sess_net_cpu0 = atomic_load(&s->net_cpu);
   if (v7) {
     queue(s, r, autd3__armt_encode_session7(r, sizeof r, ARMT7_SESSION_OK, n, NULL));
   } else {
@@ -225,9 +246,11 @@ static void pump_input(autd3_remote_server_t *s) {
       case ARMT_EV_HELLO: break; /* only in a handshake (autd3__rsrv_hs_read): the session's parser is past it */
       case ARMT_EV_GEOMETRY: on_geometry(s); break;
       case ARMT_EV_FRAME: {
-        s->t_pub[(atomic_load_explicit(&s->published, memory_order_relaxed) + 1) & 1] = autd3__now_ns();
-        atomic_store_explicit(&s->published, atomic_load_explicit(&s->published, memory_order_relaxed) + 1,
-                              memory_order_release);
+        uint64_t v = atomic_load_explicit(&s->published, memory_order_relaxed) + 1;
+        s->t_recv[v & 1] = s->last_rx; /* the recv() of the chunk that held its last byte */
+        s->t_pub[v & 1] = autd3__now_ns();
+        atomic_store(&s->published, v);
+        autd3__rsrv_bus_notify(s);
         break;
       }
       case ARMT_EV_CLOSE: autd3__rsrv_session_end(s, false, "closed the session"); return;
@@ -253,8 +276,12 @@ static void flush_output(autd3_remote_server_t *s) {
     return;
   }
   if (s->cfd < 0) return;
-  if (s->t_queued) autd3__stage_add(&s->h_send, s->t_queued, autd3__now_ns());
-  s->t_queued = 0;
+  uint64_t sent = autd3__now_ns();
+  for (int i = 0; i < s->q_n; i++) {
+    autd3__stage_add(&s->h[ST_SEND], s->q_queued[i], sent);
+    autd3__stage_add(&s->h[ST_TOTAL], s->q_recv[i], sent);
+  }
+  s->q_n = 0;
   s->out_off = s->out_len = 0;
   if (s->closing) {
     int fd = s->cfd;
@@ -334,12 +361,16 @@ void autd3__rsrv_on_bus(autd3_remote_server_t *s) {
     }
     queue(s, s->reply_rx[v & 1], (size_t)s->n * AUTD3_RX_FRAME_BYTES);
     uint64_t q = autd3__now_ns();
-    if (s->t_queued == 0) s->t_queued = q;
-    autd3__stage_add(&s->h_pickup, s->t_pub[v & 1], s->t_take[v & 1]);
-    autd3__stage_add(&s->h_tocall, s->t_take[v & 1], s->t_call[v & 1]);
-    autd3__stage_add(&s->h_call, s->t_call[v & 1], s->t_ret[v & 1]);
-    autd3__stage_add(&s->h_toq, s->t_ret[v & 1], q);
-    autd3__stage_add(&s->h_total, s->t_pub[v & 1], q);
+    const int k = (int)(v & 1);
+    autd3__stage_add(&s->h[ST_HANDOFF], s->t_recv[k], s->t_pub[k]);
+    autd3__stage_add(&s->h[ST_PICKUP], s->t_pub[k], s->t_take[k]);
+    autd3__stage_add(&s->h[ST_TOCALL], s->t_take[k], s->t_call[k]);
+    autd3__stage_add(&s->h[ST_CALL], s->t_call[k], s->t_ret[k]);
+    autd3__stage_add(&s->h[ST_TOQ], s->t_ret[k], q);
+    if (s->q_n < 2) { /* sent (and their last two stages taken) when `out` is flushed */
+      s->q_recv[s->q_n] = s->t_recv[k];
+      s->q_queued[s->q_n++] = q;
+    }
     s->session_requests++;
     atomic_fetch_add(&s->st_requests, 1);
   }

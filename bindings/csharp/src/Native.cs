@@ -205,10 +205,21 @@ namespace Autd3.Native
         public byte advertise; public IntPtr advertise_instance;
         public IntPtr log;     // always IntPtr.Zero from C#: no callback into managed code
         public IntPtr log_ctx;
+        public int rt_priority, rt_cpu;
+    }
+
+    /// <summary>The 0.3.0 layout the exported autd3_remote_server_option_default returns by value; use autd3_remote_server_option_init.</summary>
+    [CStruct("autd3_remote_server_option_0_3"), StructLayout(LayoutKind.Sequential)]
+    public struct RemoteServerOption03
+    {
+        public uint size; public IntPtr listen; public LinkOption link; public ushort devices;
+        public uint handshake_timeout_ms, stall_timeout_ms, idle_timeout_ms, max_connections, log_lines_per_s, min_period_us, pickup_percent;
+        public byte advertise; public IntPtr advertise_instance;
+        public IntPtr log, log_ctx;
     }
 
     [CStruct("autd3_remote_server_stats"), StructLayout(LayoutKind.Sequential)]
-    public struct RemoteServerStats { public ulong clients, refused, requests, dropped; }
+    public struct RemoteServerStats { public ulong clients, refused, requests, dropped, bus_cycles, bus_cpu_ns, net_cpu_ns; }
 
     /// <summary>The exported functions of libautd3 (and the two register functions of the separate link libraries).</summary>
     public static unsafe class Lib
@@ -361,7 +372,7 @@ namespace Autd3.Native
 
         // remote_server.h (the option's `log` callback is never set from C#)
         [DllImport(Name, CallingConvention = CC)] public static extern void autd3_remote_server_option_init(out RemoteServerOption o, UIntPtr size);
-        [DllImport(Name, CallingConvention = CC)] public static extern RemoteServerOption autd3_remote_server_option_default();
+        [DllImport(Name, CallingConvention = CC)] public static extern RemoteServerOption03 autd3_remote_server_option_default();
         [DllImport(Name, CallingConvention = CC)] public static extern int autd3_remote_server_create(ref RemoteServerOption o, out IntPtr server);
         [DllImport(Name, CallingConvention = CC)] public static extern ushort autd3_remote_server_port(IntPtr server);
         [DllImport(Name, CallingConvention = CC)] public static extern int autd3_remote_server_run(IntPtr server);

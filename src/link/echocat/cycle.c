@@ -656,7 +656,9 @@ autd3_err_t autd3__echocat_cycle(struct autd3_link *link, const uint8_t *tx, uin
  * the next edge; cycle() without a wait sends at once, as before). No NIC
  * access, no lock, no allocation. A caller that uses this hook and then
  * skips it before a cycle() has more frames queued: that cycle may defer its
- * read's reply to the next call (may_defer). */
+ * read's reply to the next call (may_defer). It reports the edge's stage
+ * deadline (autd3_link_report_stage_deadline): what the wake-up margin is for
+ * is spent by a caller that is awake already and only swaps a pointer. */
 autd3_err_t autd3__echocat_wait_next_cycle(struct autd3_link *link) {
   echocat_t *ec = (echocat_t *)link;
   ec->hooked = ec->hook_seen = true; /* this cycle's caller may wait for its acks: no deferral */
@@ -672,6 +674,8 @@ autd3_err_t autd3__echocat_wait_next_cycle(struct autd3_link *link) {
   uint64_t wake = edge_host - out_need(ec) - margin;
   if ((int64_t)(wake - now) > (int64_t)(2 * ec->period))
     wake = now + 2 * ec->period; /* bounded, whatever the estimate says; cycle() decides anyway */
+  else /* the margin is the caller's wake-up and staging: one that is awake already may stage until the outputs' own need */
+    autd3_link_report_stage_deadline(link, edge_host - out_need(ec));
   if ((int64_t)(wake - now) > 0)
     sleep_until(ec, wake, ec->opt.spin_ns);
   return AUTD3_OK;
