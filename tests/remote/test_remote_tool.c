@@ -4,7 +4,8 @@
  * published Python clients (ARMT v3 and v7, and the v7 one's DNS-SD discovery)
  * through our server, our link against the published Rust servers (v3 by hand,
  * v7 built from tests/peers), and Remote -> server -> echocat -> emulator on a
- * veth pair.
+ * veth pair (v7 and v3, streaming and stop-and-wait). The server's session-end
+ * stage and CPU lines are parsed wherever a session ran.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -81,7 +82,7 @@ typedef struct server_proc {
   int out;
   uint16_t port;
   char addr[32];
-  char log[8192];
+  char log[32768];
 } server_proc_t;
 
 static void server_start(server_proc_t *s, const char *extra1, const char *extra2) {
@@ -197,6 +198,45 @@ TEST(perftest_address_auto_and_v3) {
   ASSERT_CONTAINS(s.log, "ARMT v3 session with 2 device(s)");
 }
 
+/* The session-end figures of the server's log (docs/remote.md "Where the hop's time goes"), parsed: every stage's
+ * p50/p99 (p50 <= p99, bucket multiples), the request count, and the CPU per bus cycle of both threads. Returns the
+ * number of sessions whose lines were found; *requests = their requests. */
+static int parse_session_figures(const char *log, unsigned *requests) {
+  static const char *const stages[] = {"TCP receive -> hand-off", "hand-off -> bus pickup", "pickup -> link call",
+                                       "link call -> return (acks)", "return -> reply queued", "queued -> TCP sent",
+                                       "TCP receive -> TCP sent"};
+  int sessions = 0;
+  *requests = 0;
+  for (const char *l = strstr(log, "  stages p50/p99 us (10 us buckets): "); l; l = strstr(l + 1, "  stages p50/p99 us (10 us buckets): ")) {
+    const char *eol = strchr(l, '\n');
+    ASSERT_TRUE(eol != NULL);
+    const char *p = l;
+    for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+      p = strstr(p, stages[i]);
+      if (p == NULL || p > eol) TEST_FAIL_("stage \"%s\" missing in: %.*s", stages[i], (int)(eol - l), l);
+      p += strlen(stages[i]);
+      unsigned p50 = 0, p99 = 0;
+      if (sscanf(p, " %u/%u", &p50, &p99) != 2) TEST_FAIL_("stage \"%s\": no p50/p99 in: %.*s", stages[i], (int)(eol - l), l);
+      ASSERT_TRUE(p50 >= 10 && p50 % 10 == 0 && p99 % 10 == 0);
+      ASSERT_LE(p50, p99);
+    }
+    unsigned n = 0;
+    const char *paren = strstr(p, " (");
+    if (paren == NULL || paren > eol || sscanf(paren, " (%u requests)", &n) != 1) TEST_FAIL_("no request count: %.*s", (int)(eol - l), l);
+    *requests += n;
+    const char *cpu = strstr(eol, "  CPU per bus cycle: ");
+    ASSERT_TRUE(cpu != NULL);
+    double bus = -1, net = -1;
+    unsigned long long cycles = 0;
+    if (sscanf(cpu, "  CPU per bus cycle: bus thread %lf us, network thread %lf us (%llu cycles;", &bus, &net, &cycles) != 3)
+      TEST_FAIL_("CPU line does not parse: %.120s", cpu);
+    ASSERT_TRUE(bus > 0 && net > 0);
+    ASSERT_GE(cycles, n);
+    sessions++;
+  }
+  return sessions;
+}
+
 TEST(perftest_through_remote_to_emulator) {
   server_proc_t s;
   server_start(&s, NULL, NULL);
@@ -204,6 +244,10 @@ TEST(perftest_through_remote_to_emulator) {
   perftest(s.addr, "streaming", "500");
   server_stop(&s, SIGTERM);
   ASSERT_CONTAINS(s.log, "(opened per client)");
+  unsigned requests = 0;
+  ASSERT_EQ(parse_session_figures(s.log, &requests), 2);
+  ASSERT_GE(requests, 700); /* the sends and the client's own open and close frames */
+  ASSERT_CONTAINS(s.log, "CPU per bus cycle over the run: bus thread ");
 }
 
 /* Locate a Python that has the published ARMT v3 client (PyPI autd3-link-remote 0.2.0). */
@@ -309,8 +353,19 @@ TEST(perftest_through_remote_to_echocat_on_veth) {
   int st = wait_status(pid);
   if (st == 125) SKIP("autd3-netns could not set up the namespace:\n%s", buf);
   if (st != 0) TEST_FAIL_("exit %d:\n%s", st, buf);
-  ASSERT_CONTAINS(buf, "success       : 300\n");
+  /* v7 and v3, streaming and stop-and-wait: four sessions, every send answered, each session's figures logged */
+  const char *p = buf;
+  for (int i = 0; i < 4; i++) {
+    p = strstr(p, "success       : 300\n");
+    if (p == NULL) TEST_FAIL_("run %d of 4 did not complete all sends:\n%s", i + 1, buf);
+    p++;
+  }
+  ASSERT_CONTAINS(buf, "ARMT v7 session with 2 device(s)");
+  ASSERT_CONTAINS(buf, "ARMT v3 session with 2 device(s)");
   ASSERT_CONTAINS(buf, "opened the echocat link with 2 device(s)");
+  unsigned requests = 0;
+  ASSERT_EQ(parse_session_figures(buf, &requests), 4);
+  ASSERT_GE(requests, 4 * 300);
 }
 
 TEST(interop_published_python_client_v7) {

@@ -32,7 +32,9 @@ static void usage(FILE *f) {
           "published versions, each client answered in its own: v7 (autd3-rs-link-remote 0.5-0.9 /\n"
           "PyPI autd3-link-remote 0.8-0.9, and libautd3's Remote link by default) and v3\n"
           "(autd3-rs-link-remote 0.1-0.4 / PyPI autd3-link-remote 0.2). Logs to stderr, with each\n"
-          "session's per-stage timings at its end; SIGINT / SIGTERM stop it cleanly.\n"
+          "session's per-stage timings and CPU per bus cycle at its end; SIGINT / SIGTERM stop it cleanly.\n"
+          "An appliance runs it as a service with --listen 0.0.0.0:PORT --advertise and the link flags\n"
+          "(docs/remote.md \"The appliance\": a systemd unit with capabilities instead of root).\n"
           "\n"
           "  --listen ADDR          host:port or [v6]:port to listen on (default 127.0.0.1:8080;\n"
           "                         use 0.0.0.0:8080 to accept other machines; port 0 = any)\n"
@@ -49,10 +51,14 @@ static void usage(FILE *f) {
           "  --max-connections N    connections at once, the session plus handshakes; more are refused\n"
           "                         at once (default 8, 2..256)\n"
           "  --log-lines-per-s N    log rate limit, bursts of 10 s worth (default 10; 0 = no limit)\n"
-          "  --pickup-percent P     links without wait_next_cycle (SOEM, TwinCAT): with no request\n"
-          "                         pending, wait P%% of a cycle for one before the next cycle\n"
-          "                         (default 50; 0 for echocat, which sends at call time)\n"
+          "  --pickup-percent P     links without wait_next_cycle (SOEM): with no request pending, wait up\n"
+          "                         to P%% of a cycle after the last one for one (taken at once when it\n"
+          "                         comes) before the next cycle (default 50; 0 = never wait). The other\n"
+          "                         links say themselves how late a request may come\n"
           "  --min-period-us US     shortest bus cycle for links that do not pace themselves (default 250)\n"
+          "  --rt-priority P        the bus thread's SCHED_FIFO priority, 1..99 (default: none). Needs\n"
+          "                         CAP_SYS_NICE (or an RLIMIT_RTPRIO); refused = the link does not open\n"
+          "  --rt-cpu CPU           pin the bus thread to CPU (default: none)\n"
           "link options (as autd3-perftest):\n"
           "  --link KIND            emulator (default), echocat, soem, ethercrab, twincat, remote\n"
           "  --cycle-us US          bus cycle: emulator cycle, EtherCAT SYNC0 period, TwinCAT task cycle (default 1000)\n"
@@ -80,13 +86,13 @@ static long long num(const char *opt, const char *s, long long lo, long long hi)
   return (long long)autd3_numopt_i64_or_exit("autd3-remote-server", opt, s, lo, hi);
 }
 
-enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_ADV, O_ADVI, O_CAPTURE, O_HELP };
+enum { O_LISTEN = 256, O_DEVICES, O_HS, O_STALL, O_IDLE, O_MAXC, O_LOGR, O_PICKUP, O_MINP, O_LINK, O_CYCLE, O_SHIFT, O_IFACE, O_TIMING, O_ADDR, O_TCS, O_TCP, O_AMS, O_CAMS, O_ADV, O_ADVI, O_CAPTURE, O_RTP, O_RTC, O_HELP };
 
 int main(int argc, char **argv) {
   autd3_remote_server_option_t so = autd3_remote_server_option_default();
   const char *link = "emulator", *iface = NULL, *timing = NULL, *addr = NULL, *tcs = NULL, *ams = NULL, *cams = NULL, *capture = NULL;
   long long cycle_us = 1000, shift_us = 0, tcp = -1;
-  int shift_set = 0, pickup_set = 0;
+  int shift_set = 0;
   static const struct option opts[] = {
       {"listen", 1, 0, O_LISTEN}, {"devices", 1, 0, O_DEVICES}, {"handshake-timeout-ms", 1, 0, O_HS},
       {"stall-timeout-ms", 1, 0, O_STALL}, {"idle-timeout-ms", 1, 0, O_IDLE}, {"max-connections", 1, 0, O_MAXC},
@@ -94,7 +100,8 @@ int main(int argc, char **argv) {
       {"link", 1, 0, O_LINK}, {"cycle-us", 1, 0, O_CYCLE}, {"shift-us", 1, 0, O_SHIFT}, {"interface", 1, 0, O_IFACE},
       {"timing", 1, 0, O_TIMING}, {"address", 1, 0, O_ADDR}, {"twincat-server", 1, 0, O_TCS}, {"twincat-port", 1, 0, O_TCP},
       {"ams-net-id", 1, 0, O_AMS}, {"client-ams-net-id", 1, 0, O_CAMS}, {"advertise", 0, 0, O_ADV},
-      {"advertise-instance", 1, 0, O_ADVI}, {"capture", 1, 0, O_CAPTURE}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+      {"advertise-instance", 1, 0, O_ADVI}, {"capture", 1, 0, O_CAPTURE}, {"rt-priority", 1, 0, O_RTP},
+      {"rt-cpu", 1, 0, O_RTC}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
@@ -107,7 +114,9 @@ int main(int argc, char **argv) {
       case O_IDLE: so.idle_timeout_ms = (uint32_t)num("--idle-timeout-ms", optarg, 1, 3600000); break;
       case O_MAXC: so.max_connections = (uint32_t)num("--max-connections", optarg, 2, AUTD3_REMOTE_SERVER_MAX_CONNECTIONS); break;
       case O_LOGR: so.log_lines_per_s = (uint32_t)num("--log-lines-per-s", optarg, 0, 100000); break;
-      case O_PICKUP: so.pickup_percent = (uint32_t)num("--pickup-percent", optarg, 0, 90); pickup_set = 1; break;
+      case O_PICKUP: so.pickup_percent = (uint32_t)num("--pickup-percent", optarg, 0, 90); break;
+      case O_RTP: so.rt_priority = (int)num("--rt-priority", optarg, 1, 99); break;
+      case O_RTC: so.rt_cpu = (int)num("--rt-cpu", optarg, 0, 4095); break;
       case O_MINP: so.min_period_us = (uint32_t)num("--min-period-us", optarg, 0, 1000000); break;
       case O_LINK: link = optarg; break;
       case O_CYCLE: cycle_us = num("--cycle-us", optarg, 1, 4000000); break;
@@ -138,10 +147,6 @@ int main(int argc, char **argv) {
   char lerr[256];
   if (!autd3_tool_link_option(&f, &lo, lerr, sizeof lerr)) die("%s", lerr);
   so.link = lo;
-  /* echocat sends the outputs as soon as cycle() is called, aimed at the next SYNC0 edge it can reach, and
-   * returns just before that edge: waiting before the call would skip an edge. The other links sleep to their
-   * deadline inside cycle(), where waiting for a late request is free. */
-  if (!pickup_set && kind == AUTD3_LINK_ECHOCAT) so.pickup_percent = 0;
   if (!autd3_link_kind_available(kind)) { /* fail now rather than refuse every client */
     fprintf(stderr, "autd3-remote-server: the %s link is not built into this server%s\n", link,
             kind == AUTD3_LINK_SOEM ? " (configure with -DAUTD3_LINK_SOEM=ON -DAUTD3_REMOTE_SERVER_WITH_SOEM=ON; GPL-3.0-only)"
@@ -166,6 +171,10 @@ int main(int argc, char **argv) {
   autd3_remote_server_destroy(g_server);
   fprintf(stderr, "autd3-remote-server: stopped (%" PRIu64 " client(s), %" PRIu64 " refused, %" PRIu64 " frame(s), %" PRIu64 " dropped)\n",
           st.clients, st.refused, st.requests, st.dropped);
+  if (st.bus_cycles)
+    fprintf(stderr, "autd3-remote-server: CPU per bus cycle over the run: bus thread %.2f us, network thread %.2f us (%" PRIu64 " cycles)\n",
+            (double)st.bus_cpu_ns / 1000.0 / (double)st.bus_cycles, (double)st.net_cpu_ns / 1000.0 / (double)st.bus_cycles,
+            st.bus_cycles);
   if (err != AUTD3_OK) {
     fprintf(stderr, "autd3-remote-server: %s: %s\n", autd3_err_name(err), autd3_last_error());
     return 1;
