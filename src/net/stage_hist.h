@@ -1,6 +1,6 @@
 /*
  * A fixed histogram of short durations, for the per-stage timings of the Remote
- * link and the remote server (docs/remote.md "Why the hop cost cycles"): 10 us
+ * link and the remote server (docs/remote.md "Where the hop's time goes"): 10 us
  * buckets up to 20 ms plus one overflow bucket, so recording is one increment
  * and nothing is allocated; one writer thread per histogram. Quantiles come
  * out at bucket resolution (the bucket's upper edge).

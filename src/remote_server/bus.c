@@ -267,8 +267,8 @@ autd3_err_t autd3__rsrv_link_open(autd3_remote_server_t *s, uint16_t n) {
   }
   s->checker_running = true;
   char rt[64] = "";
-  if (s->o.rt_priority > 0 || s->o.rt_cpu >= 0)
-    snprintf(rt, sizeof rt, ", bus thread SCHED_FIFO %d, CPU %d", s->o.rt_priority, s->o.rt_cpu);
+  if (s->o.rt_priority > 0) snprintf(rt, sizeof rt, ", bus thread SCHED_FIFO %d", s->o.rt_priority);
+  if (s->o.rt_cpu >= 0) snprintf(rt + strlen(rt), sizeof rt - strlen(rt), ", bus thread on CPU %d", s->o.rt_cpu);
   autd3__rsrv_log(s, "opened the %s link with %u device(s)%s", autd3_link_kind_name(s->o.link.kind), n, rt);
   return AUTD3_OK;
 }

@@ -158,6 +158,7 @@ struct autd3_remote_server {
    * its CPU figures started. */
   autd3_stage_hist_t h[N_STAGES];
   uint64_t sess_cycles0, sess_bus_cpu0, sess_net_cpu0;
+  autd3_link_stats_t sess_link0; /* the wrapped link's counters when the session started */
   uint64_t net_cpu0, net_cpu_base, net_cpu_t; /* event loop: its CPU time and net_cpu when run() started; when it last sampled */
   struct {
     int fd;

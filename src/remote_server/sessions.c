@@ -51,7 +51,8 @@ static const char *const stage_names[N_STAGES] = {
     "return -> reply queued",  "queued -> TCP sent",     "TCP receive -> TCP sent"};
 enum { ST_HANDOFF, ST_PICKUP, ST_TOCALL, ST_CALL, ST_TOQ, ST_SEND, ST_TOTAL };
 
-/* The session's figures, logged at its end: idle bus cycles, the stages (p50/p99), the server's CPU per bus cycle. */
+/* The session's figures, logged at its end: idle bus cycles, the stages (p50/p99), the wrapped link's cycles (stale,
+ * lost) and the server's CPU per bus cycle. */
 static void log_session_figures(autd3_remote_server_t *s) {
   autd3__rsrv_log(s, "  bus cycles without a new request: %llu before the first, %llu between requests, %llu after the last",
         (unsigned long long)atomic_load(&s->idle_lead), (unsigned long long)atomic_load(&s->idle_mid),
@@ -64,6 +65,12 @@ static void log_session_figures(autd3_remote_server_t *s) {
                     autd3__stage_us(&s->h[i], 500), autd3__stage_us(&s->h[i], 990));
     autd3__rsrv_log(s, "%s (%u requests)", line, (unsigned)s->h[ST_TOTAL].n);
   }
+  autd3_link_stats_t ls;
+  autd3_link_stats(s->link, &ls);
+  autd3__rsrv_log(s, "  link cycles this session: %llu, %llu stale, %llu lost",
+                  (unsigned long long)(ls.cycles - s->sess_link0.cycles),
+                  (unsigned long long)(ls.stale_cycles - s->sess_link0.stale_cycles),
+                  (unsigned long long)(ls.lost_cycles - s->sess_link0.lost_cycles));
   autd3__rsrv_net_cpu_sample(s, autd3__now_ns(), true);
   uint64_t cycles = atomic_load(&s->bus_cycles) - s->sess_cycles0;
   uint64_t bus = autd3__rsrv_bus_cpu_ns(s) - s->sess_bus_cpu0, net = atomic_load(&s->net_cpu) - s->sess_net_cpu0;
@@ -208,6 +215,7 @@ static void on_geometry(autd3_remote_server_t *s) {
   s->q_n = 0;
   autd3__rsrv_net_cpu_sample(s, autd3__now_ns(), true);
   s->sess_cycles0 = atomic_load(&s->bus_cycles);
+  autd3_link_stats(s->link, &s->sess_link0);
   s->sess_bus_cpu0 = autd3__rsrv_bus_cpu_ns(s);
   s->sess_net_cpu0 = atomic_load(&s->net_cpu);
   if (v7) {

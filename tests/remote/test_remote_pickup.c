@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "autd3/link_driver.h"
+#include "harness/netns.h"
 #include "platform/platform.h"
 #include "remote_helpers.h"
 
@@ -197,4 +198,24 @@ TEST(option_of_the_0_3_size_is_accepted) {
   autd3_remote_server_t *s = NULL;
   ASSERT_OK(autd3_remote_server_create((const autd3_remote_server_option_t *)(const void *)&old, &s));
   autd3_remote_server_destroy(s);
+}
+
+/* SCHED_FIFO without CAP_SYS_NICE (a user namespace: its root has no capability over the host's scheduler, and
+ * RLIMIT_RTPRIO is 0): the open fails with PERMISSION and the OS's reason, nothing runs without the asked policy. */
+TEST(rt_priority_refused_without_cap_sys_nice) {
+  autd3_test_reexec_unshare("-r", "rt_priority_refused_without_cap_sys_nice");
+  ASSERT_OK(autd3_link_register(AUTD3_LINK_EMULATOR, pk_open));
+  autd3_remote_server_option_t o = autd3_remote_server_option_default();
+  o.listen = "127.0.0.1:0";
+  o.log = quiet_log;
+  o.devices = 1;
+  o.rt_priority = 80;
+  autd3_remote_server_t *s = NULL;
+  autd3_err_t err = autd3_remote_server_create(&o, &s);
+  if (err == AUTD3_OK) {
+    autd3_remote_server_destroy(s);
+    SKIP("the OS granted SCHED_FIFO 80 in a user namespace here (RLIMIT_RTPRIO)");
+  }
+  ASSERT_ERR(err, AUTD3_E_PERMISSION);
+  ASSERT_CONTAINS(autd3_last_error(), "remote server bus thread: rt_priority 80 / rt_cpu -1: cannot set SCHED_FIFO priority 80");
 }

@@ -308,7 +308,8 @@ static autd3_err_t validate(const autd3_echocat_option_t *opt, uint32_t *send_cy
     return autd3_set_error(AUTD3_E_INVALID_OPTION,
                            "echocat: rt_priority = %d / rt_cpu = %d: the ethercat option's RT policy is for a link's "
                            "own threads and echocat has none without capture_path; its cycle runs on the caller's "
-                           "thread: set autd3_client_config_t.rt_priority/rt_cpu (the client's bus thread)",
+                           "thread: set autd3_client_config_t.rt_priority/rt_cpu (the client's bus thread) or "
+                           "autd3_remote_server_option_t.rt_priority/rt_cpu (the remote server's)",
                            o->rt_priority, o->rt_cpu);
   if ((unsigned)opt->backend > AUTD3_NIC_PCAP)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "echocat: backend = %d is not a autd3_nic_backend_t", (int)opt->backend);
