@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # One benchmark session, the README's performance table: every link, 2 devices,
 # 1 ms, the default device model, and echocat's long-chain, 500 us and RT rows.
-# B = a build dir (SOEM rows need -DSOEM_ROOT=...). Every row runs RUNS times
+# B = a build dir (SOEM rows need -DSOEM_ROOT=...; the appliance rows through SOEM
+# -DAUTD3_REMOTE_SERVER_WITH_SOEM=ON as well). Every row runs RUNS times
 # (default 3), the whole set in turn so that each run sees every row in the same
 # machine state; the summary at the end gives each figure's median and range.
-# The raw runs stay in OUT (default a new directory under /tmp). About 10
-# minutes per run.
+# The raw runs stay in OUT (default a new directory under /tmp), with the
+# remote server's log of each run's appliance rows. About 15 minutes per run.
 B=${B:-build}
 RUNS=${RUNS:-3}
 OUT=${OUT:-$(mktemp -d /tmp/autd3-bench.XXXXXX)}
 mkdir -p "$OUT"
 P=$B/tools/perftest/autd3-perftest
 H=$B/tools/hostcheck/autd3-hostcheck
-N="$(dirname "$0")/../tools/netns/autd3-netns"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+N="$HERE/../tools/netns/autd3-netns"
 sum() { grep -E "cmd / sec|^  mean|^  p50|^  p95|^  p99|^  max|^  min|stale cycles|lost cycles|timeouts|cpu  |late wake|jitter" ; }
 
 one_run() {
@@ -34,6 +36,13 @@ echo '=== soem streaming 20000'; $P --link soem --interface \$AUTD3_TEST_IFNAME 
 echo '=== soem stop-and-wait 2000'; $P --link soem --interface \$AUTD3_TEST_IFNAME --devices 2 --count 2000 --mode stop-and-wait 2>&1 | grep -E '^  mean|^  p50|^  p99|^  max|cpu  |rror'
 echo '=== echocat 500us streaming 20000'; $P --link echocat --interface \$AUTD3_TEST_IFNAME --devices 2 --cycle-us 500 --count 20000 --mode streaming 2>/dev/null | grep -E 'cmd / sec|stale|lost|cpu  |late wake|wake-ups per'
 "
+# The appliance rows (docs/remote.md "Benchmark"): Remote -> autd3-remote-server -> each EtherCAT link the
+# server has built in (SOEM only with -DAUTD3_REMOTE_SERVER_WITH_SOEM=ON), ARMT v7 and v3 clients, streaming
+# and stop-and-wait, between that link's direct rows (before and after), each server row with the server's
+# own stale/lost cycles and CPU per bus cycle; the server's whole log (its per-stage lines) stays in OUT.
+for L in echocat ethercrab soem; do
+$N --devices 2 --build $B -- bash "$HERE/bench-appliance.sh" "$B" @MASTER@ $L "$OUT/server-$L-run$r.log" 10000 3000
+done
 # The long-chain rows (docs/echocat.md "The wire limit and long chains"): the
 # emulator's 100 Mbit/s wire model, the largest chain the wire carries at 1 ms
 # (18) and at 500 us (9), and one beyond each (refused at open, naming the cycle).
