@@ -458,7 +458,8 @@ static class TestCSharp
     /// stopped, its counters read. Run in a private namespace with multicast on loopback (run.sh remote).</summary>
     static unsafe void Remote()
     {
-        N.RemoteServerOption so = Lib.autd3_remote_server_option_default();
+        N.RemoteServerOption so;
+        Lib.autd3_remote_server_option_init(out so, Lib.Size<N.RemoteServerOption>());
         var pool = new StringPoolHandle();
         N.LinkOption emuN = EmulatorOptions.Default.ToNative(pool);
         IntPtr listen = Marshal.StringToHGlobalAnsi("127.0.0.1:0"), inst = Marshal.StringToHGlobalAnsi("csharp-test");
@@ -496,6 +497,7 @@ static class TestCSharp
         Lib.autd3_remote_server_stats_sized(srv, out st, Lib.Size<N.RemoteServerStats>());
         Lib.autd3_remote_server_stats(srv, out st0);
         Check(st.clients >= 1 && st.requests > 0 && st0.requests == st.requests, "server stats: " + st.clients + " clients, " + st.requests + " requests");
+        Check(st.bus_cycles >= st.requests, "server stats: " + st.bus_cycles + " bus cycles for " + st.requests + " requests");
         Lib.autd3_remote_server_stop(srv);
         Check(runner.Join(10000) && runResult == 0, "server run returned after stop: " + runResult);
         Lib.autd3_remote_server_destroy(srv);
