@@ -115,19 +115,26 @@ TEST(request_taken_during_the_stage_window) {
   ASSERT_GE(atomic_load(&waits), 20);
 }
 
-/* A window of 2 ms and no request for 300 ms: past each deadline the bus thread cycles with the last tx (the bus keeps
- * its cycle between requests), and a request afterwards is still carried and answered. */
-TEST(bus_cycles_on_when_the_window_passes) {
+/* Two requests `gap_ns` apart through a server whose link reports a stage window of `window` (0: none); the server's
+ * stats after the client closed. */
+static autd3_remote_server_stats_t two_requests_apart(uint64_t window, uint64_t gap_ns) {
   srv_t v;
-  start(&v, 2000000);
+  start(&v, window);
   autd3_link_t *l = open_remote(&v);
   request(l, 1);
-  autd3__sleep_ns(300000000);
-  ASSERT_GT(atomic_load(&repeats), 0);
+  autd3__sleep_ns(gap_ns);
   request(l, 2);
   autd3_link_close(l);
   autd3_remote_server_stats_t st = srv_stats(&v);
   srv_stop(&v);
+  return st;
+}
+
+/* A window of 2 ms and no request for 300 ms: past each deadline the bus thread cycles with the last tx (the bus keeps
+ * its cycle between requests), and a request afterwards is still carried and answered. */
+TEST(bus_cycles_on_when_the_window_passes) {
+  autd3_remote_server_stats_t st = two_requests_apart(2000000, 300000000);
+  ASSERT_GT(atomic_load(&repeats), 0);
   ASSERT_EQ(st.requests, 2);
   ASSERT_GT(st.bus_cycles, 2);
 }
@@ -135,15 +142,9 @@ TEST(bus_cycles_on_when_the_window_passes) {
 /* No stage deadline reported: the request is taken when wait_next_cycle returns, and the bus repeats the last tx
  * between requests, as before. */
 TEST(no_stage_deadline_stages_at_once) {
-  srv_t v;
-  start(&v, 0);
-  autd3_link_t *l = open_remote(&v);
-  request(l, 1);
-  autd3__sleep_ns(100000000);
-  request(l, 2);
-  autd3_link_close(l);
-  srv_stop(&v);
+  autd3_remote_server_stats_t st = two_requests_apart(0, 100000000);
   ASSERT_GT(atomic_load(&repeats), 0);
+  ASSERT_EQ(st.requests, 2);
 }
 
 /* The stats' CPU figures move with the bus (the threads sample them every 10 ms). */
@@ -163,27 +164,32 @@ TEST(stats_report_cpu_of_both_threads) {
 
 /* The bus thread's RT policy is applied once by the one owner; a CPU the OS refuses fails the link's open (here at
  * create, with `devices`), naming the option and the OS's reason. */
-TEST(rt_policy_refused_fails_the_open) {
+/* Create a server of one device with the bus thread's policy (priority, cpu); its error. `why_ok` names what it means
+ * that the OS granted the policy after all: the test then skips by that name. */
+static autd3_err_t create_with_policy(int priority, int cpu, const char *why_ok) {
   ASSERT_OK(autd3_link_register(AUTD3_LINK_EMULATOR, pk_open));
   autd3_remote_server_option_t o = autd3_remote_server_option_default();
   o.listen = "127.0.0.1:0";
   o.log = quiet_log;
   o.devices = 1;
-  o.rt_cpu = 1023; /* no such CPU here */
+  o.rt_priority = priority;
+  o.rt_cpu = cpu;
   autd3_remote_server_t *s = NULL;
   autd3_err_t err = autd3_remote_server_create(&o, &s);
   if (err == AUTD3_OK) {
     autd3_remote_server_destroy(s);
-    SKIP("this machine has a CPU 1023");
+    SKIP("%s", why_ok);
   }
+  return err;
+}
+
+TEST(rt_policy_refused_fails_the_open) {
+  autd3_err_t err = create_with_policy(0, 1023, "this machine has a CPU 1023");
   ASSERT_ERR(err, AUTD3_E_INVALID_ARGUMENT);
   ASSERT_CONTAINS(autd3_last_error(), "remote server bus thread: rt_priority 0 / rt_cpu 1023");
   ASSERT_CONTAINS(autd3_last_error(), "CPU 1023");
-  o.rt_cpu = -2;
-  ASSERT_ERR(autd3_remote_server_create(&o, &s), AUTD3_E_INVALID_OPTION);
-  o.rt_cpu = -1;
-  o.rt_priority = 100;
-  ASSERT_ERR(autd3_remote_server_create(&o, &s), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(create_with_policy(0, -2, "rt_cpu -2 accepted"), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(create_with_policy(100, -1, "rt_priority 100 accepted"), AUTD3_E_INVALID_OPTION);
 }
 
 /* Options of the 0.3.0 size (through log_ctx) are still accepted, the new fields taking their defaults; the exported
@@ -204,18 +210,7 @@ TEST(option_of_the_0_3_size_is_accepted) {
  * RLIMIT_RTPRIO is 0): the open fails with PERMISSION and the OS's reason, nothing runs without the asked policy. */
 TEST(rt_priority_refused_without_cap_sys_nice) {
   autd3_test_reexec_unshare("-r", "rt_priority_refused_without_cap_sys_nice");
-  ASSERT_OK(autd3_link_register(AUTD3_LINK_EMULATOR, pk_open));
-  autd3_remote_server_option_t o = autd3_remote_server_option_default();
-  o.listen = "127.0.0.1:0";
-  o.log = quiet_log;
-  o.devices = 1;
-  o.rt_priority = 80;
-  autd3_remote_server_t *s = NULL;
-  autd3_err_t err = autd3_remote_server_create(&o, &s);
-  if (err == AUTD3_OK) {
-    autd3_remote_server_destroy(s);
-    SKIP("the OS granted SCHED_FIFO 80 in a user namespace here (RLIMIT_RTPRIO)");
-  }
+  autd3_err_t err = create_with_policy(80, -1, "the OS granted SCHED_FIFO 80 in a user namespace here (RLIMIT_RTPRIO)");
   ASSERT_ERR(err, AUTD3_E_PERMISSION);
   ASSERT_CONTAINS(autd3_last_error(), "remote server bus thread: rt_priority 80 / rt_cpu -1: cannot set SCHED_FIFO priority 80");
 }
