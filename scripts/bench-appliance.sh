@@ -8,6 +8,7 @@
 # usage: bench-appliance.sh BUILD_DIR IFNAME LINK LOG [STREAM_COUNT SAW_COUNT]
 set -u
 B=$1 IF=$2 LINK=$3 LOG=$4 NS=${5:-20000} NW=${6:-5000}
+HERE="$(cd "$(dirname "$0")" && pwd)"
 P=$B/tools/perftest/autd3-perftest
 S=$B/tools/remote-server/autd3-remote-server
 PORT=18091
@@ -53,6 +54,14 @@ for proto in 7 3; do
   k=$((k + 1)); server_figures $k
   echo "=== appliance v$proto -> server -> $LINK stop-and-wait $NW"
   $P --link remote --address 127.0.0.1:$PORT --remote-protocol $proto --devices 2 --count "$NW" --mode stop-and-wait 2>&1 | pick
+  k=$((k + 1)); server_figures $k
+done
+# The published Python clients (PyPI autd3-link-remote 0.9.0: v7, 0.2.0: v3; scripts/setup-deps.sh's venvs), stop-and-wait.
+for pv in "7 $B/.venv/bin/python 0.9.0" "3 $B/.venv-armt3/bin/python 0.2.0"; do
+  set -- $pv
+  [ -x "$2" ] || continue
+  echo "=== appliance: published Python client v$1 ($3) -> server -> $LINK stop-and-wait $NW"
+  "$2" "$HERE/../tests/remote/armt_peer.py" v$1 bench 127.0.0.1:$PORT 2 "$NW" 2>&1 | grep -E ' : |rror|SKIPPED'
   k=$((k + 1)); server_figures $k
 done
 kill -TERM $SP

@@ -5,10 +5,14 @@ autd3-remote-server, for either ARMT version the published packages speak. Exit 
 usage: armt_peer.py v3 session HOST:PORT DEVICES   autd3-link-remote 0.2.0 (ARMT v3, build/.venv-armt3)
        armt_peer.py v7 session HOST:PORT DEVICES   autd3-link-remote 0.9.0 (ARMT v7, build/.venv)
        armt_peer.py v7 discover INSTANCE           its DNS-SD discovery finds our advertised server
-A session is: open, firmware info, 20 frames, FPGA state, close.
+       armt_peer.py v3|v7 bench HOST:PORT DEVICES COUNT   COUNT frames stop-and-wait (scripts/bench-appliance.sh)
+A session is: open, firmware info, 20 frames, FPGA state, close. A bench run is: open, COUNT Nop frames each
+sent when the previous one completed (send_checked), close; it prints cmd / sec and the latency's mean, p50, p99
+in autd3-perftest's format.
 """
 import asyncio
 import sys
+import time
 from importlib.metadata import PackageNotFoundError, version
 
 
@@ -41,14 +45,7 @@ except Exception as e:  # noqa: BLE001 - any import problem means the peer is un
 
 
 async def session(addr: str, n: int) -> None:
-    geometry = autd3.geometry.Geometry(
-        [autd3.geometry.Autd3([192.0 * i, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]) for i in range(n)]
-    )
-    if armt == "v3":  # 0.2.0's option takes its own timeout; 0.9.0's has none
-        link = autd3_link_remote.RemoteLinkOption(addr, timeout=autd3.Duration.from_millis(5000))
-    else:
-        link = autd3_link_remote.RemoteLinkOption(addr)
-    client = await asyncio.wait_for(autd3.Client.open(geometry, link, autd3.ClientConfig()), 30)
+    client = await open_client(addr, n)
     assert client.num_devices() == n, client.num_devices()
     versions = await asyncio.wait_for(client.read_firmware_version(), 10)
     print("firmware:", versions)
@@ -63,6 +60,39 @@ async def session(addr: str, n: int) -> None:
     print(f"ok: autd3-link-remote {ver} exchanged frames with {n} device(s) through {addr}")
 
 
+async def open_client(addr: str, n: int):
+    geometry = autd3.geometry.Geometry(
+        [autd3.geometry.Autd3([192.0 * i, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]) for i in range(n)]
+    )
+    if armt == "v3":  # 0.2.0's option takes its own timeout; 0.9.0's has none
+        link = autd3_link_remote.RemoteLinkOption(addr, timeout=autd3.Duration.from_millis(5000))
+    else:
+        link = autd3_link_remote.RemoteLinkOption(addr)
+    return await asyncio.wait_for(autd3.Client.open(geometry, link, autd3.ClientConfig()), 30)
+
+
+async def bench(addr: str, n: int, count: int) -> None:
+    client = await open_client(addr, n)
+    lat = []
+    t0 = time.perf_counter()
+    for _ in range(count):
+        builder = client.datagram_builder()
+        builder.push(autd3.commands.Nop())
+        for frame in builder.build():
+            t = time.perf_counter()
+            await asyncio.wait_for(client.send_checked(frame), 10)
+            lat.append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - t0
+    await client.close()
+    lat.sort()
+    q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000.0  # noqa: E731
+    print(f"  success       : {len(lat)}")
+    print(f"  cmd / sec     : {len(lat) / elapsed:12.2f}")
+    print(f"  mean          : {sum(lat) / len(lat) * 1000.0:.3f} ms")
+    print(f"  p50           : {q(0.50):.3f} ms")
+    print(f"  p99           : {q(0.99):.3f} ms")
+
+
 def discover(instance: str) -> None:
     found = autd3_link_remote.RemoteLinkOption.discover(timeout=autd3.Duration.from_millis(3000), instance=instance)
     print(f"ok: autd3-link-remote {ver} discovered {instance} at {found.addr}")
@@ -70,6 +100,8 @@ def discover(instance: str) -> None:
 
 if sys.argv[2] == "session":
     asyncio.run(session(sys.argv[3], int(sys.argv[4])))
+elif sys.argv[2] == "bench":
+    asyncio.run(bench(sys.argv[3], int(sys.argv[4]), int(sys.argv[5])))
 elif sys.argv[2] == "discover":
     discover(sys.argv[3])
 else:
