@@ -128,6 +128,8 @@ static void *bus_main(void *arg) {
       bus_fail(s, err);
       break;
     }
+    /* Counted before the reply is handed over, so that a reader who sees a request answered sees its cycle too. */
+    atomic_fetch_add_explicit(&s->bus_cycles, 1, memory_order_relaxed);
     if (first) { /* the acks leave at once: the event loop queues and sends the reply when woken */
       s->t_call[taken & 1] = last_start;
       s->t_ret[taken & 1] = ret;
@@ -136,7 +138,6 @@ static void *bus_main(void *arg) {
       atomic_store_explicit(&s->done, taken, memory_order_release);
       autd3__net_wake_poke(&s->wake);
     }
-    atomic_fetch_add_explicit(&s->bus_cycles, 1, memory_order_relaxed);
     if (ret - cpu_t >= CPU_SAMPLE_NS) {
       atomic_store_explicit(&s->bus_cpu_live, autd3__thread_cpu_ns(), memory_order_relaxed);
       cpu_t = ret;
