@@ -415,7 +415,7 @@ TEST(closed_client_detectable_while_handles_live) {
   ASSERT_OK(autd3_client_send(c, &f, &r));
   ASSERT_CLOSE_OK(c);
   /* The outstanding handle keeps the client alive: misuse is detected. */
-  autd3_client_close(c);
+  ASSERT_ERR(autd3_client_close(c), AUTD3_E_CLOSED);
   ASSERT_ERR(autd3_client_send(c, &f, NULL), AUTD3_E_CLOSED);
   autd3_err_t e = autd3_request_wait(r, NULL);
   ASSERT_TRUE(e == AUTD3_OK || e == AUTD3_E_CLOSED);
