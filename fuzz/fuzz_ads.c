@@ -17,7 +17,7 @@
 
 #include "link/twincat/ads.h"
 #include "platform/platform.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static void sample(void *ctx, uint64_t ft, uint32_t handle, const uint8_t *data, uint32_t size) {
   (void)ft, (void)handle;

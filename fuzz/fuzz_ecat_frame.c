@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 
 #include "autd3/autd3.h"
 #include "autd3/link_driver.h"
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "harness/test.h"
 #include "platform/platform.h"
 

@@ -11,7 +11,7 @@
 
 #include "autd3/autd3.h"
 #include "client/seqcmd/seqcmd.h" /* autd3__silence_payload: the frame close really sends */
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "harness/test.h"
 
 static autd3_geometry_t *geometry(size_t n) {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "autd3/autd3.h"
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "harness/peer_proc.h"
 #include "harness/test.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "autd3/autd3.h"
-#include "device/v12.h"
+#include "emulation/device/v12.h"
 #include "harness/test.h"
 
 static void frame(uint8_t tx[AUTD3_TX_FRAME_BYTES], uint8_t msg_id, uint8_t tag, uint8_t arg) {

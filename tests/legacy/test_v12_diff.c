@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "autd3/autd3.h"
-#include "device/v12.h"
+#include "emulation/device/v12.h"
 #include "harness/peer_proc.h"
 #include "harness/test.h"
 

@@ -19,7 +19,7 @@
 #include "autd3/autd3.h"
 #include "harness/test.h"
 #include "reliability/exactly_once.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static void *emu_thread(void *arg) {
   tcemu_run(arg);

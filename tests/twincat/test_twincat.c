@@ -19,7 +19,7 @@
 #include "harness/test.h"
 #include "link/twincat/ads.h"
 #include "platform/platform.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static size_t unhex(const char *s, uint8_t *out) {
   size_t n = 0;

@@ -18,7 +18,7 @@
 #include "harness/test.h"
 #include "link/twincat/ads.h"
 #include "platform/platform.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static void *emu_thread(void *arg) {
   tcemu_run(arg);

@@ -24,12 +24,12 @@
 #include <unistd.h>
 
 #include "autd3/error.h"
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 #include "nic/capture.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
 #include "numopt.h"
-#include "rx_clock.h"
+#include "nic/rx_clock.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {

@@ -24,7 +24,7 @@
 
 #include "net/net.h"
 #include "numopt.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static tcemu_t *g_emu;
 static FILE *g_log;

@@ -25,10 +25,10 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "core/struct_size.h"
-#include "device/exec_log.h"
-#include "device/v12.h"
+#include "emulation/device/exec_log.h"
+#include "emulation/device/v12.h"
 #include "link/link_internal.h"
 #include "link/pacer.h"
 #include "platform/platform.h"

@@ -3,7 +3,7 @@
  * sources (crate autd3-firmware-emulator 38.1.0 src/cpu/{emulator.rs,
  * operation/ files}; shinolab/autd3-firmware v12.1.0 src/cpu/src/{app,buf}.c).
  */
-#include "device/v12.h"
+#include "emulation/device/v12.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * deadline, then the task cycle, then socket I/O.
  */
 #define _GNU_SOURCE
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -20,11 +20,11 @@
 #include "autd3/link_driver.h"
 #include "autd3/proto.h"
 #include "core/error_context.h"
-#include "device/device.h"
-#include "device/v12.h"
+#include "emulation/device/device.h"
+#include "emulation/device/v12.h"
 #include "net/log_limit.h"
 #include "net/net.h"
-#include "device/exec_log.h"
+#include "emulation/device/exec_log.h"
 #include "platform/platform.h"
 
 #define TASK_PORT 301          /* AUTD3 "Task 1" (reference: AMS port 301) */

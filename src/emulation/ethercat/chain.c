@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 autd3_emu_config_t autd3_emu_config_default(void) {
   autd3_emu_config_t c;

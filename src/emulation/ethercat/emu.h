@@ -24,10 +24,10 @@
 
 #include "autd3/emulator.h"
 #include "autd3/error.h"
-#include "device/device.h"
-#include "device/v12.h"
+#include "emulation/device/device.h"
+#include "emulation/device/v12.h"
 #include "ecat/identity.h"
-#include "device/exec_log.h"
+#include "emulation/device/exec_log.h"
 
 #define AUTD3_EMU_MAX_DEVICES 128
 /* The SII buffer: a 32 Kbit EEPROM without --mailbox (the full PDO list needs

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ecat/regs.h"
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 /* ---- little-endian helpers ---- */
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

@@ -34,7 +34,7 @@
 
 #include "autd3/emulator.h"
 #include "autd3/proto.h"
-#include "device/fpga.h"
+#include "emulation/device/fpga.h"
 
 #define AUTD3_DEV_FIFO_DEPTH 8 /* ring of 8, 7 usable, as the firmware */
 

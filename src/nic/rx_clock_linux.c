@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "platform/platform.h"
-#include "rx_clock.h"
+#include "nic/rx_clock.h"
 
 /* An age beyond this is not a queueing delay but a step of the wall clock
  * (NTP, settimeofday) between stamp and read: use the read time. */
