@@ -130,7 +130,7 @@ static void log_reply(autd3_emu_t *emu, int nic_fd, uint16_t k, char *reply, siz
   static autd3_exec_entry_t ent[LOG_BATCH];
   tick_if_drained(emu, nic_fd);
   uint64_t dropped = 0;
-  autd3_exec_log_t *lg = &emu->esc[k].log;
+  autd3_exec_log_t *lg = &emu->esc[k].fw.log;
   size_t cnt = autd3_exec_log_drain(lg, ent, LOG_BATCH, &dropped);
   bool more = atomic_load(&lg->head) != atomic_load(&lg->tail);
   int w = snprintf(reply, cap, "ok log %u dropped %llu more %d n %zu", (unsigned)k, (unsigned long long)dropped,
@@ -264,7 +264,7 @@ static void control(ctx_t *c, char *line, char *reply, size_t cap) {
     else {
       tick_if_drained(emu, c->nic_fd); /* as of now (or the last tick, if frames are queued) */
       autd3_output_state_t st;
-      autd3_dev_output_state(&emu->esc[k].dev, &st);
+      autd3_fw_dev_output_state(&emu->esc[k].fw, &st);
       int len = snprintf(reply, cap,
                          "ok dev %ld pattern bank %u type %u size %u div %u rep %u pending %u mod bank %u size %u div %u rep %u "
                          "pending %u sample %u silencer flag %u rate %u %u steps %u %u fpga 0x%02x error 0x%02x drives ",

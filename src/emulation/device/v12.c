@@ -189,6 +189,11 @@ void autd3_v12_dev_write(autd3_v12_dev_t *d, const uint8_t frame[AUTD3_TX_FRAME_
   if (d->update_period_ns == 0) autd3_v12_dev_advance(d, now_ns);
 }
 
+void autd3_v12_dev_set_fault(autd3_v12_dev_t *d, const autd3_device_fault_t *fault, uint64_t now_ns) {
+  autd3_v12_dev_advance(d, now_ns);
+  d->fault = *fault;
+}
+
 void autd3_v12_dev_read(autd3_v12_dev_t *d, uint64_t now_ns, uint8_t rx[AUTD3_RX_FRAME_BYTES]) {
   autd3_v12_dev_advance(d, now_ns);
   rx[0] = d->rx_data;

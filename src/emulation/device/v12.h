@@ -73,6 +73,9 @@ void autd3_v12_dev_power_cycle(autd3_v12_dev_t *d, uint64_t now_ns);
 void autd3_v12_dev_advance(autd3_v12_dev_t *d, uint64_t now_ns);
 /* A new output image arrived (the ISR half). */
 void autd3_v12_dev_write(autd3_v12_dev_t *d, const uint8_t frame[AUTD3_TX_FRAME_BYTES], uint64_t now_ns);
+/* Replace the injected faults (drop_next, freeze; invalidate_rx is not
+ * modelled) from now_ns on; the updates due up to now_ns run first. */
+void autd3_v12_dev_set_fault(autd3_v12_dev_t *d, const autd3_device_fault_t *fault, uint64_t now_ns);
 /* Published inputs: rx[0] = data, rx[1] = err << 4 | msg_id. */
 void autd3_v12_dev_read(autd3_v12_dev_t *d, uint64_t now_ns, uint8_t rx[AUTD3_RX_FRAME_BYTES]);
 /* Without timing (tests, the differential harness): take the frame, then run

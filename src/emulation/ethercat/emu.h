@@ -24,10 +24,8 @@
 
 #include "autd3/emulator.h"
 #include "autd3/error.h"
-#include "emulation/device/device.h"
-#include "emulation/device/v12.h"
 #include "ecat/identity.h"
-#include "emulation/device/exec_log.h"
+#include "emulation/device/firmware.h"
 
 #define AUTD3_EMU_MAX_DEVICES 128
 /* The SII buffer: a 32 Kbit EEPROM without --mailbox (the full PDO list needs
@@ -123,12 +121,9 @@ typedef struct autd3_esc {
   uint8_t sdo_toggle;
   uint16_t sdo_len, sdo_pos;
   uint8_t sdo_buf[1024];      /* a complete-access upload of 0x1600 is 998 bytes */
-  /* the firmware: `dev`, or `v12` when is_v12 (cfg.firmware) */
-  autd3_dev_t dev;
-  /* its execution log ("log K" on the control socket); survives power cycles */
-  autd3_exec_log_t log;
-  bool is_v12;
-  autd3_v12_dev_t v12;
+  /* the firmware on the PDI side (cfg.firmware chooses which, once) and its execution log
+   * ("log K" on the control socket), which survives power cycles */
+  autd3_fw_dev_t fw;
 } autd3_esc_t;
 
 typedef struct autd3_emu {

@@ -20,11 +20,9 @@
 #include "autd3/link_driver.h"
 #include "autd3/proto.h"
 #include "core/error_context.h"
-#include "emulation/device/device.h"
-#include "emulation/device/v12.h"
+#include "emulation/device/firmware.h"
 #include "net/log_limit.h"
 #include "net/net.h"
-#include "emulation/device/exec_log.h"
 #include "platform/platform.h"
 
 #define TASK_PORT 301          /* AUTD3 "Task 1" (reference: AMS port 301) */
@@ -62,9 +60,7 @@ struct tcemu {
   int lfd;
   uint16_t port;
   uint64_t task_ns;
-  autd3_dev_t *dev;
-  autd3_exec_log_t *logs; /* per device execution log (tcemu_log_drain) */
-  autd3_v12_dev_t *v12; /* per device, used where is_v12(e, i) (cfg.firmware) */
+  autd3_fw_dev_t *dev; /* per device: its firmware (cfg.firmware) and execution log (tcemu_log_drain) */
   uint8_t *out_img, *in_img; /* task output / input images */
   uint32_t out_len, in_len;
   uint32_t in_base; /* offset of the first rx pair in in_img: 2 (after CfgSlaveCount) or 0 (legacy_image) */
@@ -168,8 +164,6 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
   e->next_handle = 1;
   e->next_router_port = 30000;
   e->dev = calloc(cfg->devices, sizeof *e->dev);
-  e->logs = calloc(cfg->devices, sizeof *e->logs);
-  e->v12 = calloc(cfg->devices, sizeof *e->v12);
   e->out_img = calloc(1, e->out_len);
   e->in_img = calloc(1, e->in_len);
   e->conns = calloc(cfg->max_conns, sizeof *e->conns);
@@ -179,16 +173,14 @@ autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out) {
     for (uint32_t i = 0; i < cfg->max_conns; i++) e->conns[i].fd = -1;
   e->fuzz.fd = -1;
   autd3__log_limit_init(&e->log_limit, cfg->log_lines_per_s, 0, autd3__now_ns());
-  if (!e->dev || !e->logs || !e->v12 || !e->out_img || !e->in_img || !e->conns || !e->pf || !e->pf_idx) {
+  if (!e->dev || !e->out_img || !e->in_img || !e->conns || !e->pf || !e->pf_idx) {
     tcemu_free(e);
     return AUTD3_E_NOMEM;
   }
   uint64_t now = autd3__now_ns();
   for (uint16_t i = 0; i < cfg->devices; i++) {
-    autd3_dev_init(&e->dev[i], NULL, &cfg->timing);
-    autd3_dev_attach_log(&e->dev[i], &e->logs[i]);
-    autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns); /* SYNC0 = task cycle */
-    autd3_v12_dev_init(&e->v12[i], AUTD3_V12_UPDATE_PERIOD_NS);
+    autd3_fw_dev_init(&e->dev[i], cfg->firmware, i, NULL, &cfg->timing);
+    autd3_fw_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns); /* SYNC0 = task cycle */
     atomic_init(&e->state_word[i], STATE_OP);
   }
   if (!cfg->legacy_image) ads_put_u16(e->in_img, cfg->devices); /* CfgSlaveCount */
@@ -210,7 +202,7 @@ uint16_t tcemu_port(const tcemu_t *e) { return e->port; }
 uint16_t tcemu_devices(const tcemu_t *e) { return e->cfg.devices; }
 size_t tcemu_log_drain(tcemu_t *e, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
   if (dev >= e->cfg.devices) return 0;
-  return autd3_exec_log_drain(&e->logs[dev], out, cap, dropped);
+  return autd3_exec_log_drain(&e->dev[dev].log, out, cap, dropped);
 }
 void tcemu_stop(tcemu_t *e) { atomic_store(&e->stop, true); }
 void tcemu_drop_connections(tcemu_t *e) { atomic_store(&e->drop, true); }
@@ -223,11 +215,6 @@ void tcemu_power_cycle(tcemu_t *e, uint16_t dev) {
 }
 
 /* The state word shown while a power-cycled slave comes back (quarters of TCEMU_POWER_CYCLE_TASKS). */
-/* Device i runs firmware v12 (cfg.firmware: V12, or MIXED and i odd). */
-static bool is_v12(const struct tcemu *e, uint16_t i) {
-  return e->cfg.firmware == AUTD3_EMU_FIRMWARE_V12 || (e->cfg.firmware == AUTD3_EMU_FIRMWARE_MIXED && (i & 1u));
-}
-
 static uint16_t power_cycle_word(uint32_t left) {
   if (left > TCEMU_POWER_CYCLE_TASKS * 3 / 4) return 0x0001; /* INIT */
   if (left > TCEMU_POWER_CYCLE_TASKS / 2) return 0x0002;     /* PRE-OP */
@@ -249,7 +236,7 @@ void tcemu_free(tcemu_t *e) {
   if (e->fuzz.rbuf) conn_close(e, &e->fuzz, NULL);
   if (e->lfd >= 0) close(e->lfd);
   free(e->conns), free(e->pf), free(e->pf_idx);
-  free(e->dev), free(e->logs), free(e->v12), free(e->out_img), free(e->in_img);
+  free(e->dev), free(e->out_img), free(e->in_img);
   free(e);
 }
 
@@ -521,24 +508,17 @@ static void task_cycle(tcemu_t *e, uint64_t now) {
   for (uint16_t i = 0; i < n; i++) {
     uint8_t rx[AUTD3_RX_FRAME_BYTES];
     if (atomic_exchange_explicit(&e->power_cycle_req[i], false, memory_order_relaxed)) {
-      autd3_dev_power_cycle(&e->dev[i], now); /* the firmware restarts: its state is gone (its log and counters stay) */
-      autd3_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns);
-      autd3_v12_dev_power_cycle(&e->v12[i], now);
+      autd3_fw_dev_power_cycle(&e->dev[i], now); /* the firmware restarts: its state is gone (its log and counters stay) */
+      autd3_fw_dev_set_sync0(&e->dev[i], now, (uint32_t)e->task_ns);
       e->power_cycle_left[i] = TCEMU_POWER_CYCLE_TASKS;
     }
     uint16_t word = atomic_load_explicit(&e->state_word[i], memory_order_relaxed);
     if (e->power_cycle_left[i] > 0) { /* coming back: no outputs until OP */
       word = power_cycle_word(e->power_cycle_left[i]--);
     } else {
-      if (is_v12(e, i))
-        autd3_v12_dev_write(&e->v12[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
-      else
-        autd3_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
+      autd3_fw_dev_write(&e->dev[i], e->out_img + (size_t)i * AUTD3_TX_FRAME_BYTES, now);
     }
-    if (is_v12(e, i))
-      autd3_v12_dev_read(&e->v12[i], now, rx);
-    else
-      autd3_dev_read(&e->dev[i], now, rx);
+    autd3_fw_dev_read(&e->dev[i], now, rx);
     memcpy(e->in_img + e->in_base + 2 * i, rx, 2);
     ads_put_u16(e->in_img + e->in_base + 2 * n + 2 * i, word);
   }
