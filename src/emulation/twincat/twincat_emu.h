@@ -1,8 +1,10 @@
 /*
- * The emulated TwinCAT runtime: an ADS/TCP server (one thread, poll loop)
- * that behaves like a TwinCAT 3 system running the AUTD3 I/O task that the
- * reference's twincat-cli creates, backed by the AUTD3 device model
- * (src/device/device.h).
+ * The emulated TwinCAT runtime: an ADS/TCP server (one thread, one loop on
+ * src/net) that behaves like a TwinCAT 3 system running the AUTD3 I/O task
+ * that the reference's twincat-cli creates, backed by the AUTD3 device model
+ * (emulation/device/firmware.h: each device runs the firmware cfg.firmware
+ * gives it). A library: tests and the fuzz target run it in-process,
+ * tools/twincat-emu (autd3-twincat-emu) is its command line.
  *
  * What it serves (docs/twincat.md has the full table):
  *  - router: AMS/TCP port connect (0x1000, answers the NetId and a port, as a
@@ -20,23 +22,24 @@
  * task cycle (815 cmd/s at 1 ms on the documentation page). The emulator does
  * the same by default: each task cycle it (1) serves every request that
  * arrived since the last cycle, (2) hands the output image to each device
- * (autd3_dev_write, SYNC0 = task cycle) and reads the inputs back
- * (autd3_dev_read), (3) sends due notifications. `serve_immediately` answers
- * on arrival instead.
+ * (SYNC0 = task cycle) and reads the inputs back, (3) sends due
+ * notifications. `serve_immediately` answers on arrival instead.
  *
  * Bounded: at most `max_conns` connections, fixed buffers per connection
- * (allocated at accept), oversized frames answered with 0x0705 and skipped,
- * a client that does not read its replies is disconnected. Several ADS
- * clients at once are served, as by a real runtime. Holding up (issue: idle
- * connections must not lock the link out): a connection that has not sent a
- * complete AMS/TCP frame within `handshake_timeout_ms` of connecting is
- * closed; when every place is taken, a new connection takes the place of the
- * connection that has been quiet longest (no complete frame for
- * `idle_timeout_ms` or more), else it is closed at once. Verbose log lines are
- * rate limited (net/log_limit.h).
+ * (allocated at accept), oversized frames answered with 0x0705 and skipped.
+ * Several ADS clients at once are served, as by a real runtime. Holding up
+ * (idle connections must not lock the link out): a connection that has not
+ * sent a complete AMS/TCP frame within `handshake_timeout_ms` of connecting
+ * is closed; when every place is taken, a new connection takes the place of
+ * the connection that has been quiet longest (no complete frame for
+ * `idle_timeout_ms` or more), else it is closed at once. Send progress
+ * (net/progress.h, the Remote server's rule): a connection whose output the
+ * kernel has taken nothing of for `idle_timeout_ms` is dropped, and one whose
+ * replies no longer fit its buffer at once. Verbose log lines are rate
+ * limited (net/log_limit.h).
  */
-#ifndef AUTD3_TOOLS_TWINCAT_EMU_H
-#define AUTD3_TOOLS_TWINCAT_EMU_H
+#ifndef AUTD3_EMULATION_TWINCAT_TWINCAT_EMU_H
+#define AUTD3_EMULATION_TWINCAT_TWINCAT_EMU_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,14 +49,14 @@
 #include "autd3/error.h"
 #include "link/twincat/ads.h"
 
-#define TCEMU_MAX_CONNS 16        /* default max_conns */
-#define TCEMU_MAX_CONNS_LIMIT 1024 /* largest accepted max_conns */
-#define TCEMU_MAX_NOTIF 8 /* per connection */
+#define AUTD3_TCEMU_MAX_CONNS 16        /* default max_conns */
+#define AUTD3_TCEMU_MAX_CONNS_LIMIT 1024 /* largest accepted max_conns */
+#define AUTD3_TCEMU_MAX_NOTIF 8 /* per connection */
 
-typedef struct tcemu_config {
+typedef struct autd3_tcemu_config {
   uint16_t devices;         /* 1..128 */
   const char *listen_host;  /* IPv4 / IPv6 literal or name, default 127.0.0.1 */
-  uint16_t listen_port;     /* default 48898; 0 = any free port (see tcemu_port) */
+  uint16_t listen_port;     /* default 48898; 0 = any free port (see autd3_tcemu_port) */
   uint32_t task_us;         /* task cycle, default 1000 */
   ams_netid_t netid;        /* default 127.0.0.1.1.1 */
   autd3_timing_model_t timing;
@@ -64,51 +67,62 @@ typedef struct tcemu_config {
   bool verbose;             /* log connections (to `log`, else stderr) */
   uint32_t max_conns;            /* connections at once, 1..1024, default 16 */
   uint32_t handshake_timeout_ms; /* first complete frame within this after connecting; 1..3600000, default 10000 */
-  uint32_t idle_timeout_ms;      /* quiet this long: yields its place to a new connection when full; 1..3600000, default 10000 */
+  uint32_t idle_timeout_ms;      /* quiet this long: yields its place to a new connection when full; its output not taken
+                                    by the kernel for this long: dropped (send progress); 1..3600000, default 10000 */
   uint32_t log_lines_per_s;      /* verbose log rate limit (bursts of 10 s worth); 0 = none; default 10 */
   void (*log)(void *ctx, const char *line); /* log sink (one line, no newline); NULL = stderr */
   void *log_ctx;
-} tcemu_config_t;
+} autd3_tcemu_config_t;
 
-typedef struct tcemu tcemu_t;
+typedef struct autd3_tcemu autd3_tcemu_t;
 
 /* Defaults (2 devices, 127.0.0.1:48898, 1 ms, 127.0.0.1.1.1, default timing). */
-tcemu_config_t tcemu_config_default(void);
+autd3_tcemu_config_t autd3_tcemu_config_default(void);
 /* Create and bind (nothing runs yet). */
-autd3_err_t tcemu_create(const tcemu_config_t *cfg, tcemu_t **out);
+autd3_err_t autd3_tcemu_create(const autd3_tcemu_config_t *cfg, autd3_tcemu_t **out);
 /* The bound TCP port. */
-uint16_t tcemu_port(const tcemu_t *emu);
-/* Serve until tcemu_stop(); call from one thread. */
-autd3_err_t tcemu_run(tcemu_t *emu);
+uint16_t autd3_tcemu_port(const autd3_tcemu_t *emu);
+/* Serve until autd3_tcemu_stop(); call from one thread. */
+autd3_err_t autd3_tcemu_run(autd3_tcemu_t *emu);
 /* Thread-safe controls: stop the loop; close every client connection at the
  * next loop turn (a dropped TCP connection, for tests); set a device's
  * EtherCAT state word (default 0x0008 = OP). */
-void tcemu_stop(tcemu_t *emu);
-void tcemu_drop_connections(tcemu_t *emu);
-void tcemu_set_state_word(tcemu_t *emu, uint16_t dev, uint16_t word);
+void autd3_tcemu_stop(autd3_tcemu_t *emu);
+void autd3_tcemu_drop_connections(autd3_tcemu_t *emu);
+void autd3_tcemu_set_state_word(autd3_tcemu_t *emu, uint16_t dev, uint16_t word);
 /* Power-cycle device `dev` at the next task cycle: its firmware model restarts (ack 0xFF, nothing applied) and its
- * state word goes INIT -> PRE-OP -> SAFE-OP -> OP over TCEMU_POWER_CYCLE_TASKS task cycles, as when TwinCAT brings
+ * state word goes INIT -> PRE-OP -> SAFE-OP -> OP over AUTD3_TCEMU_POWER_CYCLE_TASKS task cycles, as when TwinCAT brings
  * a re-powered slave back; outputs reach it again from SAFE-OP's end. */
-#define TCEMU_POWER_CYCLE_TASKS 40
-void tcemu_power_cycle(tcemu_t *emu, uint16_t dev);
+#define AUTD3_TCEMU_POWER_CYCLE_TASKS 40
+void autd3_tcemu_power_cycle(autd3_tcemu_t *emu, uint16_t dev);
 /* Task cycles run so far (thread-safe). */
-uint64_t tcemu_cycles(const tcemu_t *emu);
-/* Connections accepted / closed at once because every place was taken / closed by a timeout or to make room (thread-safe). */
-typedef struct tcemu_conn_stats {
-  uint64_t accepted, refused, timed_out, evicted;
-} tcemu_conn_stats_t;
-void tcemu_conn_stats(const tcemu_t *emu, tcemu_conn_stats_t *out);
-void tcemu_free(tcemu_t *emu);
+uint64_t autd3_tcemu_cycles(const autd3_tcemu_t *emu);
+/* Connections accepted / closed at once because every place was taken / closed by the handshake timeout / closed to
+ * make room / dropped because the kernel took none of their output for idle_timeout_ms (thread-safe). */
+typedef struct autd3_tcemu_conn_stats {
+  uint64_t accepted, refused, timed_out, evicted, stalled;
+} autd3_tcemu_conn_stats_t;
+void autd3_tcemu_conn_stats(const autd3_tcemu_t *emu, autd3_tcemu_conn_stats_t *out);
+void autd3_tcemu_free(autd3_tcemu_t *emu);
 
-uint16_t tcemu_devices(const tcemu_t *emu);
+uint16_t autd3_tcemu_devices(const autd3_tcemu_t *emu);
 /* The devices' execution logs (docs/reliability.md): drain up to `cap` of
  * device `dev`'s oldest entries (0 for a bad index); `dropped` (may be NULL)
  * = entries lost to a full log so far. Thread-safe against the task loop;
  * one drainer at a time. */
-size_t tcemu_log_drain(tcemu_t *emu, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped);
+size_t autd3_tcemu_log_drain(autd3_tcemu_t *emu, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped);
+
+/* The devices' execution logs written to a file while the runtime runs (autd3-twincat-emu --log-file): a thread
+ * drains them every 100 ms (the task loop never writes files), one line per executed frame,
+ * "K INDEX BOOT SEQ CMD RESULT TAG" (K, INDEX, BOOT decimal; SEQ, CMD, RESULT, TAG hex). Closing drains the rest
+ * and adds "dropped K D" per device (D = entries lost to a full log), then closes the file.
+ * Errors (open): IO (cannot create the file), NOMEM; (close): IO (a write failed). */
+typedef struct autd3_tcemu_log_file autd3_tcemu_log_file_t;
+autd3_err_t autd3_tcemu_log_file_open(autd3_tcemu_t *emu, const char *path, autd3_tcemu_log_file_t **out);
+autd3_err_t autd3_tcemu_log_file_close(autd3_tcemu_log_file_t *lf);
 
 /* For the fuzz target: feed raw bytes as the stream of a socketless
  * connection (replies are produced and discarded), then run one task cycle. */
-void tcemu_fuzz_feed(tcemu_t *emu, const uint8_t *data, size_t len);
+void autd3_tcemu_fuzz_feed(autd3_tcemu_t *emu, const uint8_t *data, size_t len);
 
 #endif
