@@ -1,6 +1,6 @@
 /*
  * Making ultrasound: the encoders (src/command), the gain helpers, the FPGA
- * model executing them (src/device/fpga.c) and the emulator's output-state
+ * model executing them (src/emulation/device/fpga.c) and the emulator's output-state
  * API, end to end through a client on the in-process emulator.
  */
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the ESC model and the chain (src/emu): every command group,
+ * Unit tests of the ESC model and the chain (src/emulation/ethercat): every command group,
  * WKC edge cases, FMMU logical addressing (split frames, partial overlap,
  * several FMMUs, bit granularity), the SII image, AL transitions, DC
  * registers and the clock loop, the SM watchdog, faults and hostile frames.

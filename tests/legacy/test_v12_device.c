@@ -1,5 +1,5 @@
 /*
- * The v12 device model's ring and pacing (src/device/v12.c), which the
+ * The v12 device model's ring and pacing (src/emulation/device/v12.c), which the
  * reference emulator (it executes on receipt) cannot show: one frame per
  * update, dedup against the last *queued* msg_id, 15 usable slots, a frame
  * that finds the ring full dropped and taken again on the host's repetition.

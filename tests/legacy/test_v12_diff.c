@@ -1,5 +1,5 @@
 /*
- * Differential test of the v12 device model (src/device/v12.c) against the
+ * Differential test of the v12 device model (src/emulation/device/v12.c) against the
  * reference v12 firmware emulator: crates.io autd3-firmware-emulator 38.1.0
  * (the previous SDK generation's port of the v12.1.0 CPU firmware), driven by
  * the peer tests/peers/firmware-emulator-v12 (built by ctest when cargo is

@@ -1,5 +1,5 @@
 /*
- * The firmware v12 device model. src/device/v12.h has the behaviour and its
+ * The firmware v12 device model. src/emulation/device/v12.h has the behaviour and its
  * sources (crate autd3-firmware-emulator 38.1.0 src/cpu/{emulator.rs,
  * operation/ files}; shinolab/autd3-firmware v12.1.0 src/cpu/src/{app,buf}.c).
  */

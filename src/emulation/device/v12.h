@@ -1,7 +1,8 @@
 /*
  * The firmware v12 device model (shinolab/autd3-firmware v12.1.0, the CPU
  * logic as ported by crate autd3-firmware-emulator 38.1.0 src/cpu/emulator.rs),
- * beside the new-generation model of device.h. docs/legacy.md describes it.
+ * beside the new-generation model of device.h (firmware.h chooses one of the
+ * two per device). docs/legacy.md describes it.
  *
  * The firmware in two halves, as on the device:
  *  - recv (the EtherCAT ISR, every new output image): a frame whose msg_id
@@ -28,8 +29,8 @@
  *
  * Not thread-safe: the owner serialises calls. No allocation, no I/O.
  */
-#ifndef AUTD3_DEVICE_V12_H
-#define AUTD3_DEVICE_V12_H
+#ifndef AUTD3_EMULATION_DEVICE_V12_H
+#define AUTD3_EMULATION_DEVICE_V12_H
 
 #include <stdbool.h>
 #include <stdint.h>

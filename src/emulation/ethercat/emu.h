@@ -1,7 +1,8 @@
 /*
  * autd3emu: a chain of emulated AUTD3 EtherCAT devices (ESC model + AUTD3
- * firmware) that processes real EtherCAT frames. Not part of libautd3; used by
- * tools/emu (autd3-emu, on a raw socket), by tests/emu and by the fuzz target.
+ * firmware, emulation/device/firmware.h) that processes real EtherCAT frames.
+ * Not part of libautd3; served on an interface by server.h (autd3-emu), used
+ * in-process by tests/emu and by the fuzz target.
  *
  * Model and choices: docs/emulator.md. References (facts, not code):
  * ETG.1000.3/.4/.6, the Beckhoff ESC datasheet (sections I: ESC
@@ -15,8 +16,8 @@
  * Hot path (autd3_emu_process, autd3_emu_tick): no allocation, no I/O,
  * bounded loops.
  */
-#ifndef AUTD3_EMU_EMU_H
-#define AUTD3_EMU_EMU_H
+#ifndef AUTD3_EMULATION_ETHERCAT_EMU_H
+#define AUTD3_EMULATION_ETHERCAT_EMU_H
 
 #include <stdbool.h>
 #include <stddef.h>

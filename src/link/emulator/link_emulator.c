@@ -1,5 +1,5 @@
 /*
- * The in-process emulator link: N device models (src/device) driven by a real
+ * The in-process emulator link: N device models (src/emulation/device) driven by a real
  * periodic timer, so a client runs end to end without hardware or privileges.
  *
  * Pacing: exchanges sit on a grid of absolute deadlines start + k·cycle_ns
