@@ -524,9 +524,12 @@ static void emu_start_cfg(emu_fixture_t *f, autd3_tcemu_config_t cfg) {
   ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
 }
 
-static int raw_tcp(uint16_t port) {
+/* A plain TCP connection to the runtime; rcvbuf > 0 fixes its receive buffer first (small: the kernels stop taking
+ * bytes soon when nobody reads). */
+static int raw_tcp_rcvbuf(uint16_t port, int rcvbuf) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_TRUE(fd >= 0);
+  if (rcvbuf > 0) ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
   struct timeval tv = {10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -534,6 +537,8 @@ static int raw_tcp(uint16_t port) {
   if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) TEST_FAIL_("connect: %s", strerror(errno));
   return fd;
 }
+
+static int raw_tcp(uint16_t port) { return raw_tcp_rcvbuf(port, 0); }
 
 /* True if the peer closed the connection (EOF or reset) within the 10 s receive bound. */
 static bool raw_closed(int fd) {
@@ -641,15 +646,7 @@ static void stall_log(void *ctx, const char *line) {
 /* A raw client that subscribes to the whole output image every task cycle (1.3 KB/ms with 2 devices) and then
  * never reads, with a small receive buffer so that the kernels stop taking bytes soon. */
 static int subscribe_and_never_read(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_TRUE(fd >= 0);
-  int rcvbuf = 4096;
-  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
-  struct timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) TEST_FAIL_("connect: %s", strerror(errno));
+  int fd = raw_tcp_rcvbuf(port, 4096);
   ams_header_t h = {.target = task_addr(), .cmd = ADS_CMD_ADD_NOTIFICATION, .flags = AMS_SF_ADS, .invoke = 1};
   ASSERT_OK(autd3__ams_netid_parse("127.0.0.1.1.2", &h.source.netid));
   h.source.port = 32905;
