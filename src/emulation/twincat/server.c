@@ -82,8 +82,8 @@ static void accept_all(autd3_tcemu_t *e) {
     if (fd < 0) return;
     int slot = free_place(e, autd3__now_ns());
     if (slot < 0 || autd3__tcemu_conn_alloc(e, &e->conns[slot], fd) != AUTD3_OK) {
-      autd3__net_close(fd); /* full: refused at once, bounded */
-      atomic_fetch_add(&e->st_refused, 1);
+      atomic_fetch_add(&e->st_refused, 1); /* counted first: a client that sees the close may look at once */
+      autd3__net_close(fd);                /* full: refused at once, bounded */
       autd3__tcemu_log(e, "connection %s refused: all %u places taken", name, e->cfg.max_conns);
       continue;
     }
