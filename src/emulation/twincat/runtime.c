@@ -16,8 +16,9 @@
 
 autd3_tcemu_config_t autd3_tcemu_config_default(void) {
   autd3_tcemu_config_t c = {.devices = 2, .listen_host = "127.0.0.1", .listen_port = ADS_TCP_PORT, .task_us = 1000,
-                      .netid = {{127, 0, 0, 1, 1, 1}}, .timing = autd3_timing_model_default(), .verbose = false,
-                      .max_conns = AUTD3_TCEMU_MAX_CONNS, .handshake_timeout_ms = 10000, .idle_timeout_ms = 10000, .log_lines_per_s = 10};
+                            .netid = {{127, 0, 0, 1, 1, 1}}, .timing = autd3_timing_model_default(), .verbose = false,
+                            .max_conns = AUTD3_TCEMU_MAX_CONNS, .handshake_timeout_ms = 10000, .idle_timeout_ms = 10000,
+                            .log_lines_per_s = 10};
   return c;
 }
 
