@@ -4,7 +4,7 @@
  *    through the real client (autd3__ads_client_pump over a socketpair) and the
  *    reply / notification parsers of every command;
  *  - server side: the bytes as a client's stream into the emulated TwinCAT
- *    runtime (tcemu_fuzz_feed: router commands, every ADS service, oversized
+ *    runtime (autd3_tcemu_fuzz_feed: router commands, every ADS service, oversized
  *    frames, notifications in the following task cycle).
  * Input byte 0 picks the direction, so one corpus seeds both.
  */
@@ -17,7 +17,7 @@
 
 #include "link/twincat/ads.h"
 #include "platform/platform.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static void sample(void *ctx, uint64_t ft, uint32_t handle, const uint8_t *data, uint32_t size) {
   (void)ft, (void)handle;
@@ -81,15 +81,15 @@ static void client_side(const uint8_t *data, size_t len) {
   close(sv[1]);
 }
 
-static tcemu_t *emu;
+static autd3_tcemu_t *emu;
 
 static void server_side(const uint8_t *data, size_t len) {
   if (!emu) {
-    tcemu_config_t cfg = tcemu_config_default();
+    autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
     cfg.listen_port = 0;
-    if (tcemu_create(&cfg, &emu) != AUTD3_OK) abort();
+    if (autd3_tcemu_create(&cfg, &emu) != AUTD3_OK) abort();
   }
-  tcemu_fuzz_feed(emu, data, len);
+  autd3_tcemu_fuzz_feed(emu, data, len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

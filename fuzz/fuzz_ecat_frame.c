@@ -1,5 +1,5 @@
 /*
- * Fuzz target for the emulator's frame processor (src/emu): a chain of 1..4
+ * Fuzz target for the emulator's frame processor (src/emulation/ethercat): a chain of 1..4
  * devices is fed a sequence of frames, each copied into a heap buffer of
  * exactly its length so that any read or write past the frame is caught by
  * AddressSanitizer.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

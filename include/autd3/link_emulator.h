@@ -67,8 +67,8 @@ typedef struct autd3_emulator_option {
 /**
  * Firmware the emulated devices run (autd3_emulator_option_t.firmware, and
  * `--firmware` of autd3-emu / autd3-twincat-emu). NEW: the new-generation
- * model (src/device/device.c; `version` applies). V12: firmware v12.1.0, the
- * msg_id protocol (src/device/v12.c; `version` and `timing` do not apply: it
+ * model (src/emulation/device/device.c; `version` applies). V12: firmware v12.1.0, the
+ * msg_id protocol (src/emulation/device/v12.c; `version` and `timing` do not apply: it
  * reports v12.1.0 and executes one frame per 1 ms main-loop update). MIXED:
  * even-index devices NEW, odd-index V12 — a chain no client can drive, for
  * testing that protocol auto-detection refuses it (docs/legacy.md).

@@ -1,7 +1,7 @@
 /*
  * The EtherCAT register map, once for the whole tree: command codes, ESC
  * register addresses and AL state codes as the EtherCAT master (echocat), the
- * device emulator (src/emu) and the SOEM/EtherCrab glue use them. Numbers
+ * device emulator (src/emulation/ethercat) and the SOEM/EtherCrab glue use them. Numbers
  * from ETG.1000.4 (data link layer: commands, frames) and ETG.1000.6 / the
  * Beckhoff ESC datasheet, Technology section I (registers, AL states), as
  * summarised in docs/echocat.md and docs/emulator.md. Header-only, no OS

@@ -116,6 +116,27 @@ autd3_err_t autd3__net_listen(const char *addr, int *out, uint16_t *port_out) {
   return autd3_set_error(AUTD3_E_CONNECT, "cannot listen on %s: %s", addr, autd3__net_os_text(last, t, sizeof t));
 }
 
+autd3_err_t autd3__net_listen_local(const char *path, int *out) {
+  char t[160];
+  int fd = -1, e = 0;
+  (void)remove(path); /* a stale socket file of an earlier run */
+  int r = autd3__net_os_listen_local(path, &fd, &e);
+  if (r > 0) return autd3_set_error(AUTD3_E_INVALID_OPTION, "local socket %s: path too long", path);
+  if (r < 0) return autd3_set_error(AUTD3_E_IO, "local socket %s: %s", path, autd3__net_os_text(e, t, sizeof t));
+  *out = fd;
+  return AUTD3_OK;
+}
+
+void autd3__net_close_local(int fd, const char *path) {
+  if (fd < 0) return;
+  autd3__net_close(fd);
+  (void)remove(path);
+}
+
+int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
+  return autd3__net_poll_ns(p, n, timeout_ms < 0 ? -1 : (int64_t)timeout_ms * 1000000);
+}
+
 long autd3__net_recv(int fd, void *buf, size_t len) {
   int e = 0;
   return autd3__net_os_recv(fd, buf, len, &e);

@@ -102,8 +102,18 @@ typedef struct autd3_net_poll {
   int revents; /* what happened; errors and hang-ups report as AUTD3_NET_IN (the next recv tells) */
 } autd3_net_poll_t;
 /* Wait up to timeout_ms (-1 = no bound) for any of them. Returns how many are ready (0 = timed out), or < 0 on error
- * (message set). */
+ * (message set). A signal counts as a time-out (the caller's loop looks again). */
 int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms);
+/* The same with a timeout in nanoseconds (< 0 = no bound), for loops paced finer than a millisecond (the emulated
+ * TwinCAT task cycle): Linux waits to the nanosecond (ppoll); elsewhere the wait is rounded up to milliseconds. */
+int autd3__net_poll_ns(autd3_net_poll_t *p, size_t n, int64_t timeout_ns);
+
+/* A local (UNIX-domain) stream socket listening at `path` (a stale file there is removed first), non-blocking;
+ * connections are taken with autd3__net_accept (peer NULL). For control sockets of test tools.
+ * Errors: INVALID_OPTION (path too long), IO. */
+autd3_err_t autd3__net_listen_local(const char *path, int *out);
+/* Close it and remove `path`. */
+void autd3__net_close_local(int fd, const char *path);
 
 /* ---- UDP for mDNS (net/mdns.h is the codec) ---- */
 

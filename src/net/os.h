@@ -51,6 +51,9 @@ int autd3__net_os_connect_result(int fd);
 /* A non-blocking listening socket bound to address i (the OS's backlog maximum); *port = the bound port.
  * false: *err = the OS error. */
 bool autd3__net_os_listen(const autd3_net_addrs_t *addrs, size_t i, int *fd, uint16_t *port, int *err);
+/* A non-blocking local (UNIX-domain) stream socket bound to `path` and listening: 0 done (*fd), 1 the path does
+ * not fit the OS's address, -1 failed with *err = the OS error. */
+int autd3__net_os_listen_local(const char *path, int *fd, int *err);
 /* The peer's numeric host and port; false if unknown. */
 bool autd3__net_os_peer_numeric(int fd, char *host, size_t host_cap, char *serv, size_t serv_cap);
 

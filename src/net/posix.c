@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "autd3/link_driver.h"
@@ -207,6 +209,24 @@ bool autd3__net_os_listen(const autd3_net_addrs_t *addrs, size_t i, int *fd, uin
   return true;
 }
 
+int autd3__net_os_listen_local(const char *path, int *fd, int *err) {
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof sa.sun_path) return 1;
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  int s = new_socket(AF_UNIX, SOCK_STREAM, 0);
+  if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(s, 4) != 0) {
+    *err = errno;
+    if (s >= 0) close(s);
+    return -1;
+  }
+  int fl = fcntl(s, F_GETFL, 0);
+  if (fl >= 0) (void)fcntl(s, F_SETFL, fl | O_NONBLOCK);
+  *fd = s;
+  return 0;
+}
+
 int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
   int fd;
 #ifdef __linux__
@@ -257,7 +277,7 @@ long autd3__net_os_send(int fd, const void *a, size_t alen, const void *b, size_
   }
 }
 
-int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
+int autd3__net_poll_ns(autd3_net_poll_t *p, size_t n, int64_t timeout_ns) {
   struct pollfd stack[64], *pf = stack;
   if (n > sizeof stack / sizeof stack[0]) {
     pf = malloc(n * sizeof *pf); /* servers with many connections: not on a bus thread's path */
@@ -269,7 +289,13 @@ int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
   for (size_t i = 0; i < n; i++)
     pf[i] = (struct pollfd){.fd = p[i].fd, .events = (short)(((p[i].events & AUTD3_NET_IN) ? POLLIN : 0) |
                                                            ((p[i].events & AUTD3_NET_OUT) ? POLLOUT : 0))};
-  int r = poll(pf, (nfds_t)n, timeout_ms);
+#ifdef __linux__
+  struct timespec ts = {(time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000)};
+  int r = ppoll(pf, (nfds_t)n, timeout_ns < 0 ? NULL : &ts, NULL);
+#else
+  int ms = timeout_ns < 0 ? -1 : timeout_ns > 1000000000000ll ? 1000000 : (int)((timeout_ns + 999999) / 1000000);
+  int r = poll(pf, (nfds_t)n, ms);
+#endif
   if (r < 0 && errno == EINTR) r = 0; /* a signal: the caller's loop looks again */
   if (r < 0) autd3_set_error(AUTD3_E_IO, "poll: %s", strerror(errno));
   for (size_t i = 0; i < n; i++) {

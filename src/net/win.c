@@ -10,6 +10,7 @@
 #endif
 #include <winsock2.h>
 #include <ws2tcpip.h>
+#include <afunix.h>
 #include <windows.h>
 #include <limits.h>
 #include <stdio.h>
@@ -226,6 +227,28 @@ bool autd3__net_os_listen(const autd3_net_addrs_t *addrs, size_t i, int *fd, uin
   return true;
 }
 
+/* AF_UNIX stream sockets exist since Windows 10 1803 (afunix.h). */
+int autd3__net_os_listen_local(const char *path, int *fd, int *err) {
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof sa.sun_path) return 1;
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  if (wsa_ready() != AUTD3_OK) {
+    *err = WSANOTINITIALISED;
+    return -1;
+  }
+  SOCKET s = new_socket(AF_UNIX, SOCK_STREAM, 0);
+  if (s == INVALID_SOCKET || bind(s, (const struct sockaddr *)&sa, (int)sizeof sa) != 0 || listen(s, 4) != 0) {
+    *err = WSAGetLastError();
+    if (s != INVALID_SOCKET) closesocket(s);
+    return -1;
+  }
+  set_nonblock(s);
+  *fd = to_int(s);
+  return 0;
+}
+
 int autd3__net_accept(int listen_fd, char *peer, size_t peer_cap) {
   SOCKET s = accept(S(listen_fd), NULL, NULL);
   if (s == INVALID_SOCKET) return -1;
@@ -262,7 +285,8 @@ long autd3__net_os_send(int fd, const void *a, size_t alen, const void *b, size_
   return -1;
 }
 
-int autd3__net_poll(autd3_net_poll_t *p, size_t n, int timeout_ms) {
+int autd3__net_poll_ns(autd3_net_poll_t *p, size_t n, int64_t timeout_ns) {
+  int timeout_ms = timeout_ns < 0 ? -1 : timeout_ns > 1000000000000ll ? 1000000 : (int)((timeout_ns + 999999) / 1000000);
   WSAPOLLFD stack[64], *pf = stack;
   if (n > sizeof stack / sizeof stack[0]) {
     pf = malloc(n * sizeof *pf); /* servers with many connections: not on a bus thread's path */

@@ -31,7 +31,7 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       else if (!s->closing && (!s->in_session || autd3__rsrv_next_slot(s))) ev |= AUTD3_NET_IN;
       p[np++] = (autd3_net_poll_t){.fd = s->cfd, .events = ev};
     }
-    uint64_t next = s->cfd >= 0 ? s->deadline : 0;
+    uint64_t next = s->cfd >= 0 ? s->progress.deadline_ns : 0;
     for (int i = 0; i < MAX_DRAIN; i++) {
       id[i] = -1;
       if (s->drain[i].fd < 0) continue;
@@ -88,9 +88,9 @@ autd3_err_t autd3_remote_server_run(autd3_remote_server_t *s) {
       autd3__rsrv_log(s, "client %s dropped: no complete hello and geometry within %u ms", h->peer, s->o.handshake_timeout_ms);
       autd3__rsrv_hs_close(h);
     }
-    if (s->cfd >= 0 && s->deadline && now >= s->deadline) {
+    if (s->cfd >= 0 && autd3__net_progress_expired(&s->progress, now)) {
       if (!s->in_session) autd3__rsrv_session_end(s, true, "dropped: it does not read the answer to its handshake");
-      else if (s->ahead) {
+      else if (s->progress.owed == RSRV_OWE_AHEAD) {
         char why[160];
         snprintf(why, sizeof why, "dropped: for %u ms (stall_timeout_ms) it kept sending requests ahead of its replies "
                  "(it does not take them)", s->o.stall_timeout_ms);

@@ -66,6 +66,7 @@
 #include "net/log_limit.h"
 #include "net/mdns.h"
 #include "net/net.h"
+#include "net/progress.h"
 #include "net/stage_hist.h"
 #include "platform/platform.h"
 #include "platform/rt.h"
@@ -95,6 +96,12 @@ typedef struct handshake {
   size_t off, len;
   uint8_t buf[HS_BUF];
 } handshake_t;
+
+/* What a session owes its client while its send-progress deadline runs (stall_timeout_ms). */
+enum {
+  RSRV_OWE_REPLY = 1, /* a reply not taken, a request half received, or the answer to the handshake */
+  RSRV_OWE_AHEAD = 2  /* requests came ahead of their replies (running_ahead in sessions.c) */
+};
 
 struct autd3_remote_server {
   autd3_remote_server_option_t o;
@@ -144,8 +151,8 @@ struct autd3_remote_server {
   char peer[AUTD3_NET_PEER_MAX];
   armt_parser_t parser;
   bool in_session, closing;
-  uint64_t replied, deadline, session_requests; /* replied: last version whose reply is queued */
-  bool ahead; /* the deadline runs because requests came ahead of their replies (running_ahead) */
+  uint64_t replied, session_requests; /* replied: last version whose reply is queued */
+  autd3_net_progress_t progress; /* send progress (net/progress.h): owed RSRV_OWE_REPLY or RSRV_OWE_AHEAD */
   uint8_t *in;
   size_t in_off, in_len;
   uint8_t out[OUT_CAP];

@@ -38,8 +38,7 @@ void autd3__rsrv_session_reset(autd3_remote_server_t *s) {
   s->cfd = -1;
   s->in_session = s->closing = false;
   s->in_off = s->in_len = s->out_off = s->out_len = 0;
-  s->deadline = 0;
-  s->ahead = false;
+  s->progress = (autd3_net_progress_t){0};
   s->q_n = 0;
 }
 
@@ -226,7 +225,7 @@ static void on_geometry(autd3_remote_server_t *s) {
     queue(s, r, 2);
   }
   s->in_session = true;
-  s->deadline = 0;
+  s->progress = (autd3_net_progress_t){0};
   autd3__rsrv_log(s, "client %s: ARMT v%u session with %u device(s), %u..%u transducers per device", s->peer, s->parser.peer_version, n,
         s->parser.min_transducers, s->parser.max_transducers);
 }
@@ -327,12 +326,8 @@ void autd3__rsrv_pump(autd3_remote_server_t *s) {
    * means the client is slow. */
   bool pending = s->out_len != 0, mid = autd3__armt_parser_mid_message(&s->parser);
   bool ahead = !pending && !mid && running_ahead(s);
-  if (pending || mid || ahead) {
-    if (s->deadline == 0 || s->ahead != ahead) s->deadline = now + (uint64_t)s->o.stall_timeout_ms * 1000000u;
-  } else {
-    s->deadline = 0;
-  }
-  s->ahead = ahead;
+  int owed = ahead ? RSRV_OWE_AHEAD : pending || mid ? RSRV_OWE_REPLY : 0;
+  autd3__net_progress_note(&s->progress, owed, now, s->o.stall_timeout_ms);
 }
 
 void autd3__rsrv_on_bus(autd3_remote_server_t *s) {
@@ -413,7 +408,7 @@ static void hs_geometry(autd3_remote_server_t *s, handshake_t *h, uint64_t now) 
   memcpy(s->in, h->buf + h->off, s->in_len);
   s->session_requests = 0;
   s->last_rx = now;
-  s->deadline = now + (uint64_t)s->o.stall_timeout_ms * 1000000u; /* until on_geometry's answer is out */
+  autd3__net_progress_restart(&s->progress, RSRV_OWE_REPLY, now, s->o.stall_timeout_ms); /* until on_geometry's answer is out */
   h->fd = -1;
   atomic_fetch_add(&s->st_clients, 1);
   on_geometry(s);

@@ -1,7 +1,7 @@
 /*
  * Shared helpers of the client tests: open a client over the in-process
  * emulator link, and "testlink", a tiny synchronous link registered under the
- * REMOTE kind that runs the device model (src/device) back to back with no
+ * REMOTE kind that runs the device model (src/emulation/device) back to back with no
  * timing, records every distinct (seq, cmd) it sends, can report a wrong
  * device count and can fail its cycle on demand.
  */
@@ -14,7 +14,7 @@
 
 #include "autd3/autd3.h"
 #include "autd3/link_driver.h"
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "harness/test.h"
 #include "platform/platform.h"
 

@@ -1,6 +1,6 @@
 /*
  * Making ultrasound: the encoders (src/command), the gain helpers, the FPGA
- * model executing them (src/device/fpga.c) and the emulator's output-state
+ * model executing them (src/emulation/device/fpga.c) and the emulator's output-state
  * API, end to end through a client on the in-process emulator.
  */
 #include <math.h>
@@ -11,7 +11,7 @@
 
 #include "autd3/autd3.h"
 #include "client/seqcmd/seqcmd.h" /* autd3__silence_payload: the frame close really sends */
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "harness/test.h"
 
 static autd3_geometry_t *geometry(size_t n) {

@@ -1,7 +1,7 @@
 /*
  * Differential test of the output commands: the frames our encoders make
  * (src/command), valid and deliberately invalid, go one at a time to our
- * device model (src/device, FPGA side in fpga.c) and to the reference
+ * device model (src/emulation/device, FPGA side in fpga.c) and to the reference
  * firmware (crates.io autd3-rs-firmware-emulator 0.9.0: the real CPU
  * firmware sources of autd3-cpu-fw 0.9.0 over its FPGA emulator) through the
  * peer tests/peers/firmware-emulator-0.9. After every frame both print
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "autd3/autd3.h"
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "harness/peer_proc.h"
 #include "harness/test.h"
 

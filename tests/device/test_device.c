@@ -2,8 +2,8 @@
  * shinolab/autd3-sdk firmware/cpu) and the timing model. Times are model
  * time (ns) chosen by the test, never the wall clock. */
 #include "autd3/emulator.h"
-#include "device/device.h"
-#include "device/exec_log.h"
+#include "emulation/device/device.h"
+#include "emulation/device/exec_log.h"
 #include "harness/test.h"
 
 #define MS 1000000ull

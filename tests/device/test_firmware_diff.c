@@ -1,5 +1,5 @@
 /*
- * Differential test of the device model (src/device) against the reference
+ * Differential test of the device model (src/emulation/device) against the reference
  * firmware: crates.io autd3-rs-firmware-emulator 0.9.0, which runs the real
  * CPU firmware sources (autd3-cpu-fw 0.9.0) over an FPGA emulator, driven by
  * the peer tests/peers/firmware-emulator-0.9 (built by ctest when cargo is
@@ -22,7 +22,7 @@
 
 #include "autd3/autd3.h"
 #include "client/seqcmd/seqcmd.h" /* autd3__silence_payload: the frame close really sends */
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "harness/peer_proc.h"
 #include "harness/test.h"
 

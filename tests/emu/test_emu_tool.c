@@ -147,7 +147,7 @@ TEST(control_silence_drop_delay) {
 }
 
 /* The wire model starts a frame's line time when the frame reached the
- * interface (the kernel's receive stamp, tools/emu/rx_clock.h), not when
+ * interface (the kernel's receive stamp, src/nic/rx_clock.h), not when
  * autd3-emu got round to reading it: two frames sent 20 ms apart while the
  * emulator is stopped reach the reference clock at least 20 ms apart. Timed
  * by the read, both would be read together after SIGCONT and lie one frame

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the ESC model and the chain (src/emu): every command group,
+ * Unit tests of the ESC model and the chain (src/emulation/ethercat): every command group,
  * WKC edge cases, FMMU logical addressing (split frames, partial overlap,
  * several FMMUs, bit granularity), the SII image, AL transitions, DC
  * registers and the clock loop, the SM watchdog, faults and hostile frames.
@@ -195,8 +195,8 @@ TEST(logical_split_frames_and_partial_overlap) {
   uint8_t in[6];
   memset(in, 0xAA, 6);
   ASSERT_EQ(dg(e, &g_now, LRD, 626 * 3, 0, in, 6), 3);
-  ASSERT_EQ(in[0], e->esc[0].dev.rx[0]); /* the firmware's published (ack, data) */
-  ASSERT_EQ(in[3], e->esc[1].dev.rx[1]);
+  ASSERT_EQ(in[0], e->esc[0].fw.dev.rx[0]); /* the firmware's published (ack, data) */
+  ASSERT_EQ(in[3], e->esc[1].fw.dev.rx[1]);
   /* LRD of a range no read FMMU covers: WKC 0, data untouched */
   memset(in, 0xAA, 6);
   ASSERT_EQ(dg(e, &g_now, LRD, 0, 0, in, 6), 0);
@@ -505,7 +505,7 @@ TEST(dc_latch_offset_sync0) {
   ASSERT_GE(next, sys);
   ASSERT_EQ((next - start) % 1000000, 0);
   ASSERT_TRUE(e->esc[1].sync0_on);
-  ASSERT_EQ(e->esc[1].dev.sync0_period_ns, 1000000);
+  ASSERT_EQ(e->esc[1].fw.dev.sync0_period_ns, 1000000);
   uint8_t st;
   ASSERT_EQ(dg(e, &g_now, FPRD, addr(1), 0x0984, &st, 1), 1);
   ASSERT_EQ(st, 3);
@@ -642,7 +642,7 @@ TEST(firmware_acks_in_op) {
     ASSERT_EQ(in[1], 0);   /* data */
     ASSERT_EQ(in[2], seq);
   }
-  ASSERT_EQ(e->esc[0].dev.counters.executed, 5);
+  ASSERT_EQ(e->esc[0].fw.dev.counters.executed, 5);
   autd3_emu_destroy(e);
 }
 
@@ -1101,19 +1101,19 @@ TEST(wire_back_to_back_and_hops) {
   ASSERT_EQ(e->reply_ns, t + wa + 2 * 3 * hop); /* round the ring */
   for (int k = 0; k < 3; k++) ASSERT_EQ(e->esc[k].t_frame, t + wa + (uint64_t)k * hop);
   ASSERT_EQ(e->esc[1].last_sm2_ns, t + wa + hop); /* SM2-complete at device 1's arrival */
-  ASSERT_EQ(e->esc[1].dev.image_arrival_ns, autd3_esc_local(&e->esc[1], t + wa + hop));
+  ASSERT_EQ(e->esc[1].fw.dev.image_arrival_ns, autd3_esc_local(&e->esc[1], t + wa + hop));
   ASSERT_TRUE(autd3_emu_process(e, b.b, b.len, t));
   /* the second frame queues behind the first: at device 0 after both serialisations */
   ASSERT_EQ(e->esc[0].t_frame, t + wa + wb);
   ASSERT_EQ(e->esc[2].t_frame, t + wa + wb + 2 * hop);
-  ASSERT_EQ(e->esc[2].dev.image_arrival_ns, autd3_esc_local(&e->esc[2], t + wa + wb + 2 * hop));
+  ASSERT_EQ(e->esc[2].fw.dev.image_arrival_ns, autd3_esc_local(&e->esc[2], t + wa + wb + 2 * hop));
   ASSERT_EQ(e->reply_ns, t + wa + wb + 2 * 3 * hop);
   ASSERT_GE(e->reply_ns, t + wa + 2 * 3 * hop + wb); /* replies do not overlap on the way back */
   /* a frame read once the line is idle again starts at once */
   uint64_t t2 = t + 10000000;
   ASSERT_TRUE(autd3_emu_process(e, a.b, a.len, t2));
   ASSERT_EQ(e->esc[0].t_frame, t2 + wa);
-  ASSERT_EQ(e->esc[2].dev.time_reversals, 0);
+  ASSERT_EQ(e->esc[2].fw.dev.time_reversals, 0);
   /* the transmit ring is finite: a frame that would wait > AUTD3_EMU_WIRE_BACKLOG_NS is lost */
   fr_t big;
   fr_init(&big);
@@ -1143,15 +1143,15 @@ TEST(wire_arrival_after_edge_taken_next_edge) {
     uint64_t arrive = t + AUTD3_EMU_WIRE_NS(a.len) + e->cfg.hop_ns; /* device 1 with the wire */
     uint64_t edge = autd3_esc_local(d1, arrive) - 1;               /* SYNC0 1 ns before that arrival */
     const uint32_t period = 1000000;
-    autd3_dev_set_sync0(&d1->dev, edge, period);
+    autd3_dev_set_sync0(&d1->fw.dev, edge, period);
     ASSERT_TRUE(autd3_emu_process(e, a.b, a.len, t));
-    ASSERT_TRUE(d1->dev.image_pending);
+    ASSERT_TRUE(d1->fw.dev.image_pending);
     uint64_t taken_at = wire ? edge + period : edge;
     autd3_emu_tick(e, d1->power_on_ns + taken_at - 1);
-    ASSERT_TRUE(d1->dev.image_pending);
+    ASSERT_TRUE(d1->fw.dev.image_pending);
     autd3_emu_tick(e, d1->power_on_ns + taken_at);
-    ASSERT_FALSE(d1->dev.image_pending);
-    ASSERT_EQ(d1->dev.time_reversals, 0);
+    ASSERT_FALSE(d1->fw.dev.image_pending);
+    ASSERT_EQ(d1->fw.dev.time_reversals, 0);
     autd3_emu_destroy(e);
   }
 }

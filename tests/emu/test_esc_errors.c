@@ -1,5 +1,5 @@
 /*
- * The ESC error counters of the emulator (src/emu/errors.c, esc.c): what an
+ * The ESC error counters of the emulator (src/emulation/ethercat/errors.c, esc.c): what an
  * injected fault records where (the damaged port, the forwarded counters of
  * the devices the marked frame passes), saturation at 0xFF, the lost-link
  * counts of unplug / power-cycle, and the write-to-clear groups of a real

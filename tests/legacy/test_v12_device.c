@@ -1,5 +1,5 @@
 /*
- * The v12 device model's ring and pacing (src/device/v12.c), which the
+ * The v12 device model's ring and pacing (src/emulation/device/v12.c), which the
  * reference emulator (it executes on receipt) cannot show: one frame per
  * update, dedup against the last *queued* msg_id, 15 usable slots, a frame
  * that finds the ring full dropped and taken again on the host's repetition.
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "autd3/autd3.h"
-#include "device/v12.h"
+#include "emulation/device/v12.h"
 #include "harness/test.h"
 
 static void frame(uint8_t tx[AUTD3_TX_FRAME_BYTES], uint8_t msg_id, uint8_t tag, uint8_t arg) {

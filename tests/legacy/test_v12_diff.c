@@ -1,5 +1,5 @@
 /*
- * Differential test of the v12 device model (src/device/v12.c) against the
+ * Differential test of the v12 device model (src/emulation/device/v12.c) against the
  * reference v12 firmware emulator: crates.io autd3-firmware-emulator 38.1.0
  * (the previous SDK generation's port of the v12.1.0 CPU firmware), driven by
  * the peer tests/peers/firmware-emulator-v12 (built by ctest when cargo is
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "autd3/autd3.h"
-#include "device/v12.h"
+#include "emulation/device/v12.h"
 #include "harness/peer_proc.h"
 #include "harness/test.h"
 

@@ -359,7 +359,7 @@ size_t eo_drain_emulator(void *link, uint16_t dev, autd3_exec_entry_t *out, size
   return n;
 }
 
-/* "ok log K dropped D more M n N I:B:SS:CC:RR:TTTTTTTT ..." (tools/emu/main.c) */
+/* "ok log K dropped D more M n N I:B:SS:CC:RR:TTTTTTTT ..." (src/emulation/ethercat/control.c) */
 size_t eo_drain_emuctl(void *path, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
   static char reply[40000];
   char cmd[32];

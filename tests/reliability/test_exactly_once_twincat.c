@@ -1,9 +1,9 @@
 /*
  * Exactly-once over the TwinCAT link against the emulated TwinCAT runtime
  * (tools/twincat-emu, in-process on loopback), proven with the runtime's
- * device execution logs (tcemu_log_drain). Faults: dropped TCP connections
+ * device execution logs (autd3_tcemu_log_drain). Faults: dropped TCP connections
  * and a device reporting SAFE-OP+ERROR in its state word for a while.
- * power_cycle: each device's firmware reboots once (tcemu_power_cycle).
+ * power_cycle: each device's firmware reboots once (autd3_tcemu_power_cycle).
  * log_file_tool: the autd3-twincat-emu tool's --log-file has every execution.
  */
 #include <pthread.h>
@@ -19,38 +19,38 @@
 #include "autd3/autd3.h"
 #include "harness/test.h"
 #include "reliability/exactly_once.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static void *emu_thread(void *arg) {
-  tcemu_run(arg);
+  autd3_tcemu_run(arg);
   return NULL;
 }
 
 static size_t drain_tcemu(void *emu, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
-  return tcemu_log_drain(emu, dev, out, cap, dropped);
+  return autd3_tcemu_log_drain(emu, dev, out, cap, dropped);
 }
 
 static void schedule(void *vemu, size_t i, uint64_t elapsed_ns) {
   (void)elapsed_ns;
-  tcemu_t *emu = vemu;
-  if (i == 300 || i == 1300) tcemu_drop_connections(emu);
-  if (i == 800) tcemu_set_state_word(emu, 1, 0x0014); /* SAFE-OP + error */
-  if (i == 900) tcemu_set_state_word(emu, 1, 0x0008);
+  autd3_tcemu_t *emu = vemu;
+  if (i == 300 || i == 1300) autd3_tcemu_drop_connections(emu);
+  if (i == 800) autd3_tcemu_set_state_word(emu, 1, 0x0014); /* SAFE-OP + error */
+  if (i == 900) autd3_tcemu_set_state_word(emu, 1, 0x0008);
 }
 
 static void twincat_case(const char *name, size_t requests, eo_fault_fn faults) {
-  tcemu_config_t tc = tcemu_config_default();
+  autd3_tcemu_config_t tc = autd3_tcemu_config_default();
   tc.devices = 2;
   tc.listen_port = 0; /* any free port */
-  tcemu_t *emu;
-  ASSERT_OK(tcemu_create(&tc, &emu));
+  autd3_tcemu_t *emu;
+  ASSERT_OK(autd3_tcemu_create(&tc, &emu));
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, emu_thread, emu), 0);
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(2, NULL, &g));
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
   o.u.twincat.server_ip = "127.0.0.1";
-  o.u.twincat.server_port = tcemu_port(emu);
+  o.u.twincat.server_port = autd3_tcemu_port(emu);
   o.u.twincat.server_ams_net_id = "127.0.0.1.1.1";
   autd3_client_t *c = NULL;
   ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
@@ -61,9 +61,9 @@ static void twincat_case(const char *name, size_t requests, eo_fault_fn faults) 
   ASSERT_CLOSE_OK(c);
   eo_finish(&cfg, &res);
   eo_print(&cfg, &res);
-  tcemu_stop(emu);
+  autd3_tcemu_stop(emu);
   pthread_join(th, NULL);
-  tcemu_free(emu);
+  autd3_tcemu_free(emu);
   autd3_geometry_free(g);
   char why[256];
   if (!eo_ok(&res, why, sizeof why)) TEST_FAIL_("%s: %s", name, why);
@@ -71,8 +71,8 @@ static void twincat_case(const char *name, size_t requests, eo_fault_fn faults) 
 
 static void power_cycles(void *vemu, size_t i, uint64_t elapsed_ns) {
   (void)elapsed_ns;
-  if (i == 300) tcemu_power_cycle(vemu, 1);
-  if (i == 1300) tcemu_power_cycle(vemu, 0);
+  if (i == 300) autd3_tcemu_power_cycle(vemu, 1);
+  if (i == 1300) autd3_tcemu_power_cycle(vemu, 0);
 }
 
 TEST(no_faults) { twincat_case("twincat_no_faults", 1000, NULL); }

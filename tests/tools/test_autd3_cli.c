@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 #include "harness/emu_chain.h"
 #include "harness/emuctl.h"
 #include "harness/test.h"

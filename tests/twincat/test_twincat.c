@@ -19,7 +19,7 @@
 #include "harness/test.h"
 #include "link/twincat/ads.h"
 #include "platform/platform.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static size_t unhex(const char *s, uint8_t *out) {
   size_t n = 0;
@@ -166,27 +166,27 @@ TEST(codec_netid) {
 /* ---------------- against the emulated runtime ---------------- */
 
 typedef struct {
-  tcemu_t *emu;
+  autd3_tcemu_t *emu;
   pthread_t th;
 } emu_fixture_t;
 
 static void *emu_thread(void *arg) {
-  tcemu_run(arg);
+  autd3_tcemu_run(arg);
   return NULL;
 }
 
 static void emu_start(emu_fixture_t *f, uint16_t devices) {
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = devices;
   cfg.listen_port = 0; /* any free port */
-  ASSERT_OK(tcemu_create(&cfg, &f->emu));
+  ASSERT_OK(autd3_tcemu_create(&cfg, &f->emu));
   ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
 }
 
 static void emu_stop(emu_fixture_t *f) {
-  tcemu_stop(f->emu);
+  autd3_tcemu_stop(f->emu);
   pthread_join(f->th, NULL);
-  tcemu_free(f->emu);
+  autd3_tcemu_free(f->emu);
 }
 
 static ams_addr_t task_addr(void) {
@@ -205,7 +205,7 @@ TEST(emu_ads_error_replies) {
   emu_start(&f, 2);
   ads_client_t c;
   ASSERT_OK(autd3__ads_client_init(&c, 4096, 2000));
-  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", autd3_tcemu_port(f.emu)));
   ams_addr_t t = task_addr();
   uint8_t buf[2048] = {0};
   uint32_t n;
@@ -255,7 +255,7 @@ TEST(emu_notifications) {
   emu_start(&f, 2);
   ads_client_t c;
   ASSERT_OK(autd3__ads_client_init(&c, 4096, 2000));
-  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", autd3_tcemu_port(f.emu)));
   ams_addr_t t = task_addr();
   uint32_t h = 0;
   c.on_notify = on_notif;
@@ -320,7 +320,7 @@ typedef struct {
 
 static void tc_start(tc_fixture_t *t, uint16_t devices) {
   emu_start(&t->emu, devices);
-  t->o = remote_opt(tcemu_port(t->emu.emu));
+  t->o = remote_opt(autd3_tcemu_port(t->emu.emu));
   t->link = NULL;
 }
 
@@ -351,7 +351,7 @@ TEST(link_remote_end_to_end) {
   ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
   ASSERT_EQ(st.state[1], AUTD3_DEVICE_OP);
   /* device 1 drops to SAFE-OP + error: the state checker sees it in the state words */
-  tcemu_set_state_word(t.emu.emu, 1, 0x0014);
+  autd3_tcemu_set_state_word(t.emu.emu, 1, 0x0014);
   static uint8_t tx[2 * 626], rx[4];
   bool valid;
   for (int k = 0; k < 1000; k++) {
@@ -361,7 +361,7 @@ TEST(link_remote_end_to_end) {
   }
   ASSERT_EQ(st.state[1], AUTD3_DEVICE_SAFE_OP_ERROR);
   ASSERT_EQ(st.state[0], AUTD3_DEVICE_OP);
-  tcemu_set_state_word(t.emu.emu, 1, 0x0008);
+  autd3_tcemu_set_state_word(t.emu.emu, 1, 0x0008);
   for (int k = 0; k < 1000 && st.state[1] != AUTD3_DEVICE_OP; k++) {
     ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
     ASSERT_OK(autd3_link_check_state(link, &st));
@@ -377,7 +377,7 @@ TEST(link_local_router_mode) {
   tc_fixture_t t;
   tc_start(&t, 1);
   t.o = autd3_link_option_default(AUTD3_LINK_TWINCAT);
-  t.o.u.twincat.server_port = tcemu_port(t.emu.emu); /* local: 127.0.0.1, NetId asked from the router */
+  t.o.u.twincat.server_port = autd3_tcemu_port(t.emu.emu); /* local: 127.0.0.1, NetId asked from the router */
   tc_open(&t, 1, true);
   tc_stop(&t);
 }
@@ -443,7 +443,7 @@ TEST(link_reconnect_after_drop) {
   tc_fixture_t t;
   tc_start(&t, 2);
   autd3_link_t *link = tc_open(&t, 2, true);
-  tcemu_drop_connections(t.emu.emu);
+  autd3_tcemu_drop_connections(t.emu.emu);
   static uint8_t tx[2 * 626], rx[4];
   bool valid = true, saw_lost = false;
   int k;
@@ -489,9 +489,9 @@ TEST(link_paced_by_task_cycle) {
   autd3_link_t *link = tc_open(&t, 2, false);
   static uint8_t tx[2 * 626], rx[4];
   bool valid;
-  uint64_t c0 = tcemu_cycles(t.emu.emu);
+  uint64_t c0 = autd3_tcemu_cycles(t.emu.emu);
   for (int k = 0; k < 100; k++) ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
-  uint64_t c1 = tcemu_cycles(t.emu.emu);
+  uint64_t c1 = autd3_tcemu_cycles(t.emu.emu);
   ASSERT_GE(c1 - c0 + 1, 100);
   tc_stop(&t);
 }
@@ -505,7 +505,7 @@ TEST(emu_oversized_frame_answered_and_skipped) {
   ads_client_t c;
   static uint8_t big[20000];
   ASSERT_OK(autd3__ads_client_init(&c, sizeof big, 2000));
-  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", tcemu_port(f.emu)));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", autd3_tcemu_port(f.emu)));
   ams_addr_t t = task_addr();
   expect_ads(autd3__ads_write(&c, &t, 0x03040030, 0x81000000, big, sizeof big), "0x0705");
   uint8_t buf[2];
@@ -518,15 +518,18 @@ TEST(emu_oversized_frame_answered_and_skipped) {
 
 /* ---------------- holding up: idle / slow / many connections ---------------- */
 
-static void emu_start_cfg(emu_fixture_t *f, tcemu_config_t cfg) {
+static void emu_start_cfg(emu_fixture_t *f, autd3_tcemu_config_t cfg) {
   cfg.listen_port = 0;
-  ASSERT_OK(tcemu_create(&cfg, &f->emu));
+  ASSERT_OK(autd3_tcemu_create(&cfg, &f->emu));
   ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
 }
 
-static int raw_tcp(uint16_t port) {
+/* A plain TCP connection to the runtime; rcvbuf > 0 fixes its receive buffer first (small: the kernels stop taking
+ * bytes soon when nobody reads). */
+static int raw_tcp_rcvbuf(uint16_t port, int rcvbuf) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_TRUE(fd >= 0);
+  if (rcvbuf > 0) ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
   struct timeval tv = {10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -534,6 +537,8 @@ static int raw_tcp(uint16_t port) {
   if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) TEST_FAIL_("connect: %s", strerror(errno));
   return fd;
 }
+
+static int raw_tcp(uint16_t port) { return raw_tcp_rcvbuf(port, 0); }
 
 /* True if the peer closed the connection (EOF or reset) within the 10 s receive bound. */
 static bool raw_closed(int fd) {
@@ -567,28 +572,28 @@ TEST(hold_up_idle_connections_do_not_lock_out) {
   /* As many silent (or slow, never completing a frame) connections as the emulator has places: they are closed
    * after the handshake timeout and the link gets in. */
   emu_fixture_t f;
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = 1;
   cfg.handshake_timeout_ms = 300;
   cfg.verbose = getenv("AUTD3_TEST_VERBOSE") != NULL;
   emu_start_cfg(&f, cfg);
-  int fds[TCEMU_MAX_CONNS];
-  for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
-    fds[i] = raw_tcp(tcemu_port(f.emu));
+  int fds[AUTD3_TCEMU_MAX_CONNS];
+  for (int i = 0; i < AUTD3_TCEMU_MAX_CONNS; i++) {
+    fds[i] = raw_tcp(autd3_tcemu_port(f.emu));
     if (i % 2) ASSERT_EQ(send(fds[i], "\0\0\x40", 3, MSG_NOSIGNAL), 3); /* the start of a frame, then nothing */
   }
   autd3_link_t *link;
-  double ms = link_gets_in(tcemu_port(f.emu), 1, 3 * cfg.handshake_timeout_ms + 10000, &link);
-  fprintf(stderr, "the link got in %.0f ms after %d silent/slow connections (handshake_timeout_ms %u)\n", ms, TCEMU_MAX_CONNS,
+  double ms = link_gets_in(autd3_tcemu_port(f.emu), 1, 3 * cfg.handshake_timeout_ms + 10000, &link);
+  fprintf(stderr, "the link got in %.0f ms after %d silent/slow connections (handshake_timeout_ms %u)\n", ms, AUTD3_TCEMU_MAX_CONNS,
           cfg.handshake_timeout_ms);
   drive_until_ack(link, 1);
-  for (int i = 0; i < TCEMU_MAX_CONNS; i++) {
+  for (int i = 0; i < AUTD3_TCEMU_MAX_CONNS; i++) {
     ASSERT_TRUE(raw_closed(fds[i]));
     close(fds[i]);
   }
-  tcemu_conn_stats_t st;
-  tcemu_conn_stats(f.emu, &st);
-  ASSERT_EQ(st.timed_out, TCEMU_MAX_CONNS);
+  autd3_tcemu_conn_stats_t st;
+  autd3_tcemu_conn_stats(f.emu, &st);
+  ASSERT_EQ(st.timed_out, AUTD3_TCEMU_MAX_CONNS);
   autd3_link_close(link);
   emu_stop(&f);
 }
@@ -597,7 +602,7 @@ TEST(hold_up_quiet_clients_give_way) {
   /* Every place taken by clients that made one request and then went quiet: when they have been quiet for the
    * idle timeout, a new connection takes the place of the quietest one; until then, it is refused at once. */
   emu_fixture_t f;
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = 1;
   cfg.max_conns = 4;
   cfg.idle_timeout_ms = 300;
@@ -606,16 +611,16 @@ TEST(hold_up_quiet_clients_give_way) {
   ams_addr_t t = task_addr();
   for (int i = 0; i < 4; i++) {
     ASSERT_OK(autd3__ads_client_init(&c[i], 64, 2000));
-    ASSERT_OK(autd3__ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
+    ASSERT_OK(autd3__ads_client_connect(&c[i], "127.0.0.1", autd3_tcemu_port(f.emu)));
     uint16_t as, ds;
     ASSERT_OK(autd3__ads_read_state(&c[i], &t, &as, &ds));
   }
   autd3_link_t *link;
-  double ms = link_gets_in(tcemu_port(f.emu), 1, 3 * cfg.idle_timeout_ms + 10000, &link);
+  double ms = link_gets_in(autd3_tcemu_port(f.emu), 1, 3 * cfg.idle_timeout_ms + 10000, &link);
   fprintf(stderr, "the link got in %.0f ms after 4 quiet clients took every place (idle_timeout_ms %u)\n", ms, cfg.idle_timeout_ms);
   drive_until_ack(link, 1);
-  tcemu_conn_stats_t st;
-  tcemu_conn_stats(f.emu, &st);
+  autd3_tcemu_conn_stats_t st;
+  autd3_tcemu_conn_stats(f.emu, &st);
   ASSERT_GE(st.evicted, 1);
   /* the link, which cycles, keeps its place while the others come back */
   int evicted = 0;
@@ -630,6 +635,100 @@ TEST(hold_up_quiet_clients_give_way) {
   emu_stop(&f);
 }
 
+typedef struct {
+  atomic_int stalled_lines;
+} stall_log_t;
+
+static void stall_log(void *ctx, const char *line) {
+  if (strstr(line, "has not taken its replies")) atomic_fetch_add(&((stall_log_t *)ctx)->stalled_lines, 1);
+}
+
+/* A raw client that subscribes to the whole output image every task cycle (1.3 KB/ms with 2 devices) and then
+ * never reads, with a small receive buffer so that the kernels stop taking bytes soon. */
+static int subscribe_and_never_read(uint16_t port) {
+  int fd = raw_tcp_rcvbuf(port, 4096);
+  ams_header_t h = {.target = task_addr(), .cmd = ADS_CMD_ADD_NOTIFICATION, .flags = AMS_SF_ADS, .invoke = 1};
+  ASSERT_OK(autd3__ams_netid_parse("127.0.0.1.1.2", &h.source.netid));
+  h.source.port = 32905;
+  uint8_t p[40] = {0}, f[AMS_FRAME_HDR_LEN + 40];
+  ads_put_u32(p, 0x03040030);
+  ads_put_u32(p + 4, 0x81000000);
+  ads_put_u32(p + 8, 2 * 626);
+  ads_put_u32(p + 12, ADS_TRANS_SERVER_CYCLE);
+  ads_put_u32(p + 20, 10000); /* every 1 ms (100 ns units) */
+  size_t n = autd3__ams_frame_encode(f, sizeof f, &h, p, sizeof p, NULL, 0);
+  ASSERT_EQ(send(fd, f, n, MSG_NOSIGNAL), (ssize_t)n);
+  return fd;
+}
+
+TEST(hold_up_client_that_never_reads_is_dropped) {
+  /* Send progress: a client whose output the kernel stops taking (it reads nothing) is dropped idle_timeout_ms
+   * later, whatever the kernels buffer, and its place is free again. */
+  emu_fixture_t f;
+  stall_log_t sl;
+  atomic_init(&sl.stalled_lines, 0);
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
+  cfg.devices = 2;
+  cfg.idle_timeout_ms = 300;
+  cfg.verbose = true;
+  cfg.log = stall_log;
+  cfg.log_ctx = &sl;
+  emu_start_cfg(&f, cfg);
+  int fd = subscribe_and_never_read(autd3_tcemu_port(f.emu));
+  autd3_tcemu_conn_stats_t st;
+  uint64_t t0 = autd3__now_ns();
+  do {
+    usleep(50000);
+    autd3_tcemu_conn_stats(f.emu, &st);
+  } while (st.stalled == 0 && autd3__now_ns() - t0 < 20000000000ull);
+  /* the fault first: dropped, and for not taking its replies (not a timeout, eviction or overflow) */
+  ASSERT_EQ(st.stalled, 1);
+  ASSERT_EQ(atomic_load(&sl.stalled_lines), 1);
+  ASSERT_EQ(st.timed_out, 0);
+  ASSERT_EQ(st.evicted, 0);
+  fprintf(stderr, "a client that never reads was dropped %.0f ms after subscribing (idle_timeout_ms %u)\n",
+          (double)(autd3__now_ns() - t0) / 1e6, cfg.idle_timeout_ms);
+  ASSERT_TRUE(raw_closed(fd));
+  close(fd);
+  /* the runtime serves the next client */
+  autd3_link_t *link;
+  link_gets_in(autd3_tcemu_port(f.emu), 2, 10000, &link);
+  drive_until_ack(link, 2);
+  autd3_link_close(link);
+  emu_stop(&f);
+}
+
+TEST(hold_up_client_that_reads_is_not_dropped) {
+  /* The counterpart: a client that takes its notifications every task cycle keeps its connection for many
+   * times idle_timeout_ms. */
+  emu_fixture_t f;
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
+  cfg.devices = 2;
+  cfg.idle_timeout_ms = 100;
+  emu_start_cfg(&f, cfg);
+  ads_client_t c;
+  ASSERT_OK(autd3__ads_client_init(&c, 4096, 2000));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", autd3_tcemu_port(f.emu)));
+  ams_addr_t t = task_addr();
+  uint32_t h = 0;
+  ASSERT_OK(autd3__ads_add_notification(&c, &t, 0x03040030, 0x81000000, 2 * 626, ADS_TRANS_SERVER_CYCLE, 0, 10000, &h));
+  uint64_t end = autd3__now_ns() + 1500000000ull;
+  while (autd3__now_ns() < end) {
+    bool got;
+    ads_reply_t r;
+    autd3_err_t e = autd3__ads_client_pump(&c, 0, autd3__now_ns() + 20000000ull, true, &got, &r);
+    if (e != AUTD3_E_TIMEOUT) ASSERT_OK(e); /* a gap of 20 ms on a loaded machine is not the subject */
+  }
+  uint16_t as, ds;
+  ASSERT_OK(autd3__ads_read_state(&c, &t, &as, &ds)); /* still connected */
+  autd3_tcemu_conn_stats_t st;
+  autd3_tcemu_conn_stats(f.emu, &st);
+  ASSERT_EQ(st.stalled, 0);
+  ASSERT_EQ(st.accepted, 1);
+  autd3__ads_client_free(&c);
+  emu_stop(&f);
+}
+
 TEST(hold_up_several_clients_are_served) {
   /* A real runtime serves several ADS clients at once; so does the emulator (no invented refusal). */
   emu_fixture_t f;
@@ -638,7 +737,7 @@ TEST(hold_up_several_clients_are_served) {
   ams_addr_t t = task_addr();
   for (int i = 0; i < 3; i++) {
     ASSERT_OK(autd3__ads_client_init(&c[i], 64, 2000));
-    ASSERT_OK(autd3__ads_client_connect(&c[i], "127.0.0.1", tcemu_port(f.emu)));
+    ASSERT_OK(autd3__ads_client_connect(&c[i], "127.0.0.1", autd3_tcemu_port(f.emu)));
   }
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < 3; i++) {
@@ -666,7 +765,7 @@ TEST(hold_up_connect_storm_log_bounded) {
   log_count_t lc;
   atomic_init(&lc.lines, 0);
   atomic_init(&lc.held, 0);
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = 1;
   cfg.verbose = true;
   cfg.log = count_log;
@@ -675,10 +774,10 @@ TEST(hold_up_connect_storm_log_bounded) {
   uint64_t t0 = autd3__now_ns();
   emu_start_cfg(&f, cfg);
   const int storm = 400; /* each would log "accepted" and "closed": 800 lines unlimited */
-  for (int i = 0; i < storm; i++) close(raw_tcp(tcemu_port(f.emu)));
+  for (int i = 0; i < storm; i++) close(raw_tcp(autd3_tcemu_port(f.emu)));
   usleep(700000); /* the bucket refills (2 lines/s), so the link's lines get out with the held-back count */
   autd3_link_t *link;
-  link_gets_in(tcemu_port(f.emu), 1, 20000, &link);
+  link_gets_in(autd3_tcemu_port(f.emu), 1, 20000, &link);
   autd3_link_close(link);
   emu_stop(&f);
   double s = (double)(autd3__now_ns() - t0) / 1e9;
@@ -690,28 +789,28 @@ TEST(hold_up_connect_storm_log_bounded) {
 }
 
 TEST(hold_up_options_range_checked) {
-  tcemu_t *e = NULL;
-  tcemu_config_t c = tcemu_config_default();
+  autd3_tcemu_t *e = NULL;
+  autd3_tcemu_config_t c = autd3_tcemu_config_default();
   c.listen_port = 0;
   c.max_conns = 0;
-  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(autd3_tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
   ASSERT_CONTAINS(autd3_last_error(), "--max-conns 0");
-  c.max_conns = TCEMU_MAX_CONNS_LIMIT + 1;
-  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
-  c = tcemu_config_default();
+  c.max_conns = AUTD3_TCEMU_MAX_CONNS_LIMIT + 1;
+  ASSERT_ERR(autd3_tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  c = autd3_tcemu_config_default();
   c.listen_port = 0;
   c.handshake_timeout_ms = 0;
-  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(autd3_tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
   ASSERT_CONTAINS(autd3_last_error(), "--handshake-timeout-ms");
-  c = tcemu_config_default();
+  c = autd3_tcemu_config_default();
   c.listen_port = 0;
   c.idle_timeout_ms = 3600001;
-  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(autd3_tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
   ASSERT_CONTAINS(autd3_last_error(), "--idle-timeout-ms");
-  c = tcemu_config_default();
+  c = autd3_tcemu_config_default();
   c.listen_port = 0;
   c.log_lines_per_s = 100001;
-  ASSERT_ERR(tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(autd3_tcemu_create(&c, &e), AUTD3_E_INVALID_OPTION);
   ASSERT_CONTAINS(autd3_last_error(), "--log-lines-per-s");
 }
 
@@ -740,20 +839,20 @@ static autd3_err_t open_tc(const char *server_ip, const char *net_id, uint16_t p
 
 TEST(link_ipv6_loopback) {
   emu_fixture_t f;
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = 1;
   cfg.listen_host = "::1";
   cfg.listen_port = 0;
-  if (tcemu_create(&cfg, &f.emu) != AUTD3_OK) SKIP("no IPv6 loopback here: %s", autd3_last_error());
+  if (autd3_tcemu_create(&cfg, &f.emu) != AUTD3_OK) SKIP("no IPv6 loopback here: %s", autd3_last_error());
   ASSERT_EQ(pthread_create(&f.th, NULL, emu_thread, f.emu), 0);
   autd3_link_t *link;
   /* ADS over IPv6: the NetId cannot default to "IPv4 + .1.1", so it must be given */
-  ASSERT_ERR(open_tc("::1", NULL, tcemu_port(f.emu), &link), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(open_tc("::1", NULL, autd3_tcemu_port(f.emu), &link), AUTD3_E_INVALID_OPTION);
   ASSERT_CONTAINS(autd3_last_error(), "server_ams_net_id");
-  ASSERT_OK(open_tc("::1", "127.0.0.1.1.1", tcemu_port(f.emu), &link));
+  ASSERT_OK(open_tc("::1", "127.0.0.1.1.1", autd3_tcemu_port(f.emu), &link));
   drive_until_ack(link, 1);
   autd3_link_close(link);
-  ASSERT_OK(open_tc("[::1]", "127.0.0.1.1.1", tcemu_port(f.emu), &link)); /* brackets as in host:port */
+  ASSERT_OK(open_tc("[::1]", "127.0.0.1.1.1", autd3_tcemu_port(f.emu), &link)); /* brackets as in host:port */
   drive_until_ack(link, 1);
   autd3_link_close(link);
   emu_stop(&f);
@@ -764,10 +863,10 @@ TEST(link_host_name) {
   emu_fixture_t f;
   emu_start(&f, 1);
   autd3_link_t *link;
-  ASSERT_OK(open_tc("localhost", NULL, tcemu_port(f.emu), &link));
+  ASSERT_OK(open_tc("localhost", NULL, autd3_tcemu_port(f.emu), &link));
   drive_until_ack(link, 1);
   /* a dropped connection is re-established from the addresses resolved at open (no name lookup in cycle()) */
-  tcemu_drop_connections(f.emu);
+  autd3_tcemu_drop_connections(f.emu);
   static uint8_t tx[626], rx[2];
   bool valid = true, saw_lost = false;
   for (int k = 0; k < 5000 && !(saw_lost && valid); k++) {
@@ -779,9 +878,9 @@ TEST(link_host_name) {
   autd3_link_diagnostics(link, diag, sizeof diag);
   ASSERT_CONTAINS(diag, "reconnects : 1");
   autd3_link_close(link);
-  ASSERT_ERR(open_tc("no-such-host.invalid", NULL, tcemu_port(f.emu), &link), AUTD3_E_CONNECT);
+  ASSERT_ERR(open_tc("no-such-host.invalid", NULL, autd3_tcemu_port(f.emu), &link), AUTD3_E_CONNECT);
   ASSERT_CONTAINS(autd3_last_error(), "cannot resolve");
-  ASSERT_ERR(open_tc("", NULL, tcemu_port(f.emu), &link), AUTD3_E_INVALID_OPTION);
+  ASSERT_ERR(open_tc("", NULL, autd3_tcemu_port(f.emu), &link), AUTD3_E_INVALID_OPTION);
   emu_stop(&f);
 }
 
@@ -793,7 +892,7 @@ TEST(link_reports_device_reset_from_state_words) {
   autd3_link_t *link = tc_open(&t, 2, true);
   ASSERT_EQ(autd3_link_device_resets(link, 0), 0);
   ASSERT_EQ(autd3_link_device_resets(link, 1), 0);
-  tcemu_power_cycle(t.emu.emu, 1);
+  autd3_tcemu_power_cycle(t.emu.emu, 1);
   static uint8_t tx[2 * 626], rx[4];
   bool valid = false, saw_ff = false;
   int k;
@@ -805,7 +904,7 @@ TEST(link_reports_device_reset_from_state_words) {
     ASSERT_OK(autd3_link_cycle(link, tx, rx, &valid));
     if (valid && rx[2] == 0xFF) saw_ff = true; /* the re-powered firmware's boot ack */
     ASSERT_OK(autd3_link_check_state(link, &st));
-    if (st.state[1] == AUTD3_DEVICE_OP && k > 2 * TCEMU_POWER_CYCLE_TASKS) break;
+    if (st.state[1] == AUTD3_DEVICE_OP && k > 2 * AUTD3_TCEMU_POWER_CYCLE_TASKS) break;
   }
   ASSERT_EQ(st.state[1], AUTD3_DEVICE_OP);
   ASSERT_TRUE(saw_ff);

@@ -18,10 +18,10 @@
 #include "harness/test.h"
 #include "link/twincat/ads.h"
 #include "platform/platform.h"
-#include "twincat_emu.h"
+#include "emulation/twincat/twincat_emu.h"
 
 static void *emu_thread(void *arg) {
-  tcemu_run(arg);
+  autd3_tcemu_run(arg);
   return NULL;
 }
 
@@ -46,43 +46,43 @@ static void assert_hint(void) {
 }
 
 TEST(link_refused_at_connection_limit) {
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = 1;
   cfg.listen_port = 0;
   cfg.max_conns = 1;
   cfg.idle_timeout_ms = 3600000; /* the client holding the place never gives it up within the test */
-  tcemu_t *emu = NULL;
-  ASSERT_OK(tcemu_create(&cfg, &emu));
+  autd3_tcemu_t *emu = NULL;
+  ASSERT_OK(autd3_tcemu_create(&cfg, &emu));
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, emu_thread, emu), 0);
   /* One ADS client takes the only place. */
   ads_client_t holder;
   ASSERT_OK(autd3__ads_client_init(&holder, 64, 2000));
-  ASSERT_OK(autd3__ads_client_connect(&holder, "127.0.0.1", tcemu_port(emu)));
+  ASSERT_OK(autd3__ads_client_connect(&holder, "127.0.0.1", autd3_tcemu_port(emu)));
   ams_addr_t t = {.port = 301};
   ASSERT_OK(autd3__ams_netid_parse("127.0.0.1.1.1", &t.netid));
   uint16_t as, ds;
   ASSERT_OK(autd3__ads_read_state(&holder, &t, &as, &ds));
   /* The link is accepted by TCP and closed at once by the runtime. */
   autd3_link_t *link = NULL;
-  ASSERT_ERR(open_link(tcemu_port(emu), &link), AUTD3_E_PEER_CLOSED);
+  ASSERT_ERR(open_link(autd3_tcemu_port(emu), &link), AUTD3_E_PEER_CLOSED);
   assert_hint();
   fprintf(stderr, "error: %s\n", autd3_last_error());
-  tcemu_conn_stats_t st;
-  tcemu_conn_stats(emu, &st);
+  autd3_tcemu_conn_stats_t st;
+  autd3_tcemu_conn_stats(emu, &st);
   ASSERT_GE(st.refused, 1); /* the fault happened: the emulator refused it for lack of a place */
   /* Once the place is free the link gets in: the hint was about the limit, not the link. */
   autd3__ads_client_free(&holder);
   autd3_err_t e = AUTD3_E_PEER_CLOSED;
   for (int i = 0; i < 200 && e != AUTD3_OK; i++) {
-    e = open_link(tcemu_port(emu), &link);
+    e = open_link(autd3_tcemu_port(emu), &link);
     if (e != AUTD3_OK) usleep(20000); /* the emulator notices the holder's close at its next poll */
   }
   ASSERT_OK(e);
   autd3_link_close(link);
-  tcemu_stop(emu);
+  autd3_tcemu_stop(emu);
   pthread_join(th, NULL);
-  tcemu_free(emu);
+  autd3_tcemu_free(emu);
 }
 
 /* A plain TCP listener that accepts every connection and closes it at once. */
@@ -124,21 +124,21 @@ TEST(link_refused_by_plain_tcp_listener) {
 
 /* A connection that answered before it closed is not blamed on the limit. */
 TEST(closed_after_answering_has_no_hint) {
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = 1;
   cfg.listen_port = 0;
-  tcemu_t *emu = NULL;
-  ASSERT_OK(tcemu_create(&cfg, &emu));
+  autd3_tcemu_t *emu = NULL;
+  ASSERT_OK(autd3_tcemu_create(&cfg, &emu));
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, emu_thread, emu), 0);
   ads_client_t c;
   ASSERT_OK(autd3__ads_client_init(&c, 64, 2000));
-  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", tcemu_port(emu)));
+  ASSERT_OK(autd3__ads_client_connect(&c, "127.0.0.1", autd3_tcemu_port(emu)));
   ams_addr_t t = {.port = 301};
   ASSERT_OK(autd3__ams_netid_parse("127.0.0.1.1.1", &t.netid));
   uint16_t as, ds;
   ASSERT_OK(autd3__ads_read_state(&c, &t, &as, &ds));
-  tcemu_drop_connections(emu);
+  autd3_tcemu_drop_connections(emu);
   autd3_err_t e = AUTD3_OK;
   for (int i = 0; i < 100 && e == AUTD3_OK; i++) {
     e = autd3__ads_read_state(&c, &t, &as, &ds);
@@ -150,7 +150,7 @@ TEST(closed_after_answering_has_no_hint) {
               strstr(autd3_last_error(), "reset the connection") != NULL);
   ASSERT_TRUE(strstr(autd3_last_error(), "connection limit") == NULL);
   autd3__ads_client_free(&c);
-  tcemu_stop(emu);
+  autd3_tcemu_stop(emu);
   pthread_join(th, NULL);
-  tcemu_free(emu);
+  autd3_tcemu_free(emu);
 }

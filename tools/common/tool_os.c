@@ -83,11 +83,16 @@ void tool_on_stop_signals(void (*fn)(int)) {
   signal(SIGTERM, fn);
 }
 
+bool tool_exit_with_parent(void) { return false; /* no parent-death signal on Windows */ }
+
 #else
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 uint64_t tool_now_ns(void) {
   struct timespec ts;
@@ -148,5 +153,14 @@ void tool_on_stop_signals(void (*fn)(int)) {
   on(SIGINT, fn);
   on(SIGTERM, fn);
   signal(SIGPIPE, SIG_IGN);
+}
+
+bool tool_exit_with_parent(void) {
+#ifdef __linux__
+  /* prctl(2) PR_SET_PDEATHSIG; a parent already gone has left us to init (pid 1) */
+  return prctl(PR_SET_PDEATHSIG, SIGTERM) == 0 && getppid() != 1;
+#else
+  return false;
+#endif
 }
 #endif

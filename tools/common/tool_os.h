@@ -33,5 +33,8 @@ void tool_on_sigint(void (*fn)(int));
 bool tool_isatty_stdout(void);
 /* A server's: `fn` on SIGINT and SIGTERM, SIGPIPE ignored where it exists. */
 void tool_on_stop_signals(void (*fn)(int));
+/* Be sent SIGTERM when the parent process dies (Linux only; false elsewhere, or
+ * when the parent is already gone). */
+bool tool_exit_with_parent(void);
 
 #endif

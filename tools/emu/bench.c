@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
 #include "numopt.h"

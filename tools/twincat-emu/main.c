@@ -1,60 +1,29 @@
 /*
- * autd3-twincat-emu: an emulated TwinCAT 3 runtime for the TwinCAT link
- * (see twincat_emu.h and docs/twincat.md).
+ * autd3-twincat-emu: the emulated TwinCAT 3 runtime's command line
+ * (src/emulation/twincat/twincat_emu.h is the runtime; docs/twincat.md).
  *
  *   autd3-twincat-emu --devices N [--listen 127.0.0.1:48898] [--task-us 1000]
  *                     [--net-id 127.0.0.1.1.1] [--timing MODEL] [--log-file FILE] [--verbose]
  *                     [--max-conns 16] [--handshake-timeout-ms 10000] [--idle-timeout-ms 10000]
  *                     [--log-lines-per-s 10]
  *
- * --log-file: the devices' execution logs (docs/reliability.md), drained every
- * 100 ms by a thread of this tool (the task loop never writes files) and at
- * exit, one line per executed frame: "K INDEX BOOT SEQ CMD RESULT TAG" (K,
- * INDEX, BOOT decimal; SEQ, CMD, RESULT, TAG hex), then "dropped K D" per
- * device at exit (D = entries lost to a full log).
+ * Only the options are parsed here; the runtime and its --log-file writer
+ * (autd3_tcemu_log_file_open: the format is there) are the library's.
  */
-#define _GNU_SOURCE
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "emulation/twincat/twincat_emu.h"
 #include "net/net.h"
 #include "numopt.h"
-#include "twincat_emu.h"
+#include "tool_os.h"
 
-static tcemu_t *g_emu;
-static FILE *g_log;
-static atomic_bool g_log_stop;
-
-static void log_drain_all(void) {
-  static autd3_exec_entry_t ent[512];
-  for (uint16_t k = 0; k < tcemu_devices(g_emu); k++) {
-    size_t n;
-    while ((n = tcemu_log_drain(g_emu, k, ent, 512, NULL)) > 0)
-      for (size_t i = 0; i < n; i++)
-        fprintf(g_log, "%u %u %u %02x %02x %02x %08x\n", (unsigned)k, (unsigned)ent[i].index, (unsigned)ent[i].boot,
-                ent[i].seq, ent[i].cmd, ent[i].result, (unsigned)ent[i].tag);
-  }
-  fflush(g_log);
-}
-
-static void *log_thread(void *arg) {
-  (void)arg;
-  while (!atomic_load(&g_log_stop)) {
-    struct timespec ts = {0, 100000000};
-    nanosleep(&ts, NULL);
-    log_drain_all();
-  }
-  return NULL;
-}
+static autd3_tcemu_t *g_emu;
 
 static void on_signal(int sig) {
   (void)sig;
-  if (g_emu) tcemu_stop(g_emu); /* an atomic store: async-signal-safe */
+  if (g_emu) autd3_tcemu_stop(g_emu); /* an atomic store: async-signal-safe */
 }
 
 static int usage(const char *msg) {
@@ -72,7 +41,8 @@ static int usage(const char *msg) {
           "  --max-conns N             ADS connections at once (default 16, 1..1024)\n"
           "  --handshake-timeout-ms MS a connection must send a complete frame within MS (default 10000)\n"
           "  --idle-timeout-ms MS      when all places are taken, a connection quiet for MS gives its place\n"
-          "                            to a new one (default 10000)\n"
+          "                            to a new one; a client that takes none of its replies for MS is dropped\n"
+          "                            (default 10000)\n"
           "  --log-lines-per-s N       --verbose log rate limit, bursts of 10 s worth (default 10; 0 = none)\n");
   return 2;
 }
@@ -83,7 +53,7 @@ static uint64_t u(const char *opt, const char *s, uint64_t lo, uint64_t hi) {
 }
 
 int main(int argc, char **argv) {
-  tcemu_config_t cfg = tcemu_config_default();
+  autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   static char host[AUTD3_NET_HOST_MAX];
   const char *log_path = NULL;
   bool have_devices = false;
@@ -105,14 +75,14 @@ int main(int argc, char **argv) {
       cfg.listen_port = (uint16_t)u("--listen", port, 0, 65535); /* net_split checked it already */
     } else if (strcmp(a, "--max-conns") == 0 || strcmp(a, "--handshake-timeout-ms") == 0 || strcmp(a, "--idle-timeout-ms") == 0 ||
                strcmp(a, "--log-lines-per-s") == 0) {
-      /* the exact ranges are checked by tcemu_create, with the option's name */
+      /* the exact ranges are checked by autd3_tcemu_create, with the option's name */
       uint32_t n = (uint32_t)u(a, v, 0, UINT32_MAX);
       if (a[2] == 'm') cfg.max_conns = (uint32_t)n;
       else if (a[2] == 'h') cfg.handshake_timeout_ms = (uint32_t)n;
       else if (a[2] == 'i') cfg.idle_timeout_ms = (uint32_t)n;
       else cfg.log_lines_per_s = (uint32_t)n;
     } else if (strcmp(a, "--task-us") == 0) {
-      cfg.task_us = (uint32_t)u("--task-us", v, 50, 1000000); /* tcemu_create's range */
+      cfg.task_us = (uint32_t)u("--task-us", v, 50, 1000000); /* autd3_tcemu_create's range */
     } else if (strcmp(a, "--net-id") == 0) {
       if (autd3__ams_netid_parse(v, &cfg.netid) != AUTD3_OK) return usage("--net-id takes a.b.c.d.e.f");
     } else if (strcmp(a, "--log-file") == 0) {
@@ -128,43 +98,31 @@ int main(int argc, char **argv) {
     }
   }
   if (!have_devices) return usage("--devices is required");
-  tcemu_t *emu;
-  if (tcemu_create(&cfg, &emu) != AUTD3_OK) {
+  autd3_tcemu_t *emu;
+  if (autd3_tcemu_create(&cfg, &emu) != AUTD3_OK) {
     fprintf(stderr, "autd3-twincat-emu: %s\n", autd3_last_error());
     return 1;
   }
-  g_emu = emu;
-  pthread_t lt;
-  bool have_lt = false;
-  if (log_path) {
-    g_log = fopen(log_path, "w");
-    if (!g_log) {
-      fprintf(stderr, "autd3-twincat-emu: --log-file %s: cannot open\n", log_path);
-      tcemu_free(emu);
-      return 1;
-    }
-    have_lt = pthread_create(&lt, NULL, log_thread, NULL) == 0;
+  autd3_tcemu_log_file_t *lf = NULL;
+  if (log_path && autd3_tcemu_log_file_open(emu, log_path, &lf) != AUTD3_OK) {
+    fprintf(stderr, "autd3-twincat-emu: %s\n", autd3_last_error());
+    autd3_tcemu_free(emu);
+    return 1;
   }
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  g_emu = emu;
+  tool_on_stop_signals(on_signal);
   char id[24];
   fprintf(stderr, "autd3-twincat-emu: %u devices, AMS NetId %s, task port 301, task cycle %u us, listening on %s%s%s:%u\n", cfg.devices,
           autd3__ams_netid_format(&cfg.netid, id, sizeof id), cfg.task_us, strchr(cfg.listen_host, ':') ? "[" : "", cfg.listen_host,
-          strchr(cfg.listen_host, ':') ? "]" : "", tcemu_port(emu));
-  printf("port %u\n", tcemu_port(emu));
+          strchr(cfg.listen_host, ':') ? "]" : "", autd3_tcemu_port(emu));
+  printf("port %u\n", autd3_tcemu_port(emu));
   fflush(stdout);
-  tcemu_run(emu);
-  if (g_log) {
-    atomic_store(&g_log_stop, true);
-    if (have_lt) pthread_join(lt, NULL);
-    log_drain_all();
-    for (uint16_t k = 0; k < tcemu_devices(emu); k++) {
-      uint64_t dropped = 0;
-      tcemu_log_drain(emu, k, NULL, 0, &dropped);
-      fprintf(g_log, "dropped %u %llu\n", (unsigned)k, (unsigned long long)dropped);
-    }
-    fclose(g_log);
+  autd3_tcemu_run(emu);
+  int rc = 0;
+  if (autd3_tcemu_log_file_close(lf) != AUTD3_OK) {
+    fprintf(stderr, "autd3-twincat-emu: %s\n", autd3_last_error());
+    rc = 1;
   }
-  tcemu_free(emu);
-  return 0;
+  autd3_tcemu_free(emu);
+  return rc;
 }

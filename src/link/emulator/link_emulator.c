@@ -1,5 +1,5 @@
 /*
- * The in-process emulator link: N device models (src/device) driven by a real
+ * The in-process emulator link: N device models (src/emulation/device) driven by a real
  * periodic timer, so a client runs end to end without hardware or privileges.
  *
  * Pacing: exchanges sit on a grid of absolute deadlines start + k·cycle_ns
@@ -25,10 +25,8 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
-#include "device/device.h"
 #include "core/struct_size.h"
-#include "device/exec_log.h"
-#include "device/v12.h"
+#include "emulation/device/firmware.h"
 #include "link/link_internal.h"
 #include "link/pacer.h"
 #include "platform/platform.h"
@@ -40,14 +38,12 @@ typedef struct emu_counters {
 } emu_counters_t;
 
 typedef struct emu_slot {
-  autd3_dev_t dev;
-  bool is_v12;          /* this device runs firmware v12: `v12` is used instead of `dev` */
-  autd3_v12_dev_t v12;
+  autd3_fw_dev_t fw; /* the device, its firmware (option `firmware`) and its execution log
+                        (bus thread pushes, autd3_emulator_log_drain drains) */
   autd3_device_fault_t pending; /* guarded by emu_link.mu */
   bool has_pending;             /* guarded by emu_link.mu */
   bool power_cycle_pending;     /* guarded by emu_link.mu (autd3_emulator_power_cycle) */
   emu_counters_t counters;
-  autd3_exec_log_t log; /* the device's execution log: bus thread pushes, autd3_emulator_log_drain drains */
   uint64_t boots;         /* power cycles applied (bus thread): part of the output generation */
   uint64_t published_gen; /* generation of the last copy published (bus thread only) */
 } emu_slot_t;
@@ -87,7 +83,7 @@ typedef struct emu_link {
 } emu_link_t;
 
 static void publish_counters(emu_slot_t *s) {
-  const autd3_device_counters_t *c = s->is_v12 ? &s->v12.counters : &s->dev.counters;
+  const autd3_device_counters_t *c = autd3_fw_dev_counters(&s->fw);
   const uint64_t v[7] = {c->received, c->executed, c->deduplicated, c->dropped, c->seq_mismatch, c->resets, c->errors};
   for (int i = 0; i < 7; i++) atomic_store_explicit(&s->counters.v[i], v[i], memory_order_relaxed);
 }
@@ -101,21 +97,13 @@ static void apply_pending_faults(emu_link_t *l, uint64_t t) {
     if (s->power_cycle_pending) {
       /* Reported before this cycle's inputs are read, as link_driver.h asks:
        * the client must never take the rebooted device's 0xFF for an ack. */
-      if (s->is_v12)
-        autd3_v12_dev_power_cycle(&s->v12, t);
-      else
-        autd3_dev_power_cycle(&s->dev, t);
+      autd3_fw_dev_power_cycle(&s->fw, t);
       s->boots++;
       autd3_link_report_device_reset(&l->hdr, i);
       s->power_cycle_pending = false;
     }
     if (!s->has_pending) continue;
-    if (s->is_v12) {
-      autd3_v12_dev_advance(&s->v12, t);
-      s->v12.fault = s->pending; /* drop_next and freeze; invalidate_rx is not modelled for v12 */
-    } else {
-      autd3_dev_set_fault(&s->dev, &s->pending, t);
-    }
+    autd3_fw_dev_set_fault(&s->fw, &s->pending, t);
     s->has_pending = false;
   }
   autd3__mutex_unlock(&l->mu);
@@ -130,7 +118,7 @@ static void publish_outputs(emu_link_t *l, bool wait) {
   for (uint16_t i = 0; i < l->hdr.num_devices; i++) {
     emu_slot_t *s = &l->slots[i];
     emu_out_t *e = &o->dev[i];
-    uint64_t gen = s->dev.counters.executed + s->boots;
+    uint64_t gen = autd3_fw_dev_counters(&s->fw)->executed + s->boots;
     if (!wait && gen == s->published_gen) continue;
     if (!locked) {
       if (wait) {
@@ -143,7 +131,7 @@ static void publish_outputs(emu_link_t *l, bool wait) {
       }
       locked = true;
     }
-    autd3_dev_output_state(&s->dev, &e->state);
+    autd3_fw_dev_output_state(&s->fw, &e->state);
     e->gen = gen;
     s->published_gen = gen;
     atomic_store_explicit(&e->live_gen, gen, memory_order_release);
@@ -185,17 +173,10 @@ static autd3_err_t emu_cycle(struct autd3_link *link, const uint8_t *tx, uint8_t
   apply_pending_faults(l, t);
   bool valid = true;
   for (uint16_t i = 0; i < l->hdr.num_devices; i++) {
-    if (l->slots[i].is_v12) {
-      autd3_v12_dev_t *v = &l->slots[i].v12;
-      autd3_v12_dev_write(v, tx + (size_t)i * AUTD3_TX_FRAME_BYTES, t);
-      autd3_v12_dev_read(v, t, rx + (size_t)i * AUTD3_RX_FRAME_BYTES);
-      publish_counters(&l->slots[i]);
-      continue;
-    }
-    autd3_dev_t *d = &l->slots[i].dev;
-    autd3_dev_write(d, tx + (size_t)i * AUTD3_TX_FRAME_BYTES, t);
-    autd3_dev_read(d, t, rx + (size_t)i * AUTD3_RX_FRAME_BYTES);
-    if (autd3_dev_consume_rx_invalid(d)) valid = false;
+    autd3_fw_dev_t *d = &l->slots[i].fw;
+    autd3_fw_dev_write(d, tx + (size_t)i * AUTD3_TX_FRAME_BYTES, t);
+    autd3_fw_dev_read(d, t, rx + (size_t)i * AUTD3_RX_FRAME_BYTES);
+    if (autd3_fw_dev_consume_rx_invalid(d)) valid = false;
     publish_counters(&l->slots[i]);
   }
   publish_outputs(l, false);
@@ -283,15 +264,12 @@ autd3_err_t autd3__link_open_emulator(const autd3_link_option_t *o, const autd3_
   autd3__pacer_init(&l->pace, eo->cycle_ns, 0);
   autd3__pacer_anchor(&l->pace, l->grid_start_ns);
   for (size_t i = 0; i < n; i++) {
-    autd3_dev_t *d = &l->slots[i].dev;
-    autd3_dev_init(d, &eo->version, &eo->timing);
-    autd3_dev_attach_log(d, &l->slots[i].log);
+    autd3_fw_dev_t *d = &l->slots[i].fw;
+    autd3_fw_dev_init(d, eo->firmware, (uint16_t)i, &eo->version, &eo->timing);
     /* Not EtherCAT: any cycle is allowed, so Synchronize accepts any SYNC0 period. */
-    d->sync0_any_period = true;
-    autd3_dev_set_sync0(d, l->grid_start_ns, eo->cycle_ns);
-    l->slots[i].is_v12 = eo->firmware == AUTD3_EMU_FIRMWARE_V12 || (eo->firmware == AUTD3_EMU_FIRMWARE_MIXED && (i & 1u));
-    if (l->slots[i].is_v12) autd3_v12_dev_init(&l->slots[i].v12, AUTD3_V12_UPDATE_PERIOD_NS);
-    autd3_dev_output_state(d, &outs->dev[i].state); /* generation 0: the boot state */
+    d->dev.sync0_any_period = true;
+    autd3_fw_dev_set_sync0(d, l->grid_start_ns, eo->cycle_ns);
+    autd3_fw_dev_output_state(d, &outs->dev[i].state); /* generation 0: the boot state */
   }
   *out = &l->hdr;
   return AUTD3_OK;
@@ -369,7 +347,7 @@ autd3_err_t autd3_emulator_log_drain(struct autd3_link *link, uint16_t dev, autd
   if (err != AUTD3_OK) return err;
   if (n == NULL || (out == NULL && cap > 0))
     return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_emulator_log_drain: out or n is NULL");
-  *n = autd3_exec_log_drain(&s->log, out, cap, dropped);
+  *n = autd3_exec_log_drain(&s->fw.log, out, cap, dropped);
   return AUTD3_OK;
 }
 

@@ -1,4 +1,4 @@
-//! Differential peer for libautd3's device model (src/device).
+//! Differential peer for libautd3's device model (src/emulation/device).
 //!
 //! stdin, one command per line:
 //!   `<1252 hex digits>`  one 626-byte output image for the device: the firmware takes it

@@ -1,4 +1,4 @@
-//! Differential peer for libautd3's v12 device model (src/device/v12.c).
+//! Differential peer for libautd3's v12 device model (src/emulation/device/v12.c).
 //!
 //! stdin, one command per line:
 //!   `<1252 hex digits>`  one 626-byte v12 output image for the device: the emulator takes and

@@ -22,8 +22,8 @@
  *
  * No allocation, no I/O: safe on the bus thread. Not thread-safe.
  */
-#ifndef AUTD3_DEVICE_FPGA_H
-#define AUTD3_DEVICE_FPGA_H
+#ifndef AUTD3_EMULATION_DEVICE_FPGA_H
+#define AUTD3_EMULATION_DEVICE_FPGA_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 static size_t frame1(uint8_t *f, uint8_t cmd, uint16_t adp, uint16_t ado, const uint8_t *d, uint16_t len) {
   memset(f, 0xFF, 6);

@@ -3,8 +3,10 @@
  * (firmware/cpu/src/{app,proto}.c of shinolab/autd3-sdk) plus an explicit
  * timing model of *when* the firmware sees a frame and publishes its answer.
  *
- * One autd3_dev_t is one device. It is reused by the in-process emulator
- * link, the EtherCAT emulator (src/emu) and the emulated TwinCAT runtime.
+ * One autd3_dev_t is one device. The in-process emulator link, the EtherCAT
+ * slave model (src/emulation/ethercat) and the emulated TwinCAT runtime
+ * (src/emulation/twincat) reach it through firmware.h, which also holds the
+ * v12 model (v12.h) and chooses between them once per device.
  *
  * Time: every call takes `now_ns` on one monotonic time base chosen by the
  * caller (the in-process link uses CLOCK_MONOTONIC, the EtherCAT emulator the
@@ -26,15 +28,15 @@
  *   autd3_dev_read(d, t, rx_of_this_device);    // inputs as published at t
  *   if (autd3_dev_consume_rx_invalid(d)) rx_valid = false;
  */
-#ifndef AUTD3_DEVICE_DEVICE_H
-#define AUTD3_DEVICE_DEVICE_H
+#ifndef AUTD3_EMULATION_DEVICE_DEVICE_H
+#define AUTD3_EMULATION_DEVICE_DEVICE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "autd3/emulator.h"
 #include "autd3/proto.h"
-#include "device/fpga.h"
+#include "emulation/device/fpga.h"
 
 #define AUTD3_DEV_FIFO_DEPTH 8 /* ring of 8, 7 usable, as the firmware */
 

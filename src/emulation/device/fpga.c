@@ -4,12 +4,12 @@
  * the same invalid payload gives the same error code; a rejected command
  * changes nothing (the firmware validates before its first FPGA write).
  */
-#include "device/fpga.h"
+#include "emulation/device/fpga.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "device/device.h"
+#include "emulation/device/device.h"
 #include "geometry/geometry_internal.h"
 
 /* Payload offsets (crate autd3-cpu-wire 0.9.0, src/payload; all little-endian). */

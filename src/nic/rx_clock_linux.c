@@ -1,5 +1,5 @@
 /*
- * emu_rx_clock on Linux (tools/emu/rx_clock.h): SIOCGSTAMPNS, the socket
+ * The receive clock on Linux (nic/rx_clock.h): SIOCGSTAMPNS, the socket
  * ioctl that returns the receive time of the last frame read from it (socket(7),
  * "SIOCGSTAMP"; packet(7) sockets support it). The first request switches the
  * socket's stamping on. The stamp is taken when the frame enters the
@@ -13,13 +13,13 @@
 #include <time.h>
 
 #include "platform/platform.h"
-#include "rx_clock.h"
+#include "nic/rx_clock.h"
 
 /* An age beyond this is not a queueing delay but a step of the wall clock
  * (NTP, settimeofday) between stamp and read: use the read time. */
 #define MAX_AGE_NS 1000000000ull
 
-void emu_rx_clock_init(emu_rx_clock_t *c, int fd) {
+void autd3__rx_clock_init(autd3_rx_clock_t *c, int fd) {
   struct timespec ts;
   c->fd = fd;
   c->kernel = c->read = 0;
@@ -27,7 +27,7 @@ void emu_rx_clock_init(emu_rx_clock_t *c, int fd) {
   c->on = ioctl(fd, SIOCGSTAMPNS, &ts) == 0 || errno == ENOENT;
 }
 
-uint64_t emu_rx_clock_arrival(emu_rx_clock_t *c, uint64_t nic_rx_ns) {
+uint64_t autd3__rx_clock_arrival(autd3_rx_clock_t *c, uint64_t nic_rx_ns) {
   uint64_t now = autd3__now_ns();
   if (nic_rx_ns != 0 && nic_rx_ns <= now) {
     c->kernel++;

@@ -1,7 +1,8 @@
 /*
  * autd3emu: a chain of emulated AUTD3 EtherCAT devices (ESC model + AUTD3
- * firmware) that processes real EtherCAT frames. Not part of libautd3; used by
- * tools/emu (autd3-emu, on a raw socket), by tests/emu and by the fuzz target.
+ * firmware, emulation/device/firmware.h) that processes real EtherCAT frames.
+ * Not part of libautd3; served on an interface by server.h (autd3-emu), used
+ * in-process by tests/emu and by the fuzz target.
  *
  * Model and choices: docs/emulator.md. References (facts, not code):
  * ETG.1000.3/.4/.6, the Beckhoff ESC datasheet (sections I: ESC
@@ -15,8 +16,8 @@
  * Hot path (autd3_emu_process, autd3_emu_tick): no allocation, no I/O,
  * bounded loops.
  */
-#ifndef AUTD3_EMU_EMU_H
-#define AUTD3_EMU_EMU_H
+#ifndef AUTD3_EMULATION_ETHERCAT_EMU_H
+#define AUTD3_EMULATION_ETHERCAT_EMU_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,10 +25,8 @@
 
 #include "autd3/emulator.h"
 #include "autd3/error.h"
-#include "device/device.h"
-#include "device/v12.h"
 #include "ecat/identity.h"
-#include "device/exec_log.h"
+#include "emulation/device/firmware.h"
 
 #define AUTD3_EMU_MAX_DEVICES 128
 /* The SII buffer: a 32 Kbit EEPROM without --mailbox (the full PDO list needs
@@ -123,12 +122,9 @@ typedef struct autd3_esc {
   uint8_t sdo_toggle;
   uint16_t sdo_len, sdo_pos;
   uint8_t sdo_buf[1024];      /* a complete-access upload of 0x1600 is 998 bytes */
-  /* the firmware: `dev`, or `v12` when is_v12 (cfg.firmware) */
-  autd3_dev_t dev;
-  /* its execution log ("log K" on the control socket); survives power cycles */
-  autd3_exec_log_t log;
-  bool is_v12;
-  autd3_v12_dev_t v12;
+  /* the firmware on the PDI side (cfg.firmware chooses which, once) and its execution log
+   * ("log K" on the control socket), which survives power cycles */
+  autd3_fw_dev_t fw;
 } autd3_esc_t;
 
 typedef struct autd3_emu {

@@ -12,8 +12,8 @@
  * entry and counts it; entry indices keep counting, so the reader also sees
  * the gap.
  */
-#ifndef AUTD3_DEVICE_EXEC_LOG_H
-#define AUTD3_DEVICE_EXEC_LOG_H
+#ifndef AUTD3_EMULATION_DEVICE_EXEC_LOG_H
+#define AUTD3_EMULATION_DEVICE_EXEC_LOG_H
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /*
- * The firmware v12 device model. src/device/v12.h has the behaviour and its
+ * The firmware v12 device model. src/emulation/device/v12.h has the behaviour and its
  * sources (crate autd3-firmware-emulator 38.1.0 src/cpu/{emulator.rs,
  * operation/ files}; shinolab/autd3-firmware v12.1.0 src/cpu/src/{app,buf}.c).
  */
-#include "device/v12.h"
+#include "emulation/device/v12.h"
 
 #include <string.h>
 
@@ -187,6 +187,11 @@ void autd3_v12_dev_write(autd3_v12_dev_t *d, const uint8_t frame[AUTD3_TX_FRAME_
   }
   autd3_v12_dev_take(d, frame);
   if (d->update_period_ns == 0) autd3_v12_dev_advance(d, now_ns);
+}
+
+void autd3_v12_dev_set_fault(autd3_v12_dev_t *d, const autd3_device_fault_t *fault, uint64_t now_ns) {
+  autd3_v12_dev_advance(d, now_ns);
+  d->fault = *fault;
 }
 
 void autd3_v12_dev_read(autd3_v12_dev_t *d, uint64_t now_ns, uint8_t rx[AUTD3_RX_FRAME_BYTES]) {

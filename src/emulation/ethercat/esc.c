@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ecat/regs.h"
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 /* ---- little-endian helpers ---- */
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -59,8 +59,8 @@ uint64_t autd3_esc_systime(const autd3_esc_t *e, uint64_t t) {
 /* The firmware's time base: the device's DC local time, kept non-decreasing
  * (ticks may come with a host time before the last frame's hop-delayed time). */
 static uint64_t fw_now(autd3_esc_t *e, uint64_t t) {
-  uint64_t l = autd3_esc_local(e, t);
-  return l > e->dev.now_ns ? l : e->dev.now_ns;
+  uint64_t l = autd3_esc_local(e, t), fw = autd3_fw_dev_now(&e->fw);
+  return l > fw ? l : fw;
 }
 
 uint8_t autd3_esc_al_state(const autd3_esc_t *e) { return e->mem[REG_ALSTAT] & 0x0F; }
@@ -68,12 +68,12 @@ uint8_t autd3_esc_al_state(const autd3_esc_t *e) { return e->mem[REG_ALSTAT] & 0
 /* ---- SYNC0: the firmware sees SYNC0 edges on its local time base ---- */
 static void sync0_handoff(autd3_esc_t *e) {
   if (!e->sync0_on) {
-    autd3_dev_set_sync0(&e->dev, 0, 0);
+    autd3_fw_dev_set_sync0(&e->fw, 0, 0);
     return;
   }
   int64_t shift = (int64_t)(rd64(e->mem + REG_DCOFS) + (uint64_t)e->corr_ns);
   e->sync0_local_shift = shift;
-  autd3_dev_set_sync0(&e->dev, e->sync0_start - (uint64_t)shift, e->sync0_cycle);
+  autd3_fw_dev_set_sync0(&e->fw, e->sync0_start - (uint64_t)shift, e->sync0_cycle);
 }
 
 static uint64_t next_sync0(const autd3_esc_t *e, uint64_t sys) {
@@ -186,10 +186,7 @@ void autd3_esc_power_on(autd3_esc_t *e, const autd3_emu_config_t *cfg, uint16_t 
   e->sm2_seen = false;
   e->frames_in = 0;
   pdi_sm_enable(e, false);
-  autd3_dev_init(&e->dev, &cfg->version, &cfg->timing);
-  autd3_dev_attach_log(&e->dev, &e->log); /* the log itself is kept (zeroed once by calloc) */
-  e->is_v12 = cfg->firmware == AUTD3_EMU_FIRMWARE_V12 || (cfg->firmware == AUTD3_EMU_FIRMWARE_MIXED && (pos & 1u));
-  if (e->is_v12) autd3_v12_dev_init(&e->v12, AUTD3_V12_UPDATE_PERIOD_NS);
+  autd3_fw_dev_init(&e->fw, cfg->firmware, pos, &cfg->version, &cfg->timing); /* the log is kept (zeroed once by calloc) */
 }
 
 /* ---- AL state machine ---- */
@@ -413,10 +410,7 @@ static void refresh(autd3_esc_t *e, uint32_t a, uint32_t n, uint64_t t) {
     uint8_t st = autd3_esc_al_state(e);
     if (st == ESC_AL_SAFEOP || st == ESC_AL_OP) { /* inputs are valid from SAFE-OP on */
       uint8_t rx[AUTD3_RX_FRAME_BYTES];
-      if (e->is_v12)
-        autd3_v12_dev_read(&e->v12, fw_now(e, t), rx);
-      else
-        autd3_dev_read(&e->dev, fw_now(e, t), rx);
+      autd3_fw_dev_read(&e->fw, fw_now(e, t), rx);
       memcpy(m + AUTD3_EMU_SM3_START, rx, AUTD3_RX_FRAME_BYTES);
     }
   }
@@ -525,10 +519,7 @@ static bool esc_write(autd3_esc_t *e, uint32_t a, uint32_t n, const uint8_t *in,
      * copy has a 2-byte hole after RxPdo0 (words 249 | gap | 64), which the
      * port layer removes again, so the logical frame is SM2 byte for byte. */
     if (st == ESC_AL_OP && rd16(sm2) == AUTD3_EMU_SM2_START && rd16(sm2 + 2) == AUTD3_EMU_SM2_LEN) {
-      if (e->is_v12)
-        autd3_v12_dev_write(&e->v12, m + AUTD3_EMU_SM2_START, fw_now(e, t));
-      else
-        autd3_dev_write(&e->dev, m + AUTD3_EMU_SM2_START, fw_now(e, t));
+      autd3_fw_dev_write(&e->fw, m + AUTD3_EMU_SM2_START, fw_now(e, t));
       e->frames_in++;
     }
   }
@@ -646,10 +637,7 @@ void autd3_esc_datagram(autd3_esc_t *e, uint8_t *hdr, uint16_t len, uint64_t t, 
 
 /* ---- time-driven work ---- */
 void autd3_esc_tick(autd3_esc_t *e, uint64_t now_ns) {
-  if (e->is_v12)
-    autd3_v12_dev_advance(&e->v12, fw_now(e, now_ns));
-  else
-    autd3_dev_advance(&e->dev, fw_now(e, now_ns));
+  autd3_fw_dev_advance(&e->fw, fw_now(e, now_ns));
   /* SM watchdog: only with SM2's watchdog-trigger bit and a non-zero time. */
   const uint8_t *sm2 = e->mem + REG_SM0 + 2 * 8;
   uint64_t wd_ns = (uint64_t)rd16(e->mem + REG_WDSM) * ((uint64_t)rd16(e->mem + REG_WDDIV) + 2) * 40;

@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 #define MBX_OUT 0x1000
 #define MBX_IN 0x1400

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "autd3/link_driver.h" /* autd3_set_error */
-#include "device/device.h"
-#include "device/exec_log.h"
+#include "emulation/device/device.h"
+#include "emulation/device/exec_log.h"
 
 #define NEVER UINT64_MAX
 #define SYNC0_CYCLE_BASE_NS 500000u /* firmware/cpu/src/cmd/sync.c: SYNC0 must be a multiple of 500 µs */

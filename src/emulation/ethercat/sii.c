@@ -22,7 +22,7 @@
  */
 #include <string.h>
 
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 static void put16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;

@@ -1,5 +1,5 @@
 /* The device execution log (see exec_log.h). */
-#include "device/exec_log.h"
+#include "emulation/device/exec_log.h"
 
 void autd3_exec_log_push(autd3_exec_log_t *l, uint8_t seq, uint8_t cmd, uint8_t result, const uint8_t *payload) {
   uint32_t index = l->next_index++;

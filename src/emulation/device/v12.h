@@ -1,7 +1,8 @@
 /*
  * The firmware v12 device model (shinolab/autd3-firmware v12.1.0, the CPU
  * logic as ported by crate autd3-firmware-emulator 38.1.0 src/cpu/emulator.rs),
- * beside the new-generation model of device.h. docs/legacy.md describes it.
+ * beside the new-generation model of device.h (firmware.h chooses one of the
+ * two per device). docs/legacy.md describes it.
  *
  * The firmware in two halves, as on the device:
  *  - recv (the EtherCAT ISR, every new output image): a frame whose msg_id
@@ -28,8 +29,8 @@
  *
  * Not thread-safe: the owner serialises calls. No allocation, no I/O.
  */
-#ifndef AUTD3_DEVICE_V12_H
-#define AUTD3_DEVICE_V12_H
+#ifndef AUTD3_EMULATION_DEVICE_V12_H
+#define AUTD3_EMULATION_DEVICE_V12_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -73,6 +74,9 @@ void autd3_v12_dev_power_cycle(autd3_v12_dev_t *d, uint64_t now_ns);
 void autd3_v12_dev_advance(autd3_v12_dev_t *d, uint64_t now_ns);
 /* A new output image arrived (the ISR half). */
 void autd3_v12_dev_write(autd3_v12_dev_t *d, const uint8_t frame[AUTD3_TX_FRAME_BYTES], uint64_t now_ns);
+/* Replace the injected faults (drop_next, freeze; invalidate_rx is not
+ * modelled) from now_ns on; the updates due up to now_ns run first. */
+void autd3_v12_dev_set_fault(autd3_v12_dev_t *d, const autd3_device_fault_t *fault, uint64_t now_ns);
 /* Published inputs: rx[0] = data, rx[1] = err << 4 | msg_id. */
 void autd3_v12_dev_read(autd3_v12_dev_t *d, uint64_t now_ns, uint8_t rx[AUTD3_RX_FRAME_BYTES]);
 /* Without timing (tests, the differential harness): take the frame, then run

@@ -16,7 +16,7 @@
  * `corrupt` do that).
  */
 #include "autd3/link_driver.h"
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 static void bump(uint8_t *c, uint32_t n) {
   uint32_t v = (uint32_t)*c + n;

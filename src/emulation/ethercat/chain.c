@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "autd3/link_driver.h"
-#include "emu/emu.h"
+#include "emulation/ethercat/emu.h"
 
 autd3_emu_config_t autd3_emu_config_default(void) {
   autd3_emu_config_t c;
@@ -177,11 +177,10 @@ autd3_err_t autd3_emu_power_cycle(autd3_emu_t *emu, uint16_t k, uint64_t now_ns)
     return autd3_set_error(AUTD3_E_INVALID_OPTION, "autd3-emu: power-cycle %u: chain has %u devices", (unsigned)k,
                            (unsigned)emu->cfg.devices);
   autd3_esc_t *e = &emu->esc[k];
-  autd3_device_counters_t keep = e->dev.counters, keep12 = e->v12.counters;
-  autd3_esc_power_on(e, &emu->cfg, k, now_ns);
-  e->dev.counters = keep; /* counters survive, as autd3_dev_power_cycle keeps them */
-  autd3_exec_log_note_boot(&e->log);
-  e->v12.counters = keep12;
+  autd3_device_counters_t keep = *autd3_fw_dev_counters(&e->fw);
+  autd3_esc_power_on(e, &emu->cfg, k, now_ns); /* the same firmware again: cfg and k choose it */
+  *autd3_fw_dev_counters(&e->fw) = keep; /* counters survive, as a firmware power cycle keeps them */
+  autd3_exec_log_note_boot(&e->fw.log);
   /* its neighbours saw the link go down (its own counters restart at 0) */
   if (k > 0 && k < emu->faults.present) autd3_emu_link_lost(emu, (uint16_t)(k - 1u), 1);
   if (k + 1u < emu->faults.present) autd3_emu_link_lost(emu, (uint16_t)(k + 1u), 0);
@@ -202,7 +201,9 @@ size_t autd3_emu_status(const autd3_emu_t *emu, char *buf, size_t cap) {
   static const char *names[16] = {"?", "INIT", "PREOP", "BOOT", "SAFEOP", "?", "?", "?", "OP"};
   for (uint16_t i = 0; i < emu->cfg.devices && n < cap - 1; i++) {
     const autd3_esc_t *e = &emu->esc[i];
-    uint8_t st = e->mem[0x0130];
+    uint8_t st = e->mem[0x0130], ack, data;
+    uint64_t executed;
+    autd3_fw_dev_status(&e->fw, &executed, &ack, &data);
     const char *nm = names[st & 0x0F] ? names[st & 0x0F] : "?";
     uint16_t code = (uint16_t)(e->mem[0x0134] | (e->mem[0x0135] << 8));
     uint32_t diff = (uint32_t)e->mem[0x092C] | ((uint32_t)e->mem[0x092D] << 8) | ((uint32_t)e->mem[0x092E] << 16) |
@@ -211,8 +212,7 @@ size_t autd3_emu_status(const autd3_emu_t *emu, char *buf, size_t cap) {
                  "dev %u state %s%s code 0x%04x present %d images %llu executed %llu ack 0x%02x data 0x%02x dcdiff %s%u\n",
                  (unsigned)i, nm, (st & 0x10) ? "+ERR" : "", (unsigned)code, i < emu->faults.present ? 1 : 0,
                  (unsigned long long)e->frames_in,
-                 (unsigned long long)(e->is_v12 ? e->v12.counters.executed : e->dev.counters.executed),
-                 e->is_v12 ? e->v12.ack_msg_id : e->dev.rx[0], e->is_v12 ? e->v12.rx_data : e->dev.rx[1], (diff & 0x80000000u) ? "-" : "", (unsigned)(diff & 0x7FFFFFFFu));
+                 (unsigned long long)executed, ack, data, (diff & 0x80000000u) ? "-" : "", (unsigned)(diff & 0x7FFFFFFFu));
     if (w < 0) break;
     n += (size_t)w < cap - n ? (size_t)w : cap - n - 1;
   }
