@@ -124,11 +124,38 @@ AUTD3_EXTERN bool autd3_link_kind_available(autd3_link_kind_t kind);
 /** Opaque link handle. */
 typedef struct autd3_link autd3_link_t;
 
-/** Link statistics: cycles whose inputs were stale (rx_valid false) or lost (no reply); a lost cycle is also stale. */
+/**
+ * Which statistics a link measures (autd3_link_stats_t.measured, autd3_link_device_info_t.measured): a field
+ * whose bit is clear is 0 and means "this link cannot know", never "none happened" (DEVICE_STALE: see its line).
+ * docs/architecture.md "Link statistics" says what each link measures and how.
+ * @since 0.5.0
+ */
+#define AUTD3_LINK_MEASURES_STALE 0x01u    /**< stale_cycles (every link) */
+#define AUTD3_LINK_MEASURES_LOST 0x02u     /**< lost_cycles */
+#define AUTD3_LINK_MEASURES_PHASE 0x04u    /**< phase_excursions, worst_phase_deviation_ns */
+#define AUTD3_LINK_MEASURES_EXCHANGE 0x08u /**< exchanges, exchange_ns_total, worst_exchange_ns */
+#define AUTD3_LINK_MEASURES_DEVICE_STALE 0x10u /**< the link tells which device's inputs are stale (else a stale cycle counts for every device) */
+#define AUTD3_LINK_MEASURES_ESC_COUNTERS 0x20u /**< autd3_link_device_info_t: the ESC error counters */
+#define AUTD3_LINK_MEASURES_DC 0x40u           /**< autd3_link_device_info_t: the DC system-time difference */
+
+/**
+ * Link statistics, counted since open (the reference's LinkStats: crate autd3-rs-core 0.9.0 src/link/stats.rs).
+ * A lost cycle (no reply) is also stale (inputs not valid). The fields after `lost_cycles` were appended in
+ * 0.5.0; `measured` says which of them (and which of stale/lost) the link measures.
+ */
 typedef struct autd3_link_stats {
-  uint64_t cycles;
-  uint64_t stale_cycles;
-  uint64_t lost_cycles;
+  uint64_t cycles;       /**< cycles run (autd3_link_cycle() calls that returned AUTD3_OK) */
+  uint64_t stale_cycles; /**< cycles whose inputs were not valid (rx_valid false) */
+  uint64_t lost_cycles;  /**< cycles whose frame never came back (no reply, timeout) */
+  /* @since 0.5.0 */
+  uint32_t measured;  /**< AUTD3_LINK_MEASURES_* bits */
+  uint32_t reserved_; /**< 0 */
+  /** Cyclic frames that reached the devices in another SYNC0 interval than the one the link aimed them at. */
+  uint64_t phase_excursions;
+  uint64_t worst_phase_deviation_ns; /**< largest |deviation| of a frame's phase from where the link aimed it */
+  uint64_t exchanges;                /**< exchanges timed (the link's own measure: e.g. a cyclic frame's send to receive) */
+  uint64_t exchange_ns_total;        /**< their sum: the mean exchange time is exchange_ns_total / exchanges */
+  uint64_t worst_exchange_ns;        /**< the longest */
 } autd3_link_stats_t;
 
 /**
@@ -145,13 +172,41 @@ typedef enum autd3_device_state {
   AUTD3_DEVICE_OTHER = 5           /**< any other AL state; see al_state */
 } autd3_device_state_t;
 
+/** What a state check observed (autd3_link_status_t.measured). @since 0.5.0 */
+#define AUTD3_LINK_STATUS_STATES 0x01u            /**< state[] and al_state[] */
+#define AUTD3_LINK_STATUS_RECOVERIES 0x02u        /**< recoveries */
+#define AUTD3_LINK_STATUS_DEVICE_RECOVERIES 0x04u /**< device_recoveries[] */
+
 /** Result of a state check. */
 typedef struct autd3_link_status {
   uint16_t num_devices;
   uint8_t state[AUTD3_MAX_DEVICES];    /**< autd3_device_state_t per device; UNKNOWN where the link cannot tell */
   uint8_t al_state[AUTD3_MAX_DEVICES]; /**< raw AL status low byte where known (OTHER), else 0 */
   uint64_t recoveries;                 /**< times every device came back to OP after a problem */
+  /* @since 0.5.0 */
+  uint32_t measured;                              /**< AUTD3_LINK_STATUS_* bits: what the link's checker observes */
+  uint32_t device_recoveries[AUTD3_MAX_DEVICES]; /**< per device: times a check found it back in OP after one that found it elsewhere */
 } autd3_link_status_t;
+
+/**
+ * One device as the link sees it (autd3_link_device_info()). Size-tagged output struct (append only).
+ * @since 0.5.0
+ */
+typedef struct autd3_link_device_info {
+  uint32_t measured;     /**< AUTD3_LINK_MEASURES_DEVICE_STALE, _ESC_COUNTERS, _DC: which fields below are known */
+  uint32_t resets;       /**< = autd3_link_device_resets() */
+  uint64_t stale_cycles; /**< cycles whose inputs from this device were not valid (all of the link's when it cannot tell devices apart) */
+  /** ESC error counters (ETG.1000.4 / the ESC datasheets, registers 0x0300-0x0313), saturating at 255. */
+  uint8_t crc_errors[4];          /**< 0x0300 + 2p: invalid frames received at port p */
+  uint8_t phy_errors[4];          /**< 0x0301 + 2p: RX errors (PHY) at port p */
+  uint8_t forwarded_errors[4];    /**< 0x0308 + p: frames someone upstream had already damaged */
+  uint8_t lost_links[4];          /**< 0x0310 + p: link lost at port p */
+  uint8_t processing_unit_errors; /**< 0x030C */
+  uint8_t pdi_errors;             /**< 0x030D */
+  uint8_t reserved_[2];           /**< 0 */
+  /** DC: the device's system time minus the reference's as its last time-control frame found it (0x092C, ns, signed). */
+  int32_t dc_deviation_ns;
+} autd3_link_device_info_t;
 
 /**
  * Open a link for `geometry`'s device count. Blocks for as long as bring-up
@@ -217,6 +272,20 @@ AUTD3_EXTERN void autd3_link_stats_sized(const autd3_link_t *link, autd3_link_st
  */
 AUTD3_EXTERN void autd3_link_stats(const autd3_link_t *link, autd3_link_stats_t *out);
 #define autd3_link_stats(link, out) autd3_link_stats_sized((link), (out), sizeof *(out))
+/**
+ * Device `dev`'s counters as the link sees them, written as `size` bytes (the output rule of
+ * autd3_link_stats_sized()): the stale cycles of its inputs (no I/O), and, on the EtherCAT links (echocat, SOEM,
+ * EtherCrab), its ESC error counters and DC deviation read from the device (one or two bus round trips through
+ * the link's state checker, so a bus thread must be cycling). Fields the link cannot read are 0 with their
+ * `measured` bit clear. The macro autd3_link_device_info(link, dev, out) passes the caller's sizeof.
+ * Errors: INVALID_ARGUMENT (NULL, dev out of range); a failed register read leaves the ESC/DC bits clear and
+ * returns AUTD3_OK with the stale count (a device that does not answer has no counters to show).
+ * Context: as autd3_link_check_state(): any thread but the bus thread; blocks for the reads; no allocation.
+ * @since 0.5.0
+ */
+AUTD3_EXTERN autd3_err_t autd3_link_device_info_sized(autd3_link_t *link, uint16_t dev, autd3_link_device_info_t *out,
+                                                      size_t size);
+#define autd3_link_device_info(link, dev, out) autd3_link_device_info_sized((link), (dev), (out), sizeof *(out))
 /**
  * Check the devices' states and try to recover the ones that are not in OP.
  * Thread-safe with respect to autd3_link_cycle() (may be called from another

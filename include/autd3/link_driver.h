@@ -48,7 +48,11 @@ typedef struct autd3_link_vtable {
    * inputs are valid through autd3_link_report_inputs().
    */
   autd3_err_t (*cycle)(struct autd3_link *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid);
-  /** State check and recovery (see autd3_link_check_state()); may run concurrently with cycle. */
+  /**
+   * State check and recovery (see autd3_link_check_state()); may run concurrently with cycle. Fills state,
+   * al_state, recoveries and `measured` (AUTD3_LINK_STATUS_STATES / _RECOVERIES for what it observes);
+   * libautd3 derives device_recoveries from consecutive checks.
+   */
   autd3_err_t (*check_state)(struct autd3_link *link, autd3_link_status_t *out);
   /** Close and free everything, including the object itself. */
   void (*close)(struct autd3_link *link);
@@ -70,11 +74,20 @@ typedef struct autd3_link_vtable {
   autd3_err_t (*wait_next_cycle)(struct autd3_link *link);
 } autd3_link_vtable_t;
 
-/** Header of every link object. */
+/**
+ * Header of every link object.
+ *
+ * It grows at its end only. `header_size_` (in what was padding before 0.5.0, so no field moved) holds how
+ * much of it the link's object has: autd3_link_init() (a macro passing sizeof *link) stores the caller's
+ * sizeof; the exported function of that name, which a link built against an older header calls, stores the
+ * 0.3.0 size. libautd3 touches a field past that size only if the link has it: an older link simply has no
+ * phase, exchange or per-device statistics (their `measured` bits stay clear).
+ */
 struct autd3_link {
   const autd3_link_vtable_t *vt;
   autd3_link_kind_t kind;
   uint16_t num_devices;
+  uint16_t header_size_; /**< set by autd3_link_init(); @since 0.5.0 */
   /* Owned by libautd3 (atomics in C, opaque storage in C++; see above). */
   AUTD3_LINK_ATOMIC_(uint64_t) cycles;
   AUTD3_LINK_ATOMIC_(uint64_t) stale_cycles;
@@ -83,18 +96,69 @@ struct autd3_link {
    * device and their sum, bumped after the per-device count. */
   AUTD3_LINK_ATOMIC_(uint32_t) device_resets[AUTD3_MAX_DEVICES];
   AUTD3_LINK_ATOMIC_(uint32_t) device_resets_any;
+  /* @since 0.5.0: the statistics the link reports samples of (autd3_link_report_*) */
+  AUTD3_LINK_ATOMIC_(uint32_t) measured;
+  AUTD3_LINK_ATOMIC_(uint64_t) phase_excursions;
+  AUTD3_LINK_ATOMIC_(uint64_t) phase_worst_ns;
+  AUTD3_LINK_ATOMIC_(uint64_t) exchanges;
+  AUTD3_LINK_ATOMIC_(uint64_t) exchange_ns_total;
+  AUTD3_LINK_ATOMIC_(uint64_t) exchange_worst_ns;
+  AUTD3_LINK_ATOMIC_(uint64_t) device_stale[AUTD3_MAX_DEVICES];
+  /* the EtherCAT recovery helper of the link, if it made one (autd3_link_device_info() reads registers through it) */
+  AUTD3_LINK_ATOMIC_(uintptr_t) ecat_recovery_;
+  /* per-device recoveries, derived from consecutive state checks (the checker's thread only) */
+  uint8_t checked_state_[AUTD3_MAX_DEVICES];
+  uint32_t device_recoveries_[AUTD3_MAX_DEVICES];
 };
 
 /**
- * Initialise a link header (counters zero).
+ * Initialise a link header (counters zero) of `header_size` bytes (sizeof(struct autd3_link) as the link was
+ * compiled). In source, autd3_link_init(link, vt, kind, n) is a macro passing sizeof *(link); the exported
+ * function of that name is for links built against an older header.
+ * Context: the implementation's open function, before the link is published; no allocation. @since 0.5.0
+ */
+AUTD3_EXTERN void autd3_link_init_sized(struct autd3_link *link, const autd3_link_vtable_t *vt, autd3_link_kind_t kind,
+                                        uint16_t num_devices, size_t header_size);
+/**
+ * Initialise a link header of the 0.3.0 layout (counters zero). See autd3_link_init_sized().
  * Context: the implementation's open function, before the link is published; no allocation.
  */
 AUTD3_EXTERN void autd3_link_init(struct autd3_link *link, const autd3_link_vtable_t *vt, autd3_link_kind_t kind, uint16_t num_devices);
+#define autd3_link_init(link, vt, kind, n) autd3_link_init_sized((link), (vt), (kind), (n), sizeof *(link))
 /**
  * Count one cycle: stale if !rx_valid, lost (and stale) if `lost`. Lock-free.
  * Context: the bus thread (from cycle); RT-safe.
  */
 AUTD3_EXTERN void autd3_link_count_cycle(struct autd3_link *link, bool rx_valid, bool lost);
+
+/**
+ * Declare, at open, which statistics the link measures (AUTD3_LINK_MEASURES_* bits; STALE is always set).
+ * A report below also sets its bit. Lock-free.
+ * Context: any thread; RT-safe. @since 0.5.0
+ */
+AUTD3_EXTERN void autd3_link_set_measured(struct autd3_link *link, uint32_t measured);
+/**
+ * One exchange took `elapsed_ns` (the link's own measure, e.g. its cyclic frame from send to receive):
+ * exchanges, their total and the worst. Lock-free.
+ * Context: the bus thread (from cycle); RT-safe. @since 0.5.0
+ */
+AUTD3_EXTERN void autd3_link_report_exchange(struct autd3_link *link, uint64_t elapsed_ns);
+/**
+ * One phase sample: the cyclic frame reached the devices `deviation_ns` after (negative: before) the point the
+ * link aimed it at; it stayed in the SYNC0 interval it was aimed at if it came at most `early_ns` before and
+ * less than `late_ns` after that point, otherwise it is a phase excursion. Keeps the worst |deviation|.
+ * Lock-free.
+ * Context: the bus thread (from cycle); RT-safe. @since 0.5.0
+ */
+AUTD3_EXTERN void autd3_link_report_phase(struct autd3_link *link, int64_t deviation_ns, uint64_t early_ns, uint64_t late_ns);
+/**
+ * Counts measured elsewhere, added as they are (the Remote link: what its server's link counted since the last
+ * reply): stale and lost cycles (a lost one is also stale: `stale` includes `lost`), phase excursions, and a
+ * worst phase deviation to keep if larger. Lock-free.
+ * Context: the bus thread (from cycle); RT-safe. @since 0.5.0
+ */
+AUTD3_EXTERN void autd3_link_add_counts(struct autd3_link *link, uint64_t stale, uint64_t lost, uint64_t phase_excursions,
+                                        uint64_t worst_phase_deviation_ns);
 
 /**
  * Optional: the validity of this cycle's inputs per device, for a link that

@@ -18,6 +18,7 @@
 
 #include "ecat/dc.h"
 #include "ecat/regs.h"
+#include "link/link_internal.h"
 #include "platform/platform.h"
 
 #define FMMU_BYTES 256u /* 16 FMMUs of 16 bytes at 0x0600 */
@@ -344,6 +345,7 @@ autd3_err_t autd3__ecat_recovery_check_at(autd3_link_ecat_recovery_t *r, autd3_l
   if (!was_all_op && now_all_op)
     r->recoveries++;
   out->recoveries = r->recoveries;
+  out->measured = AUTD3_LINK_STATUS_STATES | AUTD3_LINK_STATUS_RECOVERIES;
   autd3__mutex_unlock(&r->lock);
   return AUTD3_OK;
 }
@@ -417,13 +419,41 @@ autd3_err_t autd3__ecat_recovery_create(struct autd3_link *link, const autd3_lin
     autd3__ecat_recovery_free(r);
     return e;
   }
+  autd3__link_set_ecat_recovery(link, r);
   *out = r;
   return AUTD3_OK;
+}
+
+void autd3__ecat_recovery_device_info(autd3_link_ecat_recovery_t *r, uint16_t dev, autd3_link_device_info_t *out) {
+  if (r == NULL || dev >= r->n)
+    return;
+  uint8_t c[20] = {0}, t[4] = {0};
+  autd3__mutex_lock(&r->lock);
+  bool counters = rd(r, dev, false, REG_ERRCNT, c, sizeof c) == AUTD3_OK;
+  bool dc = rd(r, dev, false, REG_DCDIFF, t, sizeof t) == AUTD3_OK;
+  autd3__mutex_unlock(&r->lock);
+  if (counters) {
+    for (int p = 0; p < 4; p++) {
+      out->crc_errors[p] = c[2 * p];
+      out->phy_errors[p] = c[2 * p + 1];
+      out->forwarded_errors[p] = c[8 + p];
+      out->lost_links[p] = c[16 + p];
+    }
+    out->processing_unit_errors = c[12];
+    out->pdi_errors = c[13];
+    out->measured |= AUTD3_LINK_MEASURES_ESC_COUNTERS;
+  }
+  if (dc) {
+    out->dc_deviation_ns = (int32_t)autd3__ecat_dc_diff_decode(le32(t));
+    out->measured |= AUTD3_LINK_MEASURES_DC;
+  }
 }
 
 void autd3__ecat_recovery_free(autd3_link_ecat_recovery_t *r) {
   if (r == NULL)
     return;
+  if (r->link != NULL)
+    autd3__link_set_ecat_recovery(r->link, NULL);
   if (r->has_lock)
     autd3__mutex_destroy(&r->lock);
   free(r->dev);

@@ -27,6 +27,7 @@ enum {
   REG_ALCTL = 0x0120,    /* AL control */
   REG_ALSTAT = 0x0130,   /* AL status */
   REG_ALCODE = 0x0134,   /* AL status code */
+  REG_ERRCNT = 0x0300,   /* error counters 0x0300-0x0313: invalid frame / RX error per port, forwarded, PU, PDI, lost link */
   REG_WDDIV = 0x0400,    /* watchdog divider */
   REG_WDSM = 0x0420,     /* SyncManager watchdog time */
   REG_WDSMST = 0x0440,   /* SyncManager watchdog status */

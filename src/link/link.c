@@ -9,6 +9,7 @@
 
 #include "autd3/link_driver.h"
 #include "core/struct_size.h"
+#include "ecat/recovery.h"
 #include "link/link_internal.h"
 
 static const struct {
@@ -219,15 +220,84 @@ autd3_ethercat_option_t *autd3_link_option_ethercat(autd3_link_option_t *o) {
   }
 }
 
-void autd3_link_init(struct autd3_link *link, const autd3_link_vtable_t *vt, autd3_link_kind_t kind, uint16_t num_devices) {
+/* ---- the link header and its statistics (link_driver.h): the links report, this file counts ---- */
+
+/* The header as links built against the 0.3.0 headers have it. */
+#define HEADER_0_3 AUTD3__SIZE_THROUGH(struct autd3_link, device_resets_any)
+/* Whether the link's header has the statistics appended in 0.5.0 (autd3_link_init_sized). */
+static bool has_ext(const struct autd3_link *link) { return link->header_size_ >= sizeof(struct autd3_link); }
+
+void autd3_link_init_sized(struct autd3_link *link, const autd3_link_vtable_t *vt, autd3_link_kind_t kind,
+                           uint16_t num_devices, size_t header_size) {
   link->vt = vt;
   link->kind = kind;
   link->num_devices = num_devices;
+  link->header_size_ = (uint16_t)(header_size < sizeof(struct autd3_link) ? HEADER_0_3 : sizeof(struct autd3_link));
   atomic_init(&link->cycles, 0);
   atomic_init(&link->stale_cycles, 0);
   atomic_init(&link->lost_cycles, 0);
   for (size_t d = 0; d < AUTD3_MAX_DEVICES; d++) atomic_init(&link->device_resets[d], 0);
   atomic_init(&link->device_resets_any, 0);
+  if (!has_ext(link)) return;
+  atomic_init(&link->measured, AUTD3_LINK_MEASURES_STALE);
+  atomic_init(&link->phase_excursions, 0);
+  atomic_init(&link->phase_worst_ns, 0);
+  atomic_init(&link->exchanges, 0);
+  atomic_init(&link->exchange_ns_total, 0);
+  atomic_init(&link->exchange_worst_ns, 0);
+  for (size_t d = 0; d < AUTD3_MAX_DEVICES; d++) atomic_init(&link->device_stale[d], 0);
+  atomic_init(&link->ecat_recovery_, 0);
+  memset(link->checked_state_, AUTD3_DEVICE_OP, sizeof link->checked_state_); /* open leaves every device in OP */
+  memset(link->device_recoveries_, 0, sizeof link->device_recoveries_);
+}
+
+void(autd3_link_init)(struct autd3_link *link, const autd3_link_vtable_t *vt, autd3_link_kind_t kind, uint16_t num_devices) {
+  autd3_link_init_sized(link, vt, kind, num_devices, HEADER_0_3);
+}
+
+void autd3_link_set_measured(struct autd3_link *link, uint32_t measured) {
+  if (link != NULL && has_ext(link))
+    atomic_fetch_or_explicit(&link->measured, measured | AUTD3_LINK_MEASURES_STALE, memory_order_relaxed);
+}
+
+/* Raise a maximum that one thread (the bus thread) writes and any thread reads. */
+static void keep_max(_Atomic uint64_t *m, uint64_t v) {
+  if (v > atomic_load_explicit(m, memory_order_relaxed)) atomic_store_explicit(m, v, memory_order_relaxed);
+}
+
+void autd3_link_report_exchange(struct autd3_link *link, uint64_t elapsed_ns) {
+  if (link == NULL || !has_ext(link)) return;
+  atomic_fetch_or_explicit(&link->measured, AUTD3_LINK_MEASURES_EXCHANGE, memory_order_relaxed);
+  keep_max(&link->exchange_worst_ns, elapsed_ns);
+  /* the total before the count (release): a reader that loads the count first never sees a total short of it */
+  atomic_fetch_add_explicit(&link->exchange_ns_total, elapsed_ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&link->exchanges, 1, memory_order_release);
+}
+
+void autd3_link_report_phase(struct autd3_link *link, int64_t deviation_ns, uint64_t early_ns, uint64_t late_ns) {
+  if (link == NULL || !has_ext(link)) return;
+  atomic_fetch_or_explicit(&link->measured, AUTD3_LINK_MEASURES_PHASE, memory_order_relaxed);
+  uint64_t mag = deviation_ns < 0 ? (uint64_t)0 - (uint64_t)deviation_ns : (uint64_t)deviation_ns;
+  if (deviation_ns < 0 ? mag > early_ns : mag >= late_ns)
+    atomic_fetch_add_explicit(&link->phase_excursions, 1, memory_order_relaxed);
+  keep_max(&link->phase_worst_ns, mag);
+}
+
+void autd3_link_add_counts(struct autd3_link *link, uint64_t stale, uint64_t lost, uint64_t phase_excursions,
+                           uint64_t worst_phase_deviation_ns) {
+  if (link == NULL) return;
+  atomic_fetch_add_explicit(&link->stale_cycles, stale > lost ? stale : lost, memory_order_relaxed);
+  atomic_fetch_add_explicit(&link->lost_cycles, lost, memory_order_relaxed);
+  if (!has_ext(link)) return;
+  atomic_fetch_add_explicit(&link->phase_excursions, phase_excursions, memory_order_relaxed);
+  keep_max(&link->phase_worst_ns, worst_phase_deviation_ns);
+}
+
+/* The per-device stale count of one cycle (autd3_link_cycle_devices). */
+static void count_devices(struct autd3_link *link, const bool *dev_valid) {
+  if (!has_ext(link)) return;
+  for (size_t d = 0; d < link->num_devices; d++)
+    if (!dev_valid[d]) atomic_fetch_add_explicit(&link->device_stale[d], 1, memory_order_relaxed);
 }
 
 void autd3_link_report_device_reset(struct autd3_link *link, uint16_t dev) {
@@ -282,7 +352,8 @@ size_t autd3_link_num_devices(const autd3_link_t *link) { return link ? link->nu
 autd3_link_kind_t autd3_link_kind(const autd3_link_t *link) { return link->kind; }
 
 autd3_err_t autd3_link_cycle(autd3_link_t *link, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
-  return link->vt->cycle(link, tx, rx, rx_valid);
+  bool dev_valid[AUTD3_MAX_DEVICES]; /* for the per-device statistics */
+  return autd3_link_cycle_devices(link, tx, rx, rx_valid, dev_valid);
 }
 
 /* Per-device input validity (autd3_link_report_inputs): the caller's buffer
@@ -317,6 +388,7 @@ autd3_err_t autd3_link_cycle_devices(autd3_link_t *link, const uint8_t *tx, uint
   /* "every device valid" never claims more than the devices do */
   if (!all) *rx_valid = false;
   inputs_.link = NULL;
+  if (err == AUTD3_OK) count_devices(link, dev_valid);
   return err;
 }
 
@@ -327,9 +399,20 @@ autd3_err_t autd3_link_wait_next_cycle(autd3_link_t *link) {
 void autd3_link_stats_sized(const autd3_link_t *link, autd3_link_stats_t *out, size_t size) {
   if (link == NULL || out == NULL) return;
   autd3_link_stats_t st;
+  memset(&st, 0, sizeof st);
   st.cycles = atomic_load_explicit(&link->cycles, memory_order_relaxed);
   st.stale_cycles = atomic_load_explicit(&link->stale_cycles, memory_order_relaxed);
   st.lost_cycles = atomic_load_explicit(&link->lost_cycles, memory_order_relaxed);
+  if (has_ext(link)) {
+    st.measured = atomic_load_explicit(&link->measured, memory_order_relaxed);
+    st.exchanges = atomic_load_explicit(&link->exchanges, memory_order_acquire);
+    st.exchange_ns_total = atomic_load_explicit(&link->exchange_ns_total, memory_order_relaxed);
+    st.worst_exchange_ns = atomic_load_explicit(&link->exchange_worst_ns, memory_order_relaxed);
+    st.phase_excursions = atomic_load_explicit(&link->phase_excursions, memory_order_relaxed);
+    st.worst_phase_deviation_ns = atomic_load_explicit(&link->phase_worst_ns, memory_order_relaxed);
+  } else {
+    st.measured = AUTD3_LINK_MEASURES_STALE | AUTD3_LINK_MEASURES_LOST; /* what a 0.3.0 link counts */
+  }
   autd3__out_copy(out, size, &st, sizeof st);
 }
 
@@ -345,12 +428,46 @@ autd3_err_t autd3_link_check_state_sized(autd3_link_t *link, autd3_link_status_t
   st.num_devices = link->num_devices;
   /* Zeroed = AUTD3_DEVICE_UNKNOWN: a link without a checker (Remote) reports no state it has not seen. */
   autd3_err_t err = link->vt->check_state == NULL ? AUTD3_OK : link->vt->check_state(link, &st);
+  if (err == AUTD3_OK && has_ext(link) && (st.measured & AUTD3_LINK_STATUS_STATES)) {
+    /* Per device, one mechanism for every link: back in OP after a check that saw it elsewhere. */
+    for (size_t d = 0; d < link->num_devices; d++) {
+      if (st.state[d] == AUTD3_DEVICE_UNKNOWN) continue;
+      if (st.state[d] == AUTD3_DEVICE_OP && link->checked_state_[d] != AUTD3_DEVICE_OP) link->device_recoveries_[d]++;
+      link->checked_state_[d] = st.state[d];
+    }
+    memcpy(st.device_recoveries, link->device_recoveries_, link->num_devices * sizeof st.device_recoveries[0]);
+    st.measured |= AUTD3_LINK_STATUS_DEVICE_RECOVERIES;
+  }
   autd3__out_copy(out, size, &st, sizeof st);
   return err;
 }
 
 autd3_err_t(autd3_link_check_state)(autd3_link_t *link, autd3_link_status_t *out) {
   return autd3_link_check_state_sized(link, out, AUTD3__SIZE_THROUGH(autd3_link_status_t, recoveries));
+}
+
+void autd3__link_set_ecat_recovery(struct autd3_link *link, autd3_link_ecat_recovery_t *rec) {
+  if (link != NULL && has_ext(link)) atomic_store_explicit(&link->ecat_recovery_, (uintptr_t)rec, memory_order_release);
+}
+
+autd3_err_t autd3_link_device_info_sized(autd3_link_t *link, uint16_t dev, autd3_link_device_info_t *out, size_t size) {
+  if (link == NULL || out == NULL) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_link_device_info: NULL argument");
+  if (dev >= link->num_devices)
+    return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "autd3_link_device_info: device %u of %u", dev, link->num_devices);
+  autd3_link_device_info_t in;
+  memset(&in, 0, sizeof in);
+  in.resets = autd3_link_device_resets(link, dev);
+  if (has_ext(link)) {
+    in.stale_cycles = atomic_load_explicit(&link->device_stale[dev], memory_order_relaxed);
+    in.measured = atomic_load_explicit(&link->measured, memory_order_relaxed) & AUTD3_LINK_MEASURES_DEVICE_STALE;
+    autd3_link_ecat_recovery_t *rec =
+        (autd3_link_ecat_recovery_t *)atomic_load_explicit(&link->ecat_recovery_, memory_order_acquire);
+    if (rec != NULL) autd3__ecat_recovery_device_info(rec, dev, &in);
+  } else {
+    in.stale_cycles = atomic_load_explicit(&link->stale_cycles, memory_order_relaxed); /* cannot tell devices apart */
+  }
+  autd3__out_copy(out, size, &in, sizeof in);
+  return AUTD3_OK;
 }
 
 size_t autd3_link_diagnostics(autd3_link_t *link, char *buf, size_t cap) {

@@ -19,4 +19,8 @@ autd3_err_t autd3__link_option_full(const autd3_link_option_t *option, autd3_lin
  * none (or the wait failed), then the caller stages at once (src/link/stage.c). */
 autd3_err_t autd3__link_wait_stage(autd3_link_t *link, uint64_t *deadline_ns);
 
+/* The EtherCAT recovery helper of `link` (ecat_recovery_create registers it, free clears it), through which
+ * autd3_link_device_info() reads a device's registers; ignored for a link whose header predates it. */
+void autd3__link_set_ecat_recovery(struct autd3_link *link, autd3_link_ecat_recovery_t *rec);
+
 #endif

@@ -343,7 +343,8 @@ void autd3__rsrv_on_bus(autd3_remote_server_t *s) {
   while (s->replied < done) { /* in order; at most two */
     uint64_t v = ++s->replied;
     if (autd3__rsrv_is_v7(&s->parser)) {
-      /* v7 header: the bus facts we have. The wrapped link's counters (lock-free reads); no DC time (0 = unknown,
+      /* v7 header: the bus facts we have. The wrapped link's counters (lock-free reads: stale, lost, phase
+       * excursions and the worst phase deviation, 0 where that link does not measure them); no DC time (0 = unknown,
        * as the reference sends for links without one); each device's state, the recovery count and "recovering"
        * from the state checker's last look (at most STATE_CHECK_NS old), as the reference's server reports them. */
       autd3_link_stats_t st = {0};
@@ -352,7 +353,9 @@ void autd3__rsrv_on_bus(autd3_remote_server_t *s) {
                           .recovering = atomic_load_explicit(&s->recovering, memory_order_relaxed),
                           .recoveries = atomic_load_explicit(&s->link_recoveries, memory_order_relaxed),
                           .stale_cycles = st.stale_cycles,
-                          .lost_cycles = st.lost_cycles};
+                          .lost_cycles = st.lost_cycles,
+                          .phase_excursions = st.phase_excursions,
+                          .worst_phase_deviation_ns = st.worst_phase_deviation_ns};
       uint8_t hb[ARMT7_REPLY_HEADER_BYTES], states[AUTD3_MAX_DEVICES];
       autd3__armt_encode_reply7_header(hb, &h);
       for (uint16_t d = 0; d < s->n; d++) states[d] = atomic_load_explicit(&s->dev_state[d], memory_order_relaxed);

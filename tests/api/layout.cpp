@@ -7,9 +7,9 @@
 #include "autd3/link_driver.h"
 #include "autd3/remote_server.h"
 
-extern "C" void autd3_test_layout_cxx(size_t out[12]);
+extern "C" void autd3_test_layout_cxx(size_t out[16]);
 
-extern "C" void autd3_test_layout_cxx(size_t out[12]) {
+extern "C" void autd3_test_layout_cxx(size_t out[16]) {
   out[0] = sizeof(struct autd3_link);
   out[1] = alignof(struct autd3_link);
   out[2] = offsetof(struct autd3_link, cycles);
@@ -23,4 +23,9 @@ extern "C" void autd3_test_layout_cxx(size_t out[12]) {
   out[9] = sizeof(autd3_client_config_t);
   out[10] = sizeof(autd3_remote_server_option_t);
   out[11] = autd3_remote_server_option_default().size;
+  /* appended in 0.5.0 */
+  out[12] = offsetof(struct autd3_link, header_size_);
+  out[13] = offsetof(struct autd3_link, measured);
+  out[14] = offsetof(struct autd3_link, device_stale);
+  out[15] = offsetof(struct autd3_link, device_recoveries_);
 }

@@ -12,12 +12,12 @@
 #include "harness/test.h"
 
 #if AUTD3_TEST_HAVE_CXX
-void autd3_test_layout_cxx(size_t out[12]);
+void autd3_test_layout_cxx(size_t out[16]);
 #endif
 
 TEST(cxx_layout_matches_c) {
 #if AUTD3_TEST_HAVE_CXX
-  size_t cxx[12];
+  size_t cxx[16];
   autd3_test_layout_cxx(cxx);
   ASSERT_EQ(cxx[0], sizeof(struct autd3_link));
   ASSERT_EQ(cxx[1], alignof(struct autd3_link));
@@ -31,6 +31,10 @@ TEST(cxx_layout_matches_c) {
   ASSERT_EQ(cxx[9], sizeof(autd3_client_config_t));
   ASSERT_EQ(cxx[10], sizeof(autd3_remote_server_option_t));
   ASSERT_EQ(cxx[11], sizeof(autd3_remote_server_option_t));
+  ASSERT_EQ(cxx[12], offsetof(struct autd3_link, header_size_));
+  ASSERT_EQ(cxx[13], offsetof(struct autd3_link, measured));
+  ASSERT_EQ(cxx[14], offsetof(struct autd3_link, device_stale));
+  ASSERT_EQ(cxx[15], offsetof(struct autd3_link, device_recoveries_));
 #else
   SKIP("no C++ compiler found at configure time");
 #endif
@@ -87,6 +91,123 @@ TEST(count_cycle_lost_is_stale) {
   ASSERT_EQ(s.cycles, 7);
   ASSERT_EQ(s.stale_cycles, 4);
   ASSERT_EQ(s.lost_cycles, 2);
+}
+
+/* The statistics the links report samples of (link_driver.h autd3_link_report_*): link.c counts them once for
+ * every link. Exchanges: count, total, worst; phase: the window decides an excursion, both ways, and the worst
+ * |deviation| is kept; counts from elsewhere (Remote) add up with a lost cycle also stale. */
+TEST(reported_samples_are_counted) {
+  fake_link_t f;
+  autd3_link_init(&f.hdr, &fake_vt, AUTD3_LINK_REMOTE, 2);
+  autd3_link_stats_t s;
+  autd3_link_stats(&f.hdr, &s);
+  ASSERT_EQ(s.measured, AUTD3_LINK_MEASURES_STALE); /* nothing declared: only stale is known */
+  autd3_link_report_exchange(&f.hdr, 100);
+  autd3_link_report_exchange(&f.hdr, 300);
+  autd3_link_report_phase(&f.hdr, 10, 50, 100);   /* inside */
+  autd3_link_report_phase(&f.hdr, -50, 50, 100);  /* exactly `early` before: still inside */
+  autd3_link_report_phase(&f.hdr, -51, 50, 100);  /* one ns more: the interval before */
+  autd3_link_report_phase(&f.hdr, 100, 50, 100);  /* at the next edge: the interval after */
+  autd3_link_report_phase(&f.hdr, -700, 1000, 1000);
+  autd3_link_add_counts(&f.hdr, 3, 1, 2, 650);
+  autd3_link_add_counts(&f.hdr, 0, 2, 0, 5); /* lost without stale: still stale */
+  autd3_link_stats(&f.hdr, &s);
+  ASSERT_EQ(s.measured, AUTD3_LINK_MEASURES_STALE | AUTD3_LINK_MEASURES_EXCHANGE | AUTD3_LINK_MEASURES_PHASE);
+  ASSERT_EQ(s.exchanges, 2);
+  ASSERT_EQ(s.exchange_ns_total, 400);
+  ASSERT_EQ(s.worst_exchange_ns, 300);
+  ASSERT_EQ(s.phase_excursions, 2 + 2);
+  ASSERT_EQ(s.worst_phase_deviation_ns, 700);
+  ASSERT_EQ(s.stale_cycles, 3 + 2);
+  ASSERT_EQ(s.lost_cycles, 1 + 2);
+  autd3_link_set_measured(&f.hdr, AUTD3_LINK_MEASURES_LOST);
+  autd3_link_stats(&f.hdr, &s);
+  ASSERT_NE(s.measured & AUTD3_LINK_MEASURES_LOST, 0);
+}
+
+/* Per device: the stale count follows the validity the link reports (or the cycle's, when it reports none),
+ * and the recoveries are derived from consecutive state checks. */
+typedef struct dev_link {
+  struct autd3_link hdr;
+  bool valid[4];
+  uint8_t state[4];
+} dev_link_t;
+static autd3_err_t dev_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *rx, bool *rx_valid) {
+  (void)tx;
+  dev_link_t *f = (dev_link_t *)l;
+  memset(rx, 0, (size_t)l->num_devices * AUTD3_RX_FRAME_BYTES);
+  *rx_valid = f->valid[0] && f->valid[1] && f->valid[2];
+  autd3_link_report_inputs(l, f->valid);
+  autd3_link_count_cycle(l, *rx_valid, false);
+  return AUTD3_OK;
+}
+static autd3_err_t dev_check(struct autd3_link *l, autd3_link_status_t *out) {
+  dev_link_t *f = (dev_link_t *)l;
+  memcpy(out->state, f->state, l->num_devices);
+  out->measured = AUTD3_LINK_STATUS_STATES;
+  return AUTD3_OK;
+}
+static const autd3_link_vtable_t dev_vt = {.cycle = dev_cycle, .check_state = dev_check, .close = fake_close};
+
+TEST(per_device_stale_and_recoveries) {
+  dev_link_t f;
+  memset(&f, 0, sizeof f);
+  autd3_link_init(&f.hdr, &dev_vt, AUTD3_LINK_ECHOCAT, 3);
+  uint8_t tx[3 * AUTD3_TX_FRAME_BYTES] = {0}, rx[3 * AUTD3_RX_FRAME_BYTES];
+  bool valid;
+  f.valid[0] = f.valid[2] = true;
+  ASSERT_OK(autd3_link_cycle(&f.hdr, tx, rx, &valid)); /* device 1 stale */
+  ASSERT_FALSE(valid);
+  f.valid[1] = true;
+  ASSERT_OK(autd3_link_cycle(&f.hdr, tx, rx, &valid));
+  ASSERT_TRUE(valid);
+  autd3_link_device_info_t di;
+  ASSERT_OK(autd3_link_device_info(&f.hdr, 1, &di));
+  ASSERT_EQ(di.stale_cycles, 1);
+  ASSERT_EQ(di.measured & (AUTD3_LINK_MEASURES_ESC_COUNTERS | AUTD3_LINK_MEASURES_DC), 0); /* no register access */
+  ASSERT_OK(autd3_link_device_info(&f.hdr, 0, &di));
+  ASSERT_EQ(di.stale_cycles, 0);
+  ASSERT_ERR(autd3_link_device_info(&f.hdr, 3, &di), AUTD3_E_INVALID_ARGUMENT);
+  /* states: 0 OP throughout; 2 LOST, OP, SAFE-OP, OP: two recoveries; 1 UNKNOWN in between does not count */
+  const uint8_t seq[4][3] = {{AUTD3_DEVICE_OP, AUTD3_DEVICE_OP, AUTD3_DEVICE_LOST},
+                             {AUTD3_DEVICE_OP, AUTD3_DEVICE_UNKNOWN, AUTD3_DEVICE_OP},
+                             {AUTD3_DEVICE_OP, AUTD3_DEVICE_OP, AUTD3_DEVICE_SAFE_OP},
+                             {AUTD3_DEVICE_OP, AUTD3_DEVICE_OP, AUTD3_DEVICE_OP}};
+  autd3_link_status_t st;
+  for (int k = 0; k < 4; k++) {
+    memcpy(f.state, seq[k], 3);
+    ASSERT_OK(autd3_link_check_state(&f.hdr, &st));
+  }
+  ASSERT_NE(st.measured & AUTD3_LINK_STATUS_DEVICE_RECOVERIES, 0);
+  ASSERT_EQ(st.device_recoveries[0], 0);
+  ASSERT_EQ(st.device_recoveries[1], 0);
+  ASSERT_EQ(st.device_recoveries[2], 2);
+}
+
+/* A link built against the 0.3.0 header (it calls the exported autd3_link_init, its object ends at
+ * device_resets_any): libautd3 never touches a byte past that, and says what it cannot know. */
+TEST(old_link_header_is_left_alone) {
+  union {
+    struct autd3_link hdr;
+    uint8_t bytes[sizeof(struct autd3_link)];
+  } u;
+  memset(&u, 0xA5, sizeof u);
+  const size_t old = offsetof(struct autd3_link, device_resets_any) + sizeof(uint32_t);
+  (autd3_link_init)(&u.hdr, &fake_vt, AUTD3_LINK_REMOTE, 2);
+  autd3_link_set_measured(&u.hdr, AUTD3_LINK_MEASURES_PHASE);
+  autd3_link_report_exchange(&u.hdr, 5);
+  autd3_link_report_phase(&u.hdr, 5, 1, 1);
+  autd3_link_add_counts(&u.hdr, 1, 1, 1, 1);
+  autd3_link_device_info_t di;
+  ASSERT_OK(autd3_link_device_info(&u.hdr, 1, &di));
+  ASSERT_EQ(di.stale_cycles, 1); /* the link's own: it cannot tell devices apart */
+  for (size_t i = old; i < sizeof u.bytes; i++)
+    if (u.bytes[i] != 0xA5) TEST_FAIL_("byte %zu past a 0.3.0 header was written", i);
+  autd3_link_stats_t s;
+  autd3_link_stats(&u.hdr, &s);
+  ASSERT_EQ(s.measured, AUTD3_LINK_MEASURES_STALE | AUTD3_LINK_MEASURES_LOST);
+  ASSERT_EQ(s.exchanges, 0);
+  ASSERT_EQ(s.stale_cycles, 1);
 }
 
 /* The state values are ABI (abi/libautd3.abi); UNKNOWN must stay zero. */

@@ -199,6 +199,21 @@ TEST(output_structs_never_written_past_size) {
   ASSERT_EQ(st.num_devices, 2);
   ASSERT_EQ(st.state[1], AUTD3_DEVICE_OP);
 
+  /* link status: the 0.3.0 layout through the exported function */
+  memset(buf, CANARY, sizeof buf);
+  ASSERT_OK((autd3_link_check_state)(l, (autd3_link_status_t *)(void *)buf));
+  assert_untouched(buf, offsetof(autd3_link_status_t, recoveries) + sizeof(uint64_t), sizeof buf);
+
+  /* link device info: a caller that knows only up to `stale_cycles`, and a newer one */
+  const size_t di_small = offsetof(autd3_link_device_info_t, crc_errors);
+  memset(buf, CANARY, sizeof buf);
+  ASSERT_OK(autd3_link_device_info_sized(l, 1, (autd3_link_device_info_t *)(void *)buf, di_small));
+  assert_untouched(buf, di_small, sizeof buf);
+  memset(buf, CANARY, sizeof buf);
+  ASSERT_OK(autd3_link_device_info_sized(l, 1, (autd3_link_device_info_t *)(void *)buf, sizeof(autd3_link_device_info_t) + 8));
+  for (size_t i = sizeof(autd3_link_device_info_t); i < sizeof(autd3_link_device_info_t) + 8; i++) ASSERT_EQ(buf[i], 0);
+  assert_untouched(buf, sizeof(autd3_link_device_info_t) + 8, sizeof buf);
+
   /* emulator device counters: old caller without `errors` */
   const size_t dc_small = offsetof(autd3_device_counters_t, errors);
   memset(buf, CANARY, sizeof buf);

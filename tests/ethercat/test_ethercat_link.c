@@ -337,6 +337,12 @@ static void unplug_replug(bool power_cycle) {
     TEST_FAIL_("devices did not return to OP: states %d %d %d (emulator: %s)", st.state[0], st.state[1], st.state[2], reply);
   }
   ASSERT_GE(st.recoveries, 1);
+  ASSERT_GE(st.device_recoveries[2], 1); /* seen LOST, then OP: per device (device 0 may have had its own) */
+  autd3_link_device_info_t i0, i2;
+  ASSERT_OK(autd3_link_device_info(autd3_client_link(c), 0, &i0));
+  ASSERT_OK(autd3_link_device_info(autd3_client_link(c), 2, &i2));
+  printf("stale per device: %llu (0), %llu (2)\n", (unsigned long long)i0.stale_cycles, (unsigned long long)i2.stale_cycles);
+  ASSERT_GT(i2.stale_cycles, i0.stale_cycles); /* the unplugged device's inputs went stale, the first one's not as often */
   long ok_before = atomic_load(&s.ok);
   for (int i = 0; i < 100 && atomic_load(&s.ok) < ok_before + 20; i++)
     autd3__sleep_ns(100000000u); /* the client resynchronises, then commands flow again */
@@ -634,4 +640,48 @@ TEST(power_cycle_device_0_reported) {
 TEST(power_cycle_device_1_reported) {
   in_netns("power_cycle_device_1_reported", 3, NULL, false);
   power_cycle(1);
+}
+
+/* The link statistics (autd3_link_stats, autd3_link_device_info) of every EtherCAT link: what it says it
+ * measures, exchanges timed, and a device's ESC error counters read back as the emulator recorded them. */
+TEST(link_statistics) {
+  in_netns("link_statistics", 2, NULL, false);
+  autd3_geometry_t *g = geometry(2);
+  autd3_link_option_t o = option();
+  autd3_client_t *c = NULL;
+  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  autd3_link_t *l = autd3_client_link(c);
+  char reply[256];
+  ASSERT_EQ(autd3_emuctl("errors 1 crc 1 3", reply, sizeof reply), 0);
+  ASSERT_EQ(autd3_emuctl("errors 1 lost-link 0 2", reply, sizeof reply), 0);
+  ASSERT_EQ(autd3_emuctl("errors 0 pdi 4", reply, sizeof reply), 0);
+  autd3__sleep_ns(200000000u); /* the bus cycles meanwhile */
+  autd3_link_stats_t s;
+  autd3_link_stats(l, &s);
+  const uint32_t want = AUTD3_LINK_MEASURES_STALE | AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE |
+                        AUTD3_LINK_MEASURES_PHASE | AUTD3_LINK_MEASURES_DEVICE_STALE;
+  printf("measured 0x%x cycles %llu exchanges %llu mean %llu worst %llu ns; phase excursions %llu worst %llu ns\n",
+         s.measured, (unsigned long long)s.cycles, (unsigned long long)s.exchanges,
+         (unsigned long long)(s.exchanges ? s.exchange_ns_total / s.exchanges : 0), (unsigned long long)s.worst_exchange_ns,
+         (unsigned long long)s.phase_excursions, (unsigned long long)s.worst_phase_deviation_ns);
+  ASSERT_EQ(s.measured & want, want);
+  ASSERT_GT(s.exchanges, 0);
+  ASSERT_LE(s.exchanges, s.cycles); /* one timed exchange per cycle at most (open's are not counted) */
+  ASSERT_GE(s.worst_exchange_ns * s.exchanges, s.exchange_ns_total);
+  autd3_link_device_info_t d0, d1;
+  ASSERT_OK(autd3_link_device_info(l, 0, &d0));
+  ASSERT_OK(autd3_link_device_info(l, 1, &d1));
+  ASSERT_NE(d1.measured & AUTD3_LINK_MEASURES_ESC_COUNTERS, 0);
+  ASSERT_NE(d1.measured & AUTD3_LINK_MEASURES_DC, 0);
+  ASSERT_EQ(d1.crc_errors[1], 3);
+  ASSERT_EQ(d1.lost_links[0], 2);
+  ASSERT_EQ(d1.pdi_errors, 0);
+  ASSERT_EQ(d0.pdi_errors, 4);
+  ASSERT_EQ(d0.crc_errors[1], 0);
+  ASSERT_ERR(autd3_link_device_info(l, 2, &d0), AUTD3_E_INVALID_ARGUMENT);
+  autd3_link_status_t st;
+  ASSERT_OK(autd3_link_check_state(l, &st));
+  ASSERT_EQ(st.measured, AUTD3_LINK_STATUS_STATES | AUTD3_LINK_STATUS_RECOVERIES | AUTD3_LINK_STATUS_DEVICE_RECOVERIES);
+  ASSERT_CLOSE_OK(c);
+  autd3_geometry_free(g);
 }

@@ -435,6 +435,7 @@ typedef struct fake7 {
   const uint8_t *script, *reply;
   size_t script_len, reply_len;
   int frames;
+  size_t reply_stride; /* 0: every request gets `reply`; else request i gets reply + i * stride */
 } fake7_t;
 
 static void *fake7_main(void *arg) {
@@ -452,7 +453,7 @@ static void *fake7_main(void *arg) {
   if (f->frames) raw_recv(fd, junk, 4 + 4 + 249 * 24);        /* geometry of one device */
   for (int i = 0; i < f->frames; i++) {
     if (raw_recv(fd, junk, 1 + 626) != 1 + 626) break;
-    raw_send(fd, f->reply, f->reply_len);
+    raw_send(fd, f->reply + (size_t)i * f->reply_stride, f->reply_len);
   }
   raw_closed(fd);
   close(fd);
@@ -461,12 +462,15 @@ static void *fake7_main(void *arg) {
 
 /* Open a v7 link (1 device) against a scripted server that answers the hello with `hello` and the geometry with
  * `session`. Returns the open result; an open link is closed and the fake joined. */
+static size_t fake7_stride;             /* per-request replies (fake7_t.reply_stride) for the next open_fake7 */
+static autd3_link_stats_t fake7_stats; /* the link's statistics before open_fake7 closed it */
 static autd3_err_t open_fake7(const uint8_t *hello, size_t hl, const uint8_t *session, size_t sl, int frames, const uint8_t *reply,
                               size_t rl, autd3_link_status_t *st) {
   static uint8_t script[1024];
   if (hl) memcpy(script, hello, hl);
   if (sl) memcpy(script + hl, session, sl);
-  fake7_t f = {.script = script, .script_len = hl + sl, .reply = reply, .reply_len = rl, .frames = frames};
+  fake7_t f = {.script = script, .script_len = hl + sl, .reply = reply, .reply_len = rl, .frames = frames,
+               .reply_stride = fake7_stride};
   f.lfd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -484,6 +488,7 @@ static autd3_err_t open_fake7(const uint8_t *hello, size_t hl, const uint8_t *se
     bool valid;
     for (int i = 0; i < frames; i++) ASSERT_OK(autd3_link_cycle(l, tx, rx, &valid));
     if (st) ASSERT_OK(autd3_link_check_state(l, st));
+    autd3_link_stats(l, &fake7_stats);
     autd3_link_close(l);
   }
   pthread_join(f.th, NULL);
@@ -525,6 +530,45 @@ TEST(v7_link_session_replies_and_states) {
   ASSERT_OK(open_fake7(h7, sizeof h7, ok, sizeof ok, 2, rep, sizeof rep, &st));
   ASSERT_EQ(st.state[0], AUTD3_DEVICE_LOST);
   ASSERT_EQ(st.recoveries, 4);
+}
+
+/* v7 carries the server link's counters: the client adds what each reply counted since the one before (from the
+ * first on), a counter that went back (the server reopened its link) counts from zero, the worst phase deviation
+ * is kept and says the server measures phase; the exchanges are the client's own. */
+TEST(v7_link_carries_server_counts) {
+  static const uint8_t h7[] = {'A', 'R', 'M', 'T', 7, 5, '0', '.', '9', '.', '0'};
+  static const uint8_t ok[] = {0x00, 1, 0};
+  enum { R = ARMT7_REPLY_HEADER_BYTES + 1 + 2 };
+  static uint8_t rep[4 * R];
+  const armt7_status_t hs[4] = {
+      {.rx_valid = true, .stale_cycles = 5, .lost_cycles = 1},
+      {.rx_valid = false, .stale_cycles = 8, .lost_cycles = 2, .phase_excursions = 1, .worst_phase_deviation_ns = 3000},
+      {.rx_valid = true, .stale_cycles = 2, .lost_cycles = 0, .worst_phase_deviation_ns = 100}, /* reopened */
+      {.rx_valid = true, .stale_cycles = 2, .lost_cycles = 0, .worst_phase_deviation_ns = 100}};
+  for (int i = 0; i < 4; i++) {
+    autd3__armt_encode_reply7_header(rep + i * R, &hs[i]);
+    rep[i * R + ARMT7_REPLY_HEADER_BYTES] = ARMT7_DEV_OP;
+  }
+  fake7_stride = R;
+  ASSERT_OK(open_fake7(h7, sizeof h7, ok, sizeof ok, 4, rep, R, NULL));
+  fake7_stride = 0;
+  autd3_link_stats_t s = fake7_stats;
+  ASSERT_EQ(s.cycles, 4);
+  ASSERT_EQ(s.stale_cycles, 3 + 2);
+  ASSERT_EQ(s.lost_cycles, 1);
+  ASSERT_EQ(s.phase_excursions, 1);
+  ASSERT_EQ(s.worst_phase_deviation_ns, 3000);
+  ASSERT_EQ(s.measured & (AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_PHASE | AUTD3_LINK_MEASURES_EXCHANGE),
+            AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_PHASE | AUTD3_LINK_MEASURES_EXCHANGE);
+  ASSERT_GT(s.exchanges, 0);
+  /* a server whose link measures no phase (all zero) leaves phase "not measured" */
+  static uint8_t flat[R];
+  armt7_status_t z = {.rx_valid = true};
+  autd3__armt_encode_reply7_header(flat, &z);
+  flat[ARMT7_REPLY_HEADER_BYTES] = ARMT7_DEV_OP;
+  ASSERT_OK(open_fake7(h7, sizeof h7, ok, sizeof ok, 3, flat, R, NULL));
+  ASSERT_EQ(fake7_stats.measured & AUTD3_LINK_MEASURES_PHASE, 0);
+  ASSERT_EQ(fake7_stats.stale_cycles, 0);
 }
 
 /* The link's protocol option is range-checked. */

@@ -129,6 +129,7 @@ static void read_send(echocat_t *ec, uint64_t deadline) {
     ec->rd_lrd[g] = autd3__ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(m * IN_BYTES));
   }
   ec->rd_brd = autd3__ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
+  ec->rd_aim_dc = (uint64_t)((int64_t)deadline + ec->off);
   autd3__echocat_slot_send(ec, r);
   jitter_record(ec, (int64_t)(r->sent_ns - deadline));
 }
@@ -203,6 +204,20 @@ static void read_inputs(echocat_t *ec, const slot_t *r, uint8_t *rx, cycle_res_t
   res->all_op = brd->wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
 }
 
+/* The link statistics of a read frame that came back: its round trip is the exchange; where its reference read
+ * found the devices' clock, against the DC time it was aimed at, is the phase (an excursion: it reached them in
+ * another SYNC0 interval than the one holding its aim). */
+static void read_stats(echocat_t *ec, const slot_t *r) {
+  if (!atomic_load_explicit(&ec->running, memory_order_relaxed))
+    return; /* the caller's cycles only, not open's warm-up (as the diagnostics) */
+  autd3_link_report_exchange(&ec->base, r->rx_ns - r->sent_ns);
+  if (!r->dg[0].wkc || !ec->off_valid || ec->rd_aim_dc < ec->sync0_start)
+    return;
+  uint64_t aim = ec->rd_aim_dc, dc = ecat_get64(r->f.buf + ec->rd_frmw);
+  uint64_t early = aim - (autd3__ecat_dc_next_edge(ec->sync0_start, ec->period, aim + 1) - ec->period);
+  autd3_link_report_phase(&ec->base, (int64_t)(dc - aim), early, ec->period - early);
+}
+
 /* The read frame's reply (or its absence): the inputs, all-OP, the phase sample. */
 static void read_done(echocat_t *ec, uint8_t *rx, cycle_res_t *res) {
   slot_t *r = &ec->rd;
@@ -214,6 +229,7 @@ static void read_done(echocat_t *ec, uint8_t *rx, cycle_res_t *res) {
   }
   ec->silent = false;
   ec->rd_stamped = r->stamped;
+  read_stats(ec, r);
   read_inputs(ec, r, rx, res);
   if (r->dg[0].wkc)
     autd3__echocat_dc_sample(ec, ecat_get64(r->f.buf + ec->rd_frmw), r->sent_ns, r->rx_ns);
@@ -564,6 +580,7 @@ static autd3_err_t cycle_burst(echocat_t *ec, const uint8_t *tx, uint8_t *rx, cy
   } else {
     ec->silent = false;
     ec->out_silent = false;
+    read_stats(ec, r);
     read_inputs(ec, r, rx, res);
     read_bound(ec);
     if (r->dg[0].wkc) {

@@ -137,6 +137,7 @@ typedef struct echocat {
   uint64_t last_slot;     /* DC time of the SYNC0 edge the last outputs were aimed at */
   double out_rtt_ns;      /* EMA: outputs sent -> the reference reads its clock behind them */
   double rd_rtt_ns;       /* EMA: read frame round trip */
+  uint64_t rd_aim_dc;     /* the DC time the read frame in flight was aimed at (the link statistics' phase) */
   uint64_t read_ahead;    /* read frame leaves this long before an edge */
   /* One wake-up per cycle (docs/echocat.md "Wake-ups and CPU"): a caller that
    * uses wait_next_cycle and skips it before a cycle() has more frames queued;

@@ -137,6 +137,7 @@ typedef struct ethercrab_link {
   _Atomic uint64_t phase_last_ns;
   _Atomic uint64_t phase_early; /* arrived in the half period before its aim point */
   _Atomic uint64_t phase_samples;
+  bool aimed; /* the frame in flight was paced to L->dc.target_dc_ns (the link statistics' phase) */
 } ethercrab_link_t;
 
 /* The source MAC EtherCrab sends with (crate ethercrab 0.7 src/lib.rs MAINDEVICE_ADDR). */
@@ -170,7 +171,9 @@ static autd3_err_t map_code(int32_t code) {
 /* Bus thread: when to send next (crab_pace.c: on the aim points of the DC
  * grid, through a filtered host<->DC offset, one image per SYNC0 edge). */
 static void pace(ethercrab_link_t *L, uint64_t t0, uint64_t dc_ns) {
-  S->pacer_anchor(&L->pace, crab_pace_next(&L->dc, t0, dc_ns, S->now_ns()));
+  uint64_t send = crab_pace_next(&L->dc, t0, dc_ns, S->now_ns());
+  L->aimed = send != 0; /* the next frame aims at L->dc.target_dc_ns */
+  S->pacer_anchor(&L->pace, send);
 }
 
 /* Bus thread: sleep (absolute deadline) until the next DC-aligned send.
@@ -202,6 +205,7 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
   uint64_t t0 = S->now_ns();
   int32_t rc = autd3crab_cycle(L->crab, tx, rx, &out, L->cycle_msg, sizeof L->cycle_msg);
   uint64_t dt = S->now_ns() - t0;
+  autd3_link_report_exchange(l, dt);
   atomic_store_explicit(&L->exchange_last_ns, dt, memory_order_relaxed);
   if (dt > atomic_load_explicit(&L->exchange_max_ns, memory_order_relaxed))
     atomic_store_explicit(&L->exchange_max_ns, dt, memory_order_relaxed);
@@ -216,6 +220,10 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
     atomic_store_explicit(&L->phase_last_ns, phase, memory_order_relaxed);
     atomic_fetch_add_explicit(&L->phase_samples, 1, memory_order_relaxed);
     if (phase >= L->period_ns / 2) atomic_fetch_add_explicit(&L->phase_early, 1, memory_order_relaxed);
+    if (L->aimed && out.dc_system_time_ns != 0) { /* against its aim; SYNC0 edges at multiples of the period */
+      uint64_t aim = L->dc.target_dc_ns, early = aim % L->period_ns;
+      autd3_link_report_phase(l, (int64_t)(out.dc_system_time_ns - aim), early, L->period_ns - early);
+    }
     pace(L, t0, out.dc_system_time_ns);
     autd3_link_count_cycle(l, *rx_valid, out.lost != 0);
     if (!*rx_valid) { /* whose inputs this cycle still carries (a group's frame lost or a device missing) */
@@ -489,6 +497,8 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   args.on_adapter = crab_on_adapter;
   args.on_adapter_user = &ad;
   autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
+  autd3_link_set_measured(&L->base, AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE | AUTD3_LINK_MEASURES_PHASE |
+                                        AUTD3_LINK_MEASURES_DEVICE_STALE);
   args.check_identity = crab_check_identity;
   args.apply_rt = crab_apply_rt;
   crab_open_info_t info;

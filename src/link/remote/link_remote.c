@@ -61,6 +61,9 @@ typedef struct remote_link {
   /* v7: the devices' states of the last reply (bus thread writes, check_state reads from any thread) */
   _Atomic uint8_t state[AUTD3_MAX_DEVICES], al[AUTD3_MAX_DEVICES];
   _Atomic uint64_t recoveries;
+  /* v7: the server link's counters of the last reply (bus thread), so that each reply adds what it counted since */
+  bool have_srv;
+  uint64_t srv_stale, srv_lost, srv_excursions;
   char addr[128];
 } remote_link_t;
 
@@ -93,6 +96,7 @@ static autd3_err_t read_reply(remote_link_t *l, uint64_t deadline) {
   if (err) return l->broken = io_error(l, err, "waiting for the cycle's reply", got, l->reply_bytes);
   uint64_t now = autd3__now_ns();
   autd3__stage_add(&l->h_xchg, l->last_send_ns, now);
+  if (l->last_send_ns) autd3_link_report_exchange(&l->base, now - l->last_send_ns); /* strict: this request's reply */
   l->last_send_ns = 0;
   if (l->last_reply_ns) {
     l->last_iv_ns = now - l->last_reply_ns;
@@ -232,7 +236,8 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
   }
   if (l->follow && !send) l->pipelined = false;
   l->hooked = false;
-  autd3_link_count_cycle(base, *rx_valid, false);
+  /* v7: the stale and lost cycles are the server link's (publish_states), the cycles this link's exchanges */
+  autd3_link_count_cycle(base, l->version == ARMT_VERSION_7 || *rx_valid, false);
   if (l->auto_phase < 2 && (err = auto_step(l, deadline)) != AUTD3_OK) return err;
   return AUTD3_OK;
 }
@@ -248,6 +253,20 @@ static void publish_states(remote_link_t *l) {
     atomic_store_explicit(&l->al[d], al, memory_order_relaxed);
   }
   atomic_store_explicit(&l->recoveries, st.recoveries, memory_order_relaxed);
+  /* What the server's link counted since the previous reply (from the first reply on: the session's). A counter
+   * that went back is a link the server reopened: count it from zero. The header cannot say whether that link
+   * measures phase; a non-zero worst deviation says it does. */
+  if (l->have_srv) {
+    uint64_t d_stale = st.stale_cycles >= l->srv_stale ? st.stale_cycles - l->srv_stale : st.stale_cycles;
+    uint64_t d_lost = st.lost_cycles >= l->srv_lost ? st.lost_cycles - l->srv_lost : st.lost_cycles;
+    uint64_t d_exc = st.phase_excursions >= l->srv_excursions ? st.phase_excursions - l->srv_excursions : st.phase_excursions;
+    autd3_link_add_counts(&l->base, d_stale, d_lost, d_exc, st.worst_phase_deviation_ns);
+  }
+  if (st.worst_phase_deviation_ns != 0) autd3_link_set_measured(&l->base, AUTD3_LINK_MEASURES_PHASE);
+  l->have_srv = true;
+  l->srv_stale = st.stale_cycles;
+  l->srv_lost = st.lost_cycles;
+  l->srv_excursions = st.phase_excursions;
 }
 
 /* v3: nothing filled, so every device reads AUTD3_DEVICE_UNKNOWN (the server forwards no states); v7: the last reply's states. */
@@ -259,6 +278,7 @@ static autd3_err_t remote_check_state(struct autd3_link *base, autd3_link_status
     out->al_state[d] = atomic_load_explicit(&l->al[d], memory_order_relaxed);
   }
   out->recoveries = atomic_load_explicit(&l->recoveries, memory_order_relaxed);
+  out->measured = AUTD3_LINK_STATUS_STATES | AUTD3_LINK_STATUS_RECOVERIES;
   return AUTD3_OK;
 }
 
@@ -493,6 +513,8 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
 opened:
   free(hello);
   autd3_link_init(&l->base, &remote_vt, AUTD3_LINK_REMOTE, (uint16_t)n);
+  /* the exchange: a strict request to its reply (network + server); v7 carries the server link's lost cycles */
+  autd3_link_set_measured(&l->base, AUTD3_LINK_MEASURES_EXCHANGE | (l->version == ARMT_VERSION_7 ? AUTD3_LINK_MEASURES_LOST : 0));
   *out = &l->base;
   return AUTD3_OK;
 fail:

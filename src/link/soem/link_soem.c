@@ -394,6 +394,7 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   ecx_send_processdata(ctx);
   int wkc = ecx_receive_processdata(ctx, EC_TIMEOUTRET);
   uint64_t txrx = S->now_ns() - t0;
+  autd3_link_report_exchange(base, txrx);
   if (txrx > atomic_load_explicit(&l->diag_max_txrx_ns, memory_order_relaxed))
     atomic_store_explicit(&l->diag_max_txrx_ns, txrx, memory_order_relaxed);
   atomic_store_explicit(&l->diag_last_wkc, wkc, memory_order_relaxed);
@@ -402,12 +403,19 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
     /* No frame came back: a lost cycle. Without a DC time there is no phase to
      * pace to, so the next cycle goes out at once (link.rs). */
     S->pacer_anchor(&l->pace, 0);
+    l->aim_dc = 0;
     *rx_valid = false;
     autd3_link_count_cycle(base, false, true);
     return AUTD3_OK;
   }
   int64_t dc = ctx->DCtime; /* reference clock time, from the FRMW in the first frame */
-  S->pacer_anchor(&l->pace, t0 + (uint64_t)next_cycle_wait(dc, l->cycle_ns, l->sync0_shift_ns));
+  if (l->aim_dc != 0) { /* the phase: where this frame met the clock against its aim, an edge of SYNC0 (+ shift) or after */
+    int64_t p0 = (int64_t)l->sync0_period_ns, early = ((l->aim_dc - l->sync0_shift_ns) % p0 + p0) % p0;
+    autd3_link_report_phase(base, dc - l->aim_dc, (uint64_t)early, (uint64_t)(p0 - early));
+  }
+  int64_t wait = next_cycle_wait(dc, l->cycle_ns, l->sync0_shift_ns);
+  l->aim_dc = dc + wait;
+  S->pacer_anchor(&l->pace, t0 + (uint64_t)wait);
   int64_t phase = dc % l->cycle_ns;
   atomic_store_explicit(&l->diag_dc_phase_ns, phase < 0 ? phase + l->cycle_ns : phase, memory_order_relaxed);
 
@@ -566,6 +574,8 @@ static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3
     return autd3_set_error(AUTD3_E_NOMEM, "soem: out of memory for the SOEM context");
   }
   autd3_link_init(&l->hdr, &soem_vtable, AUTD3_LINK_SOEM, (uint16_t)n);
+  autd3_link_set_measured(&l->hdr, AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE | AUTD3_LINK_MEASURES_PHASE |
+                                       (n <= SOEM_IN_DG_MAX ? AUTD3_LINK_MEASURES_DEVICE_STALE : 0));
   l->sync0_period_ns = o->sync0_period_ns;
   l->sync0_shift_ns = o->sync0_shift_ns;
   l->cycle_ns = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;

@@ -51,6 +51,7 @@ typedef struct soem_link {
   _Atomic int64_t diag_last_wkc;
   _Atomic uint64_t diag_max_txrx_ns;  /* worst send+receive duration */
   _Atomic int64_t diag_dc_phase_ns;   /* DC time mod cycle at the last good cycle */
+  int64_t aim_dc;                     /* the DC time the next frame is paced to (0: unpaced), for the phase statistics */
   /* SOEM owns its socket, so the shared passive tap (src/nic/capture.h)
    * watches the adapter for another master's frames and, with capture_path,
    * records every frame like tcpdump would */

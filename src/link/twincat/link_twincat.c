@@ -223,6 +223,7 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
 
   uint8_t p[12];
   uint32_t invoke;
+  uint64_t t_send = autd3__now_ns(); /* the exchange: the Write and its reply, then the inputs */
   autd3_err_t e = autd3__ads_client_send(&l->ads, &l->target, ADS_CMD_WRITE, p, autd3__ads_params_rw(p, TC_INDEX_GROUP, TC_OFFSET_TX, n * AUTD3_TX_FRAME_BYTES),
                                   tx, (size_t)n * AUTD3_TX_FRAME_BYTES, &invoke);
   uint64_t deadline = autd3__now_ns() + (uint64_t)l->ads.timeout_ms * 1000000ull;
@@ -250,6 +251,7 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
     autd3_link_count_cycle(base, false, true);
     return AUTD3_OK;
   }
+  autd3_link_report_exchange(base, autd3__now_ns() - t_send);
   if (!l->notify) pace(l);
   e = check_count(l);
   if (e != AUTD3_OK) return e;
@@ -309,6 +311,7 @@ static autd3_err_t tc_check_state(struct autd3_link *base, autd3_link_status_t *
   if (!all_op) l->had_problem = true;
   else if (l->had_problem) l->had_problem = false, l->recoveries++;
   out->recoveries = l->recoveries;
+  out->measured = AUTD3_LINK_STATUS_STATES | AUTD3_LINK_STATUS_RECOVERIES;
   return AUTD3_OK;
 }
 
@@ -355,6 +358,8 @@ autd3_err_t autd3__link_open_twincat(const autd3_link_option_t *option, const au
   tc_link_t *l = calloc(1, sizeof *l);
   if (!l) return autd3_set_error(AUTD3_E_NOMEM, "TwinCAT: out of memory");
   autd3_link_init(&l->base, &tc_vt, AUTD3_LINK_TWINCAT, (uint16_t)n);
+  /* lost: no reply within the timeout; the exchange: ADS Write to reply (and the input read or notification) */
+  autd3_link_set_measured(&l->base, AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE);
   l->local = o->server_ip == NULL;
   /* "[::1]" is accepted for an IPv6 address too (as in host:port elsewhere). */
   const char *host = l->local ? "127.0.0.1" : o->server_ip;
