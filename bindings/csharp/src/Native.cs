@@ -122,10 +122,27 @@ namespace Autd3.Native
     public struct LinkOption { public uint size; public int kind; public LinkOptionUnion u; }
 
     [CStruct("autd3_link_stats"), StructLayout(LayoutKind.Sequential)]
-    public struct LinkStats { public ulong cycles, stale_cycles, lost_cycles; }
+    public struct LinkStats
+    {
+        public ulong cycles, stale_cycles, lost_cycles;
+        public uint measured, reserved_;
+        public ulong phase_excursions, worst_phase_deviation_ns, exchanges, exchange_ns_total, worst_exchange_ns;
+    }
+
+    [CStruct("autd3_link_device_info"), StructLayout(LayoutKind.Sequential)]
+    public unsafe struct LinkDeviceInfo
+    {
+        public uint measured, resets; public ulong stale_cycles;
+        public fixed byte crc_errors[4]; public fixed byte phy_errors[4]; public fixed byte forwarded_errors[4]; public fixed byte lost_links[4];
+        public byte processing_unit_errors, pdi_errors; public fixed byte reserved_[2]; public int dc_deviation_ns;
+    }
 
     [CStruct("autd3_link_status"), StructLayout(LayoutKind.Sequential)]
-    public unsafe struct LinkStatus { public ushort num_devices; public fixed byte state[128]; public fixed byte al_state[128]; public ulong recoveries; }
+    public unsafe struct LinkStatus
+    {
+        public ushort num_devices; public fixed byte state[128]; public fixed byte al_state[128]; public ulong recoveries;
+        public uint measured; public fixed uint device_recoveries[128];
+    }
 
     [CStruct("autd3_client_config"), StructLayout(LayoutKind.Sequential)]
     public struct ClientConfig
@@ -287,6 +304,7 @@ namespace Autd3.Native
         [DllImport(Name, CallingConvention = CC)] public static extern uint autd3_link_device_resets(IntPtr link, ushort dev);
         [DllImport(Name, CallingConvention = CC)] public static extern void autd3_link_stats(IntPtr link, out LinkStats s);
         [DllImport(Name, CallingConvention = CC)] public static extern void autd3_link_stats_sized(IntPtr link, out LinkStats s, UIntPtr size);
+        [DllImport(Name, CallingConvention = CC)] public static extern int autd3_link_device_info_sized(IntPtr link, ushort dev, out LinkDeviceInfo s, UIntPtr size);
         [DllImport(Name, CallingConvention = CC)] public static extern int autd3_link_check_state(IntPtr link, out LinkStatus s);
         [DllImport(Name, CallingConvention = CC)] public static extern int autd3_link_check_state_sized(IntPtr link, out LinkStatus s, UIntPtr size);
         [DllImport(Name, CallingConvention = CC)] public static extern UIntPtr autd3_link_diagnostics(IntPtr link, byte[] buf, UIntPtr cap);

@@ -125,12 +125,14 @@ class ClientDeviceStatus(Structure):
 
 
 class LinkStats(Structure):
-    _fields_ = [("cycles", c_uint64), ("stale_cycles", c_uint64), ("lost_cycles", c_uint64)]
+    _fields_ = [("cycles", c_uint64), ("stale_cycles", c_uint64), ("lost_cycles", c_uint64),
+                ("measured", c_uint32), ("reserved_", c_uint32)] + [(n, c_uint64) for n in (
+                    "phase_excursions", "worst_phase_deviation_ns", "exchanges", "exchange_ns_total", "worst_exchange_ns")]
 
 
 class LinkStatus(Structure):
     _fields_ = [("num_devices", c_uint16), ("state", c_uint8 * MAX_DEVICES), ("al_state", c_uint8 * MAX_DEVICES),
-                ("recoveries", c_uint64)]
+                ("recoveries", c_uint64), ("measured", c_uint32), ("device_recoveries", c_uint32 * MAX_DEVICES)]
 
 
 class DeviceCounters(Structure):
