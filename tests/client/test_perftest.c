@@ -4,6 +4,8 @@
  * short end-to-end run over the emulator whose stdout must have the
  * reference's summary layout line for line. No timing is asserted.
  */
+#include <stdlib.h>
+#include <string.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,4 +130,63 @@ TEST(rejects_bad_arguments) {
     int st = system(cmd);
     if (st == 0) TEST_FAIL_("autd3-perftest %s: accepted", bad[i]);
   }
+}
+
+/* The link block of the report: "not measured" where the link's bits say so, numbers where they are set, one
+ * row per device with its state and counters. */
+TEST(link_block_says_not_measured) {
+  autd3_link_stats_t ls = {.cycles = 10, .stale_cycles = 2, .measured = AUTD3_LINK_MEASURES_STALE | AUTD3_LINK_MEASURES_EXCHANGE,
+                           .exchanges = 4, .exchange_ns_total = 4000, .worst_exchange_ns = 2500};
+  autd3_link_status_t st = {.num_devices = 2, .state = {AUTD3_DEVICE_OP, AUTD3_DEVICE_LOST}, .recoveries = 1,
+                            .measured = AUTD3_LINK_STATUS_STATES | AUTD3_LINK_STATUS_RECOVERIES |
+                                        AUTD3_LINK_STATUS_DEVICE_RECOVERIES,
+                            .device_recoveries = {0, 3}};
+  pt_context_t ctx = {.link = "test", .devices = 2, .link_stats = &ls, .checks = 5, .checks_not_all_op = 1, .status = &st};
+  char buf[4096] = {0};
+  FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+  ASSERT_TRUE(f != NULL);
+  pt_print_link(f, &ctx);
+  fclose(f);
+  ASSERT_CONTAINS(buf, "lost cycles      : not measured");
+  ASSERT_CONTAINS(buf, "phase excursions : not measured");
+  ASSERT_CONTAINS(buf, "exchanges        : 4 (mean 1.0 us, worst 2.5 us)");
+  ASSERT_CONTAINS(buf, "state checks    : 5 (1 with a device not in OP), recoveries 1");
+  ASSERT_CONTAINS(buf, "LOST");
+  char json[] = "/tmp/autd3-perftest-linkXXXXXX";
+  int fd = mkstemp(json);
+  ASSERT_TRUE(fd >= 0);
+  close(fd);
+  pt_summary_t sum;
+  pt_summarize(NULL, 0, 1, 2, 0, &sum);
+  ASSERT_EQ(pt_write_json(json, &sum, &ctx), 0);
+  f = fopen(json, "r");
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  unlink(json);
+  ASSERT_CONTAINS(buf, "\"lost_cycles\":null,\"phase_excursions\":null");
+  ASSERT_CONTAINS(buf, "\"exchanges\":4,\"mean_exchange_ns\":1000,\"worst_exchange_ns\":2500");
+  ASSERT_CONTAINS(buf, "\"state_checks\": {\"checks\": 5, \"not_all_op\": 1, \"recoveries\": 1}");
+  ASSERT_CONTAINS(buf, "{\"position\": 1, \"state\": \"LOST\", \"al_state\": 0, \"recoveries\": 3, \"link\": null}");
+}
+
+/* An end-to-end run's JSON carries the emulator link's statistics: exchanges timed, phase not measured. */
+TEST(json_has_link_statistics) {
+  const char *exe = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
+  if (access(exe, X_OK) != 0) SKIP("%s not built (AUTD3_BUILD_TOOLS=OFF)", exe);
+  char json[128], cmd[512];
+  snprintf(json, sizeof json, "/tmp/autd3-perftest-%d.json", (int)getpid());
+  snprintf(cmd, sizeof cmd, "%s --devices 2 --count 20 --cycle-us 500 --json %s >/dev/null 2>&1", exe, json);
+  ASSERT_EQ(system(cmd), 0);
+  FILE *f = fopen(json, "r");
+  ASSERT_TRUE(f != NULL);
+  static char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  unlink(json);
+  ASSERT_CONTAINS(buf, "\"link_stats\": {\"cycles\":");
+  ASSERT_CONTAINS(buf, "\"lost_cycles\":0,\"phase_excursions\":null");
+  ASSERT_TRUE(strstr(buf, "\"exchanges\":null") == NULL);
+  ASSERT_CONTAINS(buf, "{\"position\": 1, \"state\": \"OP\"");
 }

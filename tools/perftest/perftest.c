@@ -291,6 +291,7 @@ typedef struct checker {
   autd3_link_t *link;
   atomic_bool stop;
   uint64_t checks, not_all_op, recoveries;
+  autd3_link_status_t last; /* the last check's result (read after the join) */
   autd3_err_t err;
   char msg[256];
 } checker_t;
@@ -306,6 +307,7 @@ static void *checker_main(void *arg) {
       break;
     }
     k->checks++;
+    k->last = st;
     for (int d = 0; d < st.num_devices; d++) {
       /* UNKNOWN: the link cannot observe states (Remote); not a problem it saw */
       if (st.state[d] != AUTD3_DEVICE_OP && st.state[d] != AUTD3_DEVICE_UNKNOWN) {
@@ -462,25 +464,131 @@ static void run_streaming(autd3_client_t *cl, const cli_t *c, const autd3_frame_
   if (p.rendered) fprintf(stderr, "\n");
 }
 
+/* ---- open, run, report ---------------------------------------------------------------------- */
+
+/* Geometry, client configuration and open; prints the device count and the firmware versions. */
+static autd3_client_t *open_client(const cli_t *c, const autd3_link_option_t *lo, uint32_t *max_inflight) {
+  autd3_geometry_t *g = NULL;
+  if (autd3_geometry_create(c->devices, NULL, &g) != AUTD3_OK) die("geometry: %s", autd3_last_error());
+  autd3_client_config_t cfg = autd3_client_config_default();
+  cfg.max_inflight = c->streaming ? c->inflight : 1;
+  cfg.timeout_cycles = c->timeout_cycles;
+  cfg.max_resync_rounds = c->max_resync_rounds;
+  cfg.low_latency = c->low_latency;
+  cfg.rt_priority = c->rt_priority;
+  cfg.rt_cpu = c->rt_core;
+  cfg.protocol = c->protocol;
+  if (autd3_client_config_validate(&cfg) != AUTD3_OK) die("%s", autd3_last_error());
+  *max_inflight = cfg.max_inflight;
+  autd3_client_t *cl = NULL;
+  autd3_err_t e = autd3_client_open(g, lo, &cfg, &cl);
+  autd3_geometry_free(g);
+  if (e != AUTD3_OK) {
+    fprintf(stderr, "autd3-perftest: client open over %s failed: %s: %s\n", c->link, autd3_err_name(e), autd3_last_error());
+    return NULL;
+  }
+  size_t n = autd3_client_num_devices(cl);
+  fprintf(stderr, "devices: %zu\n", n);
+  autd3_fw_version_t *fw = calloc(n, sizeof *fw);
+  if (fw == NULL) die("%sout of memory", "");
+  e = autd3_client_read_firmware_version(cl, fw);
+  if (e != AUTD3_OK) {
+    fprintf(stderr, "autd3-perftest: reading firmware version: %s: %s\n", autd3_err_name(e), autd3_last_error());
+    free(fw);
+    autd3_client_close(cl);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++)
+    fprintf(stderr, "device[%zu] firmware version: cpu v%u.%u.%u, fpga v%u.%u.%u\n", i, fw[i].cpu_major, fw[i].cpu_minor,
+            fw[i].cpu_patch, fw[i].fpga_major, fw[i].fpga_minor, fw[i].fpga_patch);
+  free(fw);
+  return cl;
+}
+
+/* The frame every sample sends: XorHash, or for protocol v12 a Gain write. */
+static void make_frame(autd3_client_t *cl, const cli_t *c, autd3_frame_t *frame) {
+  v12_run = autd3_client_protocol(cl) == AUTD3_PROTOCOL_V12;
+  if (v12_run) {
+    /* Firmware v12 has no XorHash: the frame is what an application sends
+     * most, a Gain write (tag 0x30, segment 0, flag UPDATE, 249 drives) of
+     * zero drives, 502 bytes (crate autd3-firmware-emulator 38.1.0 gain.rs). */
+    static uint8_t gain[4 + 2 * AUTD3_NUM_TRANSDUCERS] = {AUTD3_V12_TAG_GAIN, 0, 1, 0};
+    if (autd3_v12_frame(frame, gain, sizeof gain, NULL, 0) != AUTD3_OK) die("v12 Gain frame: %s", autd3_last_error());
+    fprintf(stderr, "protocol: v12 (legacy client, stop-and-wait per frame; frame: Gain, %zu B)\n", sizeof gain);
+  } else if (autd3_frame_xor_hash_bench(frame, (uint16_t)c->sleep_ms, c->data_len) != AUTD3_OK) {
+    die("XorHash frame: %s", autd3_last_error());
+  }
+}
+
+/* What the link says at the end of the run, read before the client closes. */
+typedef struct link_end {
+  autd3_link_stats_t stats;
+  autd3_link_device_info_t info[AUTD3_MAX_DEVICES];
+  bool info_ok;
+  char diag[4096];
+} link_end_t;
+
+static void read_link_end(autd3_client_t *cl, link_end_t *le) {
+  autd3_link_t *l = autd3_client_link(cl);
+  autd3_link_stats(l, &le->stats);
+  autd3_link_diagnostics(l, le->diag, sizeof le->diag);
+  le->info_ok = true;
+  for (size_t d = 0; d < autd3_client_num_devices(cl) && le->info_ok; d++)
+    le->info_ok = autd3_link_device_info(l, (uint16_t)d, &le->info[d]) == AUTD3_OK;
+}
+
+/* Stop the state checker and say on stderr what it and the client saw. */
+static void stop_checker(checker_t *chk, const autd3_client_stats_t *st0, const autd3_client_stats_t *st1) {
+  atomic_store(&chk->stop, true);
+  tool_thread_join(&chk->th);
+  if (chk->err != AUTD3_OK) fprintf(stderr, "state check stopped: %s: %s\n", autd3_err_name(chk->err), chk->msg);
+  fprintf(stderr, "state checks: %" PRIu64 " (%" PRIu64 " with a device not in OP), recoveries: %" PRIu64 "\n", chk->checks,
+          chk->not_all_op, chk->recoveries);
+  if (st1->device_resets != st0->device_resets || st1->unknown_outcomes != st0->unknown_outcomes ||
+      st1->second_master != st0->second_master || st1->device_timeouts != st0->device_timeouts)
+    fprintf(stderr,
+            "client: device resets %" PRIu64 ", re-establishments %" PRIu64 ", unknown outcomes %" PRIu64
+            ", second master %" PRIu64 ", devices timed out %" PRIu64 "\n",
+            st1->device_resets - st0->device_resets, st1->reinits - st0->reinits, st1->unknown_outcomes - st0->unknown_outcomes,
+            st1->second_master - st0->second_master, st1->device_timeouts - st0->device_timeouts);
+}
+
+/* --csv, --json, --plot; 1 if one could not be written. */
+static int write_outputs(const cli_t *c, const samples_t *s, size_t drop, const pt_summary_t *sum, const pt_context_t *ctx) {
+  int rc = 0;
+  if (c->csv) {
+    if (pt_write_csv(c->csv, s->v, s->n) != 0) {
+      fprintf(stderr, "warning: failed to write CSV to %s: %s\n", c->csv, strerror(errno));
+      rc = 1;
+    } else {
+      printf("\nCSV written: %s\n", c->csv);
+    }
+  }
+  if (c->json) {
+    if (pt_write_json(c->json, sum, ctx) != 0) {
+      fprintf(stderr, "warning: failed to write JSON to %s: %s\n", c->json, strerror(errno));
+      rc = 1;
+    } else {
+      printf("JSON written: %s\n", c->json);
+    }
+  }
+  if (c->plot) {
+    if (pt_write_svg(c->plot, s->v + drop, s->n - drop, sum, ctx) != 0) {
+      fprintf(stderr, "warning: failed to write SVG to %s: %s\n", c->plot, strerror(errno));
+      rc = 1;
+    } else {
+      printf("plot written: %s\n", c->plot);
+    }
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   cli_t c;
   parse_cli(argc, argv, &c);
   autd3_timing_model_t timing = autd3_timing_model_default();
   autd3_link_option_t lo = build_link_option(&c, &timing);
   bool emulator = lo.kind == AUTD3_LINK_EMULATOR;
-
-  autd3_geometry_t *g = NULL;
-  if (autd3_geometry_create(c.devices, NULL, &g) != AUTD3_OK) die("geometry: %s", autd3_last_error());
-  autd3_client_config_t cfg = autd3_client_config_default();
-  cfg.max_inflight = c.streaming ? c.inflight : 1;
-  cfg.timeout_cycles = c.timeout_cycles;
-  cfg.max_resync_rounds = c.max_resync_rounds;
-  cfg.low_latency = c.low_latency;
-  cfg.rt_priority = c.rt_priority;
-  cfg.rt_cpu = c.rt_core;
-  cfg.protocol = c.protocol;
-  if (autd3_client_config_validate(&cfg) != AUTD3_OK) die("%s", autd3_last_error());
-
   char timing_desc[128] = "";
   if (emulator) {
     snprintf(timing_desc, sizeof timing_desc, "%s(take=%s,fifo=%u,ll=%u,publish=%s)", c.timing ? c.timing : "default",
@@ -488,29 +596,10 @@ int main(int argc, char **argv) {
              timing.publish_on_sync0 ? "sync0" : "now");
     fprintf(stderr, "timing model: %s\n", timing_desc);
   }
-
-  autd3_client_t *cl = NULL;
-  autd3_err_t e = autd3_client_open(g, &lo, &cfg, &cl);
-  autd3_geometry_free(g);
-  if (e != AUTD3_OK) {
-    fprintf(stderr, "autd3-perftest: client open over %s failed: %s: %s\n", c.link, autd3_err_name(e), autd3_last_error());
-    return 1;
-  }
+  uint32_t max_inflight = 1;
+  autd3_client_t *cl = open_client(&c, &lo, &max_inflight);
+  if (cl == NULL) return 1;
   size_t n = autd3_client_num_devices(cl);
-  fprintf(stderr, "devices: %zu\n", n);
-
-  autd3_fw_version_t *fw = calloc(n, sizeof *fw);
-  e = autd3_client_read_firmware_version(cl, fw);
-  if (e != AUTD3_OK) {
-    fprintf(stderr, "autd3-perftest: reading firmware version: %s: %s\n", autd3_err_name(e), autd3_last_error());
-    free(fw);
-    autd3_client_close(cl);
-    return 1;
-  }
-  for (size_t i = 0; i < n; i++)
-    fprintf(stderr, "device[%zu] firmware version: cpu v%u.%u.%u, fpga v%u.%u.%u\n", i, fw[i].cpu_major, fw[i].cpu_minor,
-            fw[i].cpu_patch, fw[i].fpga_major, fw[i].fpga_minor, fw[i].fpga_patch);
-  free(fw);
 
   checker_t chk;
   memset(&chk, 0, sizeof chk);
@@ -518,19 +607,8 @@ int main(int argc, char **argv) {
   atomic_init(&chk.stop, false);
   if (!tool_thread_start(&chk.th, checker_main, &chk)) die("%scannot start the state-check thread", "");
   tool_on_sigint(on_sigint);
-
   autd3_frame_t frame;
-  v12_run = autd3_client_protocol(cl) == AUTD3_PROTOCOL_V12;
-  if (v12_run) {
-    /* Firmware v12 has no XorHash: the frame is what an application sends
-     * most, a Gain write (tag 0x30, segment 0, flag UPDATE, 249 drives) of
-     * zero drives, 502 bytes (crate autd3-firmware-emulator 38.1.0 gain.rs). */
-    static uint8_t gain[4 + 2 * AUTD3_NUM_TRANSDUCERS] = {AUTD3_V12_TAG_GAIN, 0, 1, 0};
-    if (autd3_v12_frame(&frame, gain, sizeof gain, NULL, 0) != AUTD3_OK) die("v12 Gain frame: %s", autd3_last_error());
-    fprintf(stderr, "protocol: v12 (legacy client, stop-and-wait per frame; frame: Gain, %zu B)\n", sizeof gain);
-  } else if (autd3_frame_xor_hash_bench(&frame, (uint16_t)c.sleep_ms, c.data_len) != AUTD3_OK) {
-    die("XorHash frame: %s", autd3_last_error());
-  }
+  make_frame(cl, &c, &frame);
 
   samples_t s = {0};
   if (c.count) {
@@ -547,70 +625,37 @@ int main(int argc, char **argv) {
     run_stop_and_wait(cl, &c, &frame, &s, &elapsed);
   if (interrupted) fprintf(stderr, "interrupted: stopping after %zu samples\n", s.n);
   autd3_client_stats(cl, &st1);
-  autd3_link_stats_t ls;
-  autd3_link_stats(autd3_client_link(cl), &ls);
-  char diag[4096];
-  autd3_link_diagnostics(autd3_client_link(cl), diag, sizeof diag);
-
-  atomic_store(&chk.stop, true);
-  tool_thread_join(&chk.th);
-  if (chk.err != AUTD3_OK) fprintf(stderr, "state check stopped: %s: %s\n", autd3_err_name(chk.err), chk.msg);
-  fprintf(stderr, "state checks: %" PRIu64 " (%" PRIu64 " with a device not in OP), recoveries: %" PRIu64 "\n", chk.checks,
-          chk.not_all_op, chk.recoveries);
-  if (st1.device_resets != st0.device_resets || st1.unknown_outcomes != st0.unknown_outcomes ||
-      st1.second_master != st0.second_master || st1.device_timeouts != st0.device_timeouts)
-    fprintf(stderr,
-            "client: device resets %" PRIu64 ", re-establishments %" PRIu64 ", unknown outcomes %" PRIu64
-            ", second master %" PRIu64 ", devices timed out %" PRIu64 "\n",
-            st1.device_resets - st0.device_resets, st1.reinits - st0.reinits, st1.unknown_outcomes - st0.unknown_outcomes,
-            st1.second_master - st0.second_master, st1.device_timeouts - st0.device_timeouts);
+  static link_end_t le;
+  read_link_end(cl, &le);
+  stop_checker(&chk, &st0, &st1);
   autd3_client_close(cl);
 
   size_t drop = c.warmup < s.n ? (size_t)c.warmup : s.n;
   pt_summary_t sum;
-  pt_summarize(s.v + drop, s.n - drop, elapsed, ls.stale_cycles, ls.lost_cycles, &sum);
+  pt_summarize(s.v + drop, s.n - drop, elapsed, le.stats.stale_cycles, le.stats.lost_cycles, &sum);
   pt_context_t ctx = {
       .link = c.link,
       .mode = v12_run ? (c.streaming ? "streaming/v12" : "stop-and-wait/v12") : c.streaming ? "streaming" : "stop-and-wait",
       .timing = emulator ? timing_desc : NULL,
       .devices = n,
       .cycle_us = c.cycle_us,
-      .inflight = cfg.max_inflight,
+      .inflight = max_inflight,
       .warmup = c.warmup,
       .bus_cpu_percent = elapsed ? (double)(st1.bus_cpu_ns - st0.bus_cpu_ns) / (double)elapsed * 100.0 : 0,
       .bus_cycles = st1.bus_cycles - st0.bus_cycles,
       .resyncs = st1.resyncs - st0.resyncs,
       .resets = st1.resets - st0.resets,
       .retransmits = st1.retransmits - st0.retransmits,
+      .link_stats = &le.stats,
+      .checks = chk.checks,
+      .checks_not_all_op = chk.not_all_op,
+      .status = chk.checks ? &chk.last : NULL,
+      .check_error = chk.err != AUTD3_OK ? chk.msg : NULL,
+      .dev_info = le.info_ok ? le.info : NULL,
   };
   pt_print_summary(stdout, &sum);
-  pt_print_extra(stdout, &sum, &ctx, diag);
-
-  int rc = 0;
-  if (c.csv) {
-    if (pt_write_csv(c.csv, s.v, s.n) != 0) {
-      fprintf(stderr, "warning: failed to write CSV to %s: %s\n", c.csv, strerror(errno));
-      rc = 1;
-    } else {
-      printf("\nCSV written: %s\n", c.csv);
-    }
-  }
-  if (c.json) {
-    if (pt_write_json(c.json, &sum, &ctx) != 0) {
-      fprintf(stderr, "warning: failed to write JSON to %s: %s\n", c.json, strerror(errno));
-      rc = 1;
-    } else {
-      printf("JSON written: %s\n", c.json);
-    }
-  }
-  if (c.plot) {
-    if (pt_write_svg(c.plot, s.v + drop, s.n - drop, &sum, &ctx) != 0) {
-      fprintf(stderr, "warning: failed to write SVG to %s: %s\n", c.plot, strerror(errno));
-      rc = 1;
-    } else {
-      printf("plot written: %s\n", c.plot);
-    }
-  }
+  pt_print_extra(stdout, &sum, &ctx, le.diag);
+  int rc = write_outputs(&c, &s, drop, &sum, &ctx);
   /* A run with link errors is not a clean measurement: say so in the exit
    * status, so scripts (scripts/bench.sh, CI) cannot mistake it for one.
    * Counted over every sample, warm-up included. */

@@ -3,7 +3,8 @@
  * (its README and src/), in C over any libautd3 link.
  *
  * perftest.c  command line, the run (stop-and-wait / streaming), the state-check thread
- * report.c    statistics (nearest-rank percentiles), the stdout summary, CSV, JSON
+ * report.c    statistics (nearest-rank percentiles), the stdout summary, CSV, JSON (the link's statistics,
+ *             state checks and devices through tools/common/link_view.h)
  * plot.c      the SVG plot (latency histogram + per-sample timeline)
  */
 #ifndef AUTD3_TOOLS_PERFTEST_H
@@ -13,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "autd3/link.h"
 
 /* Sample status, as the reference's SampleStatus: ok / dev:0xNN / timeout / link. */
 enum pt_status { PT_OK = 0, PT_DEVICE = 1, PT_TIMEOUT = 2, PT_LINK = 3 };
@@ -49,6 +52,14 @@ typedef struct pt_context {
   double bus_cpu_percent;
   uint64_t bus_cycles;
   uint64_t resyncs, resets, retransmits;
+  /* The link, read at the end of the run (NULL: not read): its statistics since open, the state checker's
+   * counts and last look (status NULL: no check succeeded; check_error: why the checker stopped), and each
+   * device's counters (autd3_link_device_info; NULL: not read). */
+  const autd3_link_stats_t *link_stats;
+  uint64_t checks, checks_not_all_op;
+  const autd3_link_status_t *status;
+  const char *check_error;
+  const autd3_link_device_info_t *dev_info;
 } pt_context_t;
 
 /* report.c */
@@ -56,6 +67,8 @@ void pt_summarize(const pt_sample_t *s, size_t n, uint64_t elapsed_ns, uint64_t 
 void pt_format_duration(uint64_t ns, char *buf, size_t cap);
 void pt_print_summary(FILE *f, const pt_summary_t *s);
 void pt_print_extra(FILE *f, const pt_summary_t *s, const pt_context_t *ctx, const char *diagnostics);
+/* The link statistics, state checks and per-device block of pt_print_extra (nothing when ctx->link_stats is NULL). */
+void pt_print_link(FILE *f, const pt_context_t *ctx);
 int pt_write_csv(const char *path, const pt_sample_t *s, size_t n);
 int pt_write_json(const char *path, const pt_summary_t *s, const pt_context_t *ctx);
 /* plot.c */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "link_view.h"
 #include "perftest.h"
 
 static int cmp_u64(const void *a, const void *b) {
@@ -129,6 +130,7 @@ void pt_print_extra(FILE *f, const pt_summary_t *s, const pt_context_t *ctx, con
   fprintf(f, "  resyncs       : %" PRIu64 "\n", ctx->resyncs);
   fprintf(f, "  resets        : %" PRIu64 "\n", ctx->resets);
   fprintf(f, "  retransmits   : %" PRIu64 "\n", ctx->retransmits);
+  pt_print_link(f, ctx);
   if (diagnostics && diagnostics[0]) {
     fprintf(f, "\nlink diagnostics (%s):\n", ctx->link);
     /* One "name : value" per line; indent them like the rest. */
@@ -140,6 +142,64 @@ void pt_print_extra(FILE *f, const pt_summary_t *s, const pt_context_t *ctx, con
       p += len + (e ? 1 : 0);
     }
   }
+}
+
+void pt_print_link(FILE *f, const pt_context_t *ctx) {
+  if (ctx->link_stats == NULL)
+    return;
+  fprintf(f, "\nlink statistics (%s, since open):\n", ctx->link);
+  autd3_tool_link_stats_text(f, ctx->link_stats, "  ");
+  fprintf(f, "\nstate checks    : %" PRIu64 " (%" PRIu64 " with a device not in OP)", ctx->checks, ctx->checks_not_all_op);
+  if (ctx->status && (ctx->status->measured & AUTD3_LINK_STATUS_RECOVERIES))
+    fprintf(f, ", recoveries %" PRIu64 "\n", ctx->status->recoveries);
+  else
+    fprintf(f, ", recoveries not measured\n");
+  if (ctx->check_error)
+    fprintf(f, "  stopped       : %s\n", ctx->check_error);
+  fprintf(f, "  %-4s %-12s %10s %12s  %s\n", "dev", "state", "recoveries", "stale", "ESC errors crc/phy/fwd/lost per port");
+  for (size_t d = 0; d < ctx->devices; d++) {
+    const autd3_link_status_t *st = ctx->status;
+    char rec[24] = "-", esc[128] = "-", stale[24] = "-";
+    if (st && (st->measured & AUTD3_LINK_STATUS_DEVICE_RECOVERIES))
+      snprintf(rec, sizeof rec, "%" PRIu32, st->device_recoveries[d]);
+    if (ctx->dev_info) {
+      snprintf(stale, sizeof stale, "%" PRIu64 "%s", ctx->dev_info[d].stale_cycles,
+               ctx->dev_info[d].measured & AUTD3_LINK_MEASURES_DEVICE_STALE ? "" : "*");
+      autd3_tool_device_counters_text(&ctx->dev_info[d], esc, sizeof esc);
+    }
+    fprintf(f, "  %-4zu %-12s %10s %12s  %s\n", d, st ? autd3_tool_device_state_name(st->state[d]) : "UNKNOWN", rec, stale,
+            esc);
+  }
+  fprintf(f, "  (* the link cannot tell whose inputs were stale: every stale cycle counts for every device)\n");
+}
+
+/* The JSON members of the link: "link_stats", "state_checks" and "devices" (one line each). */
+static void json_link(FILE *f, const pt_context_t *ctx) {
+  char b[512];
+  autd3_tool_link_stats_json(ctx->link_stats, b, sizeof b);
+  fprintf(f, "  \"link_stats\": %s,\n", b);
+  const autd3_link_status_t *st = ctx->status;
+  fprintf(f, "  \"state_checks\": {\"checks\": %" PRIu64 ", \"not_all_op\": %" PRIu64, ctx->checks, ctx->checks_not_all_op);
+  if (st && (st->measured & AUTD3_LINK_STATUS_RECOVERIES))
+    fprintf(f, ", \"recoveries\": %" PRIu64 "},\n", st->recoveries);
+  else
+    fprintf(f, ", \"recoveries\": null},\n");
+  fprintf(f, "  \"device_states\": [");
+  for (size_t d = 0; d < ctx->devices; d++) {
+    fprintf(f, "%s{\"position\": %zu, \"state\": \"%s\", \"al_state\": %u, \"recoveries\": ", d ? ", " : "", d,
+            st ? autd3_tool_device_state_name(st->state[d]) : "UNKNOWN", st ? st->al_state[d] : 0);
+    if (st && (st->measured & AUTD3_LINK_STATUS_DEVICE_RECOVERIES))
+      fprintf(f, "%" PRIu32, st->device_recoveries[d]);
+    else
+      fprintf(f, "null");
+    if (ctx->dev_info) {
+      autd3_tool_device_info_json(&ctx->dev_info[d], b, sizeof b);
+      fprintf(f, ", \"link\": %s}", b);
+    } else {
+      fprintf(f, ", \"link\": null}");
+    }
+  }
+  fprintf(f, "],\n");
 }
 
 static const char *status_str(const pt_sample_t *s, char *buf) {
@@ -183,6 +243,8 @@ int pt_write_json(const char *path, const pt_summary_t *s, const pt_context_t *c
   }
   fprintf(f, "},\n");
   fprintf(f, "  \"stale_cycles\": %" PRIu64 ",\n  \"lost_cycles\": %" PRIu64 ",\n", s->stale_cycles, s->lost_cycles);
+  if (ctx->link_stats)
+    json_link(f, ctx);
   fprintf(f, "  \"throughput\": {\"cmd_per_sec\": %.2f, \"byte_per_sec\": %.2f},\n", s->cmd_per_sec, s->byte_per_sec);
   fprintf(f,
           "  \"latency_ns\": {\"mean\": %" PRIu64 ", \"p50\": %" PRIu64 ", \"p95\": %" PRIu64 ", \"p99\": %" PRIu64
