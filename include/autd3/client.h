@@ -282,6 +282,11 @@ typedef struct autd3_client_device_status {
   uint32_t resets;            /**< times the device's state was lost or discarded (= autd3_client_device_resets()) */
   uint32_t reinits;           /**< the `resets` count the last completed re-establishment covers; == resets and READY: fully re-established */
   autd3_client_device_state_t state;
+  /* @since 0.5.0: the frames completed so far (the open sequence's included) by what this device did with them */
+  uint32_t reserved_;    /**< 0 */
+  uint64_t executed;     /**< it executed them (acked) */
+  uint64_t not_executed; /**< they never ran on it (e.g. staged while it was being re-established) */
+  uint64_t unknown;      /**< their outcome on it is unknown (it rebooted or stopped answering with them in flight) */
 } autd3_client_device_status_t;
 
 /**

@@ -234,6 +234,10 @@ autd3_err_t autd3_client_device_status_sized(const autd3_client_t *c, uint16_t d
   out->resets = atomic_load(&m->ds_resets[dev]);
   out->reinits = reinits;
   out->state = (autd3_client_device_state_t)atomic_load(&m->ds_state[dev]);
+  out->reserved_ = 0;
+  out->executed = atomic_load_explicit(&m->ds_outcomes[dev][AUTD3_OUTCOME_EXECUTED], memory_order_relaxed);
+  out->not_executed = atomic_load_explicit(&m->ds_outcomes[dev][AUTD3_OUTCOME_NOT_EXECUTED], memory_order_relaxed);
+  out->unknown = atomic_load_explicit(&m->ds_outcomes[dev][AUTD3_OUTCOME_UNKNOWN], memory_order_relaxed);
   autd3__out_copy(dst, size, &st, sizeof st);
   return AUTD3_OK;
 }

@@ -192,6 +192,7 @@ struct autd3_client {
   _Atomic uint32_t ds_resets[AUTD3_MAX_DEVICES];
   _Atomic uint32_t ds_reinits[AUTD3_MAX_DEVICES];
   _Atomic uint8_t ds_state[AUTD3_MAX_DEVICES];
+  _Atomic uint64_t ds_outcomes[AUTD3_MAX_DEVICES][4]; /* completed frames per AUTD3_OUTCOME_* (autd3__client_complete) */
 };
 
 #define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */

@@ -51,6 +51,8 @@ void autd3__slot_release(struct autd3__slot *r) {
 void autd3__client_complete(struct autd3_client *c, struct autd3__slot *r, autd3_err_t result) {
   r->result = result;
   atomic_fetch_add_explicit(result == AUTD3_OK ? &c->st_completed : &c->st_failed, 1, memory_order_relaxed);
+  for (size_t d = 0; d < c->num_devices; d++) /* what each device did with it (autd3_client_device_status) */
+    if (r->outcome[d] < 4) atomic_fetch_add_explicit(&c->ds_outcomes[d][r->outcome[d]], 1, memory_order_relaxed);
   uint32_t old = atomic_fetch_or_explicit(&r->flags, AUTD3__REQ_COMPLETED, memory_order_acq_rel);
   if (old & AUTD3__REQ_DETACHED)
     autd3__slot_release(r);

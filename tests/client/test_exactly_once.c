@@ -302,10 +302,11 @@ TEST(stale_outage_unknown_then_catches_up) {
   static result_t res[N];
   const injection_t inj = {.at = AT, .dev = 0, .fault = {.invalidate_rx = 30}};
   stream(c, N, WINDOW, &inj, res);
-  size_t unknown = 0;
+  size_t unknown = 0, per_dev[2][4] = {{0}};
   for (size_t i = 0; i < N; i++) {
     check_result(&res[i], 2);
     for (int d = 0; d < 2; d++) ASSERT_TRUE(res[i].resp.outcome[d] != AUTD3_OUTCOME_NOT_EXECUTED);
+    for (int d = 0; d < 2; d++) per_dev[d][res[i].resp.outcome[d] & 3]++;
     if (res[i].err != AUTD3_OK) {
       ASSERT_EQ(res[i].err, AUTD3_E_OUTCOME_UNKNOWN);
       unknown++;
@@ -320,6 +321,15 @@ TEST(stale_outage_unknown_then_catches_up) {
   ASSERT_EQ(autd3_client_device_resets(c, 0), 0);
   ASSERT_EQ(autd3_client_device_resets(c, 1), 0);
   for (uint16_t d = 0; d < 2; d++) ASSERT_EQ(fx_counters(c, d).executed, FX_OPEN_EXECUTED + N + 1);
+  /* The client's per-device account (autd3_client_device_status) is the responses' (+ the open sequence and the
+   * last frame, executed): what a tool such as `autd3 watch` shows per device. */
+  for (uint16_t d = 0; d < 2; d++) {
+    autd3_client_device_status_t st;
+    ASSERT_OK(autd3_client_device_status(c, d, &st));
+    ASSERT_EQ(st.unknown, per_dev[d][AUTD3_OUTCOME_UNKNOWN]);
+    ASSERT_EQ(st.not_executed, 0);
+    ASSERT_GE(st.executed, per_dev[d][AUTD3_OUTCOME_EXECUTED] + 1);
+  }
   ASSERT_CLOSE_OK(c);
 }
 
@@ -343,6 +353,11 @@ TEST(foreign_writer_is_second_master) {
   autd3_client_device_status_t st;
   ASSERT_OK(autd3_client_device_status(c, 1, &st));
   ASSERT_EQ(st.state, AUTD3_CLIENT_DEVICE_FOREIGN);
+  ASSERT_GE(st.not_executed + st.unknown, 2); /* the two frames it did not run, per device */
+  autd3_client_device_status_t st0;
+  ASSERT_OK(autd3_client_device_status(c, 0, &st0));
+  ASSERT_EQ(st0.not_executed + st0.unknown, 0);
+  ASSERT_GT(st0.executed, st.executed);
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
   ASSERT_EQ(s.second_master, 1);
