@@ -389,6 +389,8 @@ TEST(watch_json_shows_a_power_cycled_device_and_spares_its_neighbour) {
       ASSERT_EQ(wfield(line, 0, "resets"), 0);
       ASSERT_EQ(wfield(line, 1, "resets"), 0);
     }
+    if (lines == 2)
+      ctl("errors 0 crc 1 5", r, sizeof r);
     if (lines == 3)
       ctl("power-cycle 1", r, sizeof r);
     snprintf(last, sizeof last, "%s", line);
@@ -404,6 +406,13 @@ TEST(watch_json_shows_a_power_cycled_device_and_spares_its_neighbour) {
   /* and its neighbour lost nothing */
   ASSERT_EQ(wfield(last, 0, "resets"), 0);
   ASSERT_TRUE(strstr(last, "{\"position\":0,\"state\":\"OP\"") != NULL);
+  /* per device: the frames it executed, its ESC counters as injected (read from the device), its DC deviation */
+  ASSERT_GT(wfield(last, 0, "executed"), 0);
+  ASSERT_CONTAINS(last, "\"crc_errors\":[0,5,0,0]");
+  ASSERT_TRUE(strstr(last, "\"dc_deviation_ns\":null") == NULL);
+  ASSERT_GE(wfield(last, 1, "recoveries"), 1); /* device 1 was seen out of OP and back */
+  ASSERT_CONTAINS(last, "\"phase_excursions\":");
+  ASSERT_TRUE(strstr(last, "\"phase_excursions\":null") == NULL);
 }
 
 /* The terminal view under tmux: redrawn in place (one header on the screen
@@ -543,4 +552,50 @@ TEST(watch_through_remote_server_and_its_capture) {
   pcap_count(path, &sent, &back);
   ASSERT_GT(sent, 10);
   ASSERT_GT(back, 10);
+}
+
+/* `watch --link twincat` against autd3-twincat-emu (an emulated TwinCAT runtime on loopback): both devices in
+ * OP as the runtime's state words say, the frames each executed (the client's open sequence), the bus cycling
+ * between refreshes, the ADS exchange timed, and what TwinCAT cannot give (phase, ESC counters, DC deviation) null, not zero. */
+TEST(watch_twincat_against_the_emulated_runtime) {
+  const char *emu = AUTD3_BINARY_DIR "/tools/twincat-emu/autd3-twincat-emu";
+  if (access(emu, X_OK) != 0)
+    SKIP("autd3-twincat-emu is not built");
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' --devices 2 --listen 127.0.0.1:0 2>/dev/null & echo pid $!", emu);
+  FILE *p = popen(cmd, "r");
+  ASSERT_TRUE(p != NULL);
+  int pid = 0, port = 0;
+  char line[256];
+  while ((pid == 0 || port == 0) && fgets(line, sizeof line, p)) {
+    sscanf(line, "pid %d", &pid);
+    sscanf(line, "port %d", &port);
+  }
+  pclose(p);
+  ASSERT_GT(pid, 0);
+  ASSERT_GT(port, 0);
+  snprintf(cmd, sizeof cmd,
+           "watch --link twincat --address 127.0.0.1:%d --ams-net-id 127.0.0.1.1.1 --devices 2 --count 4 --interval-ms 150 "
+           "--json",
+           port);
+  ASSERT_EQ(run("watch --link twincat --address 127.0.0.1 --count 1 2>/dev/null"), 2); /* no port */
+  int code = run(cmd);
+  kill(pid, SIGTERM);
+  ASSERT_EQ(code, 0);
+  const char *first = strstr(g_out, "{\"link\":\"twincat\""), *last = first;
+  ASSERT_TRUE(first != NULL);
+  for (const char *q = strstr(g_out, "{\"link\""); q; q = strstr(q + 1, "{\"link\""))
+    last = q;
+  ASSERT_TRUE(last != first);
+  for (int d = 0; d < 2; d++) {
+    char tag[64];
+    snprintf(tag, sizeof tag, "{\"position\":%d,\"state\":\"OP\"", d);
+    ASSERT_TRUE(strstr(last, tag) != NULL);
+    ASSERT_GT(wfield(last, d, "executed"), 0);
+  }
+  /* the bus kept cycling between the first and the last refresh */
+  ASSERT_GT(strtoll(strstr(last, "\"cycles\":") + 9, NULL, 10), strtoll(strstr(first, "\"cycles\":") + 9, NULL, 10));
+  ASSERT_CONTAINS(last, "\"phase_excursions\":null");
+  ASSERT_CONTAINS(last, "\"esc\":null,\"dc_deviation_ns\":null");
+  ASSERT_TRUE(strstr(last, "\"exchanges\":null") == NULL);
 }

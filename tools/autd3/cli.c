@@ -172,6 +172,10 @@ void json_null(json_t *j, const char *k) {
   key(j, k);
   fputs("null", j->o);
 }
+void json_raw(json_t *j, const char *k, const char *json) {
+  key(j, k);
+  fputs(json, j->o);
+}
 void json_finish(json_t *j) { fputc('\n', j->o); }
 
 /* ---------------------------------------------------------------- AL */

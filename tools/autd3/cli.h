@@ -99,6 +99,7 @@ void json_u64(json_t *j, const char *key, uint64_t v);
 void json_i64(json_t *j, const char *key, int64_t v);
 void json_bool(json_t *j, const char *key, bool v);
 void json_null(json_t *j, const char *key);
+void json_raw(json_t *j, const char *key, const char *json); /* a value already in JSON (an object from link_view.h) */
 void json_finish(json_t *j); /* newline */
 
 /* AL status code text (ETG.1000.6 table "AL Status Codes"). */

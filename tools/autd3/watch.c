@@ -2,28 +2,32 @@
  * autd3 watch: open a client over any link and show, refreshed in place,
  * what the link and the client see of each device (docs/tools.md "watch").
  * Public API only: the link's statistics (autd3_link_stats), the state
- * checker (autd3_link_check_state, the same look perftest's checker takes)
- * and the client's per-device status. Over the Remote link the numbers are
- * the server's link's, as ARMT v7 carries them (docs/remote.md); a link that
- * cannot observe a device's state shows UNKNOWN, never a guess.
+ * checker (autd3_link_check_state, the same look perftest's checker takes),
+ * each device's link counters (autd3_link_device_info: stale cycles, and on
+ * the EtherCAT links its ESC error counters and DC deviation read from the
+ * device) and the client's per-device status (executed frames). What a link
+ * cannot observe is shown as "-" / UNKNOWN (JSON null), never a guess.
  *
  * The client keeps the bus cycling with nothing queued, so the array stays
- * as the client's open sequence left it (Clear: silent). A second master is
- * refused as by every link (exit 7): watch a running application's bus
- * through its Remote server instead.
+ * as the client's open sequence left it (Clear: silent). watch is a master:
+ * an interface another master holds is refused (exit 7), and a Remote
+ * server serves one client at a time, so watch cannot look over a running
+ * application's shoulder; it shows a bus it drives itself.
  */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "autd3/autd3.h"
 #include "cli.h"
 #include "link_flags.h"
+#include "link_view.h"
 #include "tool_os.h"
 
 typedef struct watch_opts {
-  const char *link, *address;
+  const char *link, *address, *ams_net_id;
   uint64_t devices, interval_ms, count, cycle_us;
 } watch_opts_t;
 
@@ -35,14 +39,18 @@ static void on_sigint(int sig) {
 
 void help_watch(FILE *o) {
   fprintf(o,
-          "usage: " TOOL " watch [--link KIND] [--interface IF] [--address HOST:PORT] [--devices N]\n"
-          "                   [--cycle-us US] [--interval-ms MS] [--count K] [--capture FILE.pcap] [--json]\n\n"
+          "usage: " TOOL " watch [--link KIND] [--interface IF] [--address HOST:PORT] [--ams-net-id ID]\n"
+          "                   [--devices N] [--cycle-us US] [--interval-ms MS] [--count K] [--capture FILE.pcap]\n"
+          "                   [--json]\n\n"
           "Opens a client over the link (default echocat; emulator, remote, twincat, soem, ethercrab where\n"
-          "built) for N devices (default 1) and shows every MS milliseconds (default 500) the link's cycles,\n"
-          "stale and lost cycles and recoveries, the client's frames and re-establishments, and per device\n"
-          "the EtherCAT state, the client's state and the resets. On a terminal the view is redrawn in\n"
-          "place; otherwise (or with --json, one JSON object per line) each refresh is appended.\n"
-          "--count K stops after K refreshes (0 = until Ctrl-C). Exit: 0, or the open's error (docs/tools.md).\n");
+          "built) for N devices (default 1) and shows every MS milliseconds (default 500) the link's\n"
+          "statistics (cycles, stale and lost cycles, phase excursions, exchange times, recoveries), the\n"
+          "client's frames, and per device: EtherCAT state, client state, frames executed and failed, stale\n"
+          "cycles, recoveries, resets, DC deviation and ESC error counters (\"-\": the link cannot read it).\n"
+          "--address: the Remote server, or the TwinCAT runtime's ADS host:port (with --ams-net-id).\n"
+          "On a terminal the view is redrawn in place; otherwise (or with --json, one JSON object per line)\n"
+          "each refresh is appended. --count K stops after K refreshes (0 = until Ctrl-C).\n"
+          "Exit: 0, or the open's error (docs/tools.md).\n");
 }
 
 static int own(void *ctx, int argc, char **argv, int i) {
@@ -63,25 +71,18 @@ static int own(void *ctx, int argc, char **argv, int i) {
       return -1;
     return 2;
   }
-  if (!strcmp(a, "--link") || !strcmp(a, "--address")) {
+  const char **strs[3] = {&w->link, &w->address, &w->ams_net_id};
+  static const char *names[3] = {"--link", "--address", "--ams-net-id"};
+  for (int k = 0; k < 3; k++) {
+    if (strcmp(a, names[k]) != 0)
+      continue;
     const char *v = cli_value("watch", argc, argv, i);
     if (!v)
       return -1;
-    *(!strcmp(a, "--link") ? &w->link : &w->address) = v;
+    *strs[k] = v;
     return 2;
   }
   return 0;
-}
-
-static const char *dev_state_name(uint8_t s) {
-  switch (s) {
-  case AUTD3_DEVICE_OP: return "OP";
-  case AUTD3_DEVICE_SAFE_OP: return "SAFE-OP";
-  case AUTD3_DEVICE_SAFE_OP_ERROR: return "SAFE-OP+ERR";
-  case AUTD3_DEVICE_LOST: return "LOST";
-  case AUTD3_DEVICE_OTHER: return "OTHER";
-  default: return "UNKNOWN";
-  }
 }
 
 static const char *client_state_name(autd3_client_device_state_t s) {
@@ -100,6 +101,7 @@ typedef struct snap {
   autd3_link_status_t st;
   bool st_ok;
   autd3_client_device_status_t dev[AUTD3_MAX_DEVICES];
+  autd3_link_device_info_t info[AUTD3_MAX_DEVICES];
 } snap_t;
 
 static void take(autd3_client_t *cl, uint64_t t0, snap_t *s) {
@@ -110,12 +112,17 @@ static void take(autd3_client_t *cl, uint64_t t0, snap_t *s) {
   autd3_client_stats(cl, &s->cs);
   s->st_ok = autd3_link_check_state(l, &s->st) == AUTD3_OK;
   size_t n = autd3_client_num_devices(cl);
-  for (size_t d = 0; d < n; d++)
+  for (size_t d = 0; d < n; d++) {
     autd3_client_device_status(cl, (uint16_t)d, &s->dev[d]);
+    autd3_link_device_info(l, (uint16_t)d, &s->info[d]); /* a failed read leaves its bits clear: "-" */
+  }
 }
+
+static bool has_status(const snap_t *s, uint32_t bit) { return s->st_ok && (s->st.measured & bit); }
 
 static void show_json(const snap_t *s, size_t n, const char *kind) {
   json_t j;
+  char b[512];
   json_begin(&j, stdout);
   json_obj(&j, NULL);
   json_str(&j, "link", kind);
@@ -123,7 +130,9 @@ static void show_json(const snap_t *s, size_t n, const char *kind) {
   json_u64(&j, "cycles", s->ls.cycles);
   json_u64(&j, "stale_cycles", s->ls.stale_cycles);
   json_u64(&j, "lost_cycles", s->ls.lost_cycles);
-  if (s->st_ok)
+  autd3_tool_link_stats_json(&s->ls, b, sizeof b);
+  json_raw(&j, "link_stats", b);
+  if (has_status(s, AUTD3_LINK_STATUS_RECOVERIES))
     json_u64(&j, "recoveries", s->st.recoveries);
   else
     json_null(&j, "recoveries");
@@ -136,11 +145,20 @@ static void show_json(const snap_t *s, size_t n, const char *kind) {
   for (size_t d = 0; d < n; d++) {
     json_obj(&j, NULL);
     json_u64(&j, "position", d);
-    json_str(&j, "state", s->st_ok ? dev_state_name(s->st.state[d]) : "UNKNOWN");
+    json_str(&j, "state", s->st_ok ? autd3_tool_device_state_name(s->st.state[d]) : "UNKNOWN");
     json_u64(&j, "al_state", s->st_ok ? s->st.al_state[d] : 0);
     json_str(&j, "client_state", client_state_name(s->dev[d].state));
     json_u64(&j, "resets", s->dev[d].resets);
     json_u64(&j, "reinits", s->dev[d].reinits);
+    json_u64(&j, "executed", s->dev[d].executed);
+    json_u64(&j, "not_executed", s->dev[d].not_executed);
+    json_u64(&j, "unknown", s->dev[d].unknown);
+    if (has_status(s, AUTD3_LINK_STATUS_DEVICE_RECOVERIES))
+      json_u64(&j, "recoveries", s->st.device_recoveries[d]);
+    else
+      json_null(&j, "recoveries");
+    autd3_tool_device_info_json(&s->info[d], b, sizeof b);
+    json_raw(&j, "link", b);
     json_end_obj(&j);
   }
   json_end_arr(&j);
@@ -148,26 +166,73 @@ static void show_json(const snap_t *s, size_t n, const char *kind) {
   json_finish(&j);
 }
 
+/* The link line: cycles, stale, lost, phase, exchange, recoveries ("-": not measured). */
+static void show_link_line(const snap_t *s) {
+  const autd3_link_stats_t *l = &s->ls;
+  printf("link    cycles %" PRIu64 "  stale %" PRIu64 "  lost ", l->cycles, l->stale_cycles);
+  if (l->measured & AUTD3_LINK_MEASURES_LOST)
+    printf("%" PRIu64, l->lost_cycles);
+  else
+    printf("-");
+  if (l->measured & AUTD3_LINK_MEASURES_PHASE)
+    printf("  phase excursions %" PRIu64 " (worst %.1f us)", l->phase_excursions, (double)l->worst_phase_deviation_ns / 1e3);
+  else
+    printf("  phase excursions -");
+  if (l->measured & AUTD3_LINK_MEASURES_EXCHANGE)
+    printf("  exchange %.1f/%.1f us (mean/worst)", (double)autd3_tool_mean_exchange_ns(l) / 1e3,
+           (double)l->worst_exchange_ns / 1e3);
+  else
+    printf("  exchange -");
+  if (has_status(s, AUTD3_LINK_STATUS_RECOVERIES))
+    printf("  recoveries %" PRIu64 "\n", s->st.recoveries);
+  else if (!s->st_ok)
+    printf("  recoveries ? (%s)\n", autd3_last_error());
+  else
+    printf("  recoveries -\n");
+}
+
 static void show_text(const snap_t *s, size_t n, const char *kind, bool redraw) {
   if (redraw)
     fputs("\x1b[H\x1b[2J", stdout); /* cursor home, clear screen (ECMA-48 CUP, ED) */
   printf(TOOL " watch: %s link, %zu device(s), %.1f s   (Ctrl-C quits)\n", kind, n, s->t_s);
-  printf("link    cycles %" PRIu64 "  stale %" PRIu64 "  lost %" PRIu64 "  recoveries ", s->ls.cycles, s->ls.stale_cycles,
-         s->ls.lost_cycles);
-  if (s->st_ok)
-    printf("%" PRIu64 "\n", s->st.recoveries);
-  else
-    printf("? (%s)\n", autd3_last_error());
+  show_link_line(s);
   printf("client  frames sent %" PRIu64 "  completed %" PRIu64 "  failed %" PRIu64 "  device resets %" PRIu64
          "  re-established %" PRIu64 "\n",
          s->cs.sent, s->cs.completed, s->cs.failed, s->cs.device_resets, s->cs.reinits);
-  printf("%-4s %-12s %-11s %7s %8s\n", "dev", "state", "client", "resets", "reinits");
-  for (size_t d = 0; d < n; d++)
-    printf("%-4zu %-12s %-11s %7" PRIu32 " %8" PRIu32 "\n", d, s->st_ok ? dev_state_name(s->st.state[d]) : "UNKNOWN",
-           client_state_name(s->dev[d].state), s->dev[d].resets, s->dev[d].reinits);
+  printf("%-4s %-12s %-10s %9s %6s %7s %5s %6s %7s %9s  %s\n", "dev", "state", "client", "executed", "failed", "stale",
+         "recov", "resets", "reinits", "DC dev ns", "ESC errors");
+  for (size_t d = 0; d < n; d++) {
+    const autd3_link_device_info_t *in = &s->info[d];
+    char rec[16] = "-", dc[16] = "-", esc[160];
+    if (has_status(s, AUTD3_LINK_STATUS_DEVICE_RECOVERIES))
+      snprintf(rec, sizeof rec, "%" PRIu32, s->st.device_recoveries[d]);
+    if (in->measured & AUTD3_LINK_MEASURES_DC)
+      snprintf(dc, sizeof dc, "%" PRId32, in->dc_deviation_ns);
+    autd3_tool_device_counters_text(in, esc, sizeof esc);
+    printf("%-4zu %-12s %-10s %9" PRIu64 " %6" PRIu64 " %6" PRIu64 "%s %5s %6" PRIu32 " %7" PRIu32 " %9s  %s\n", d,
+           s->st_ok ? autd3_tool_device_state_name(s->st.state[d]) : "UNKNOWN", client_state_name(s->dev[d].state),
+           s->dev[d].executed, s->dev[d].not_executed + s->dev[d].unknown, in->stale_cycles,
+           in->measured & AUTD3_LINK_MEASURES_DEVICE_STALE ? " " : "*", rec, s->dev[d].resets, s->dev[d].reinits, dc, esc);
+  }
+  if (!(s->info[0].measured & AUTD3_LINK_MEASURES_DEVICE_STALE))
+    printf("(* the link cannot tell whose inputs were stale: each stale cycle counts for every device)\n");
   if (!redraw)
     putchar('\n');
   fflush(stdout);
+}
+
+/* --address for TwinCAT: HOST:PORT (or [V6]:PORT) into the link flags' server and port. */
+static bool twincat_address(const char *address, char *host, size_t cap, int *port) {
+  const char *c = strrchr(address, ':');
+  if (c == NULL || c == address || (size_t)(c - address) >= cap)
+    return false;
+  char *end = NULL;
+  long p = strtol(c + 1, &end, 10);
+  if (*end != 0 || p < 1 || p > 65535)
+    return false;
+  snprintf(host, cap, "%.*s", (int)(c - address), address);
+  *port = (int)p;
+  return true;
 }
 
 int cmd_watch(int argc, char **argv) {
@@ -188,8 +253,17 @@ int cmd_watch(int argc, char **argv) {
     fprintf(stderr, TOOL " watch: --interface IF is required with --link %s (`" TOOL " adapters` lists them)\n", w.link);
     return EXIT_USAGE;
   }
-  const autd3_tool_link_flags_t f = {.link = w.link, .cycle_us = (uint32_t)w.cycle_us, .interface = o.interface,
-                                     .address = w.address, .twincat_port = -1, .capture = o.capture};
+  autd3_tool_link_flags_t f = {.link = w.link, .cycle_us = (uint32_t)w.cycle_us, .interface = o.interface,
+                               .address = w.address, .twincat_port = -1, .capture = o.capture, .ams_net_id = w.ams_net_id};
+  char tc_host[256];
+  if (kind == AUTD3_LINK_TWINCAT && w.address) {
+    if (!twincat_address(w.address, tc_host, sizeof tc_host, &f.twincat_port)) {
+      fprintf(stderr, TOOL " watch: --address \"%s\": expected HOST:PORT (the runtime's ADS port, e.g. 48898)\n", w.address);
+      return EXIT_USAGE;
+    }
+    f.twincat_server = tc_host;
+    f.address = NULL;
+  }
   autd3_link_option_t lo;
   char err[256];
   if (!autd3_tool_link_option(&f, &lo, err, sizeof err)) {

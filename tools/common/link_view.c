@@ -118,9 +118,17 @@ void autd3_tool_device_counters_text(const autd3_link_device_info_t *d, char *bu
     put(&o, "-");
     return;
   }
+  /* the non-zero ones only, as KIND@PORT=N: what to look at stands out */
   const uint8_t *g[4] = {d->crc_errors, d->phy_errors, d->forwarded_errors, d->lost_links};
   static const char *names[4] = {"crc", "phy", "fwd", "lost"};
   for (int k = 0; k < 4; k++)
-    put(&o, "%s%s %u/%u/%u/%u", k ? " " : "", names[k], g[k][0], g[k][1], g[k][2], g[k][3]);
-  put(&o, " pu %u pdi %u", d->processing_unit_errors, d->pdi_errors);
+    for (int p = 0; p < 4; p++)
+      if (g[k][p])
+        put(&o, "%s%s@%d=%u", o.len ? " " : "", names[k], p, g[k][p]);
+  if (d->processing_unit_errors)
+    put(&o, "%spu=%u", o.len ? " " : "", d->processing_unit_errors);
+  if (d->pdi_errors)
+    put(&o, "%spdi=%u", o.len ? " " : "", d->pdi_errors);
+  if (o.len == 0)
+    put(&o, "none");
 }

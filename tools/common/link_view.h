@@ -31,8 +31,8 @@ size_t autd3_tool_link_stats_json(const autd3_link_stats_t *s, char *buf, size_t
  * "forwarded_errors":[4],"lost_links":[4],"processing_unit_errors","pdi_errors"}|null,"dc_deviation_ns"|null}. */
 size_t autd3_tool_device_info_json(const autd3_link_device_info_t *d, char *buf, size_t cap);
 
-/* The ESC error counters of one device in one short text ("crc 0/1/0/0 phy ... fwd ... lost ... pu 0 pdi 0"),
- * or "-" when not read. */
+/* The ESC error counters of one device in one short text: the non-zero ones as KIND@PORT=N ("crc@1=3 lost@0=2
+ * pdi=4"; KIND crc, phy, fwd, lost, and pu, pdi without a port), "none" when all are zero, "-" when not read. */
 void autd3_tool_device_counters_text(const autd3_link_device_info_t *d, char *buf, size_t cap);
 
 #endif

@@ -156,7 +156,7 @@ void pt_print_link(FILE *f, const pt_context_t *ctx) {
     fprintf(f, ", recoveries not measured\n");
   if (ctx->check_error)
     fprintf(f, "  stopped       : %s\n", ctx->check_error);
-  fprintf(f, "  %-4s %-12s %10s %12s  %s\n", "dev", "state", "recoveries", "stale", "ESC errors crc/phy/fwd/lost per port");
+  fprintf(f, "  %-4s %-12s %10s %12s  %s\n", "dev", "state", "recoveries", "stale", "ESC errors (KIND@PORT=N)");
   for (size_t d = 0; d < ctx->devices; d++) {
     const autd3_link_status_t *st = ctx->status;
     char rec[24] = "-", esc[128] = "-", stale[24] = "-";
