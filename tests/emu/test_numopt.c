@@ -53,6 +53,36 @@ TEST(signed_values) {
   ASSERT_CONTAINS(err, "-4000000..4000000");
 }
 
+/* Durations as the reference SDK's tools write them (humantime: "30s", "100ms"); a bare number in the tool's
+ * unit (synctune: ms; perftest: s) or refused where the tool wants a unit. */
+TEST(duration_values) {
+  char err[256];
+  uint64_t v = 0;
+  ASSERT_TRUE(autd3_numopt_duration_ns("--dwell", "30s", 1000000, 0, UINT64_MAX, &v, err, sizeof err));
+  ASSERT_TRUE(v == 30000000000ull);
+  ASSERT_TRUE(autd3_numopt_duration_ns("--dwell", "100ms", 1000000, 0, UINT64_MAX, &v, err, sizeof err));
+  ASSERT_TRUE(v == 100000000ull);
+  ASSERT_TRUE(autd3_numopt_duration_ns("--dwell", "1.5s", 1000000, 0, UINT64_MAX, &v, err, sizeof err));
+  ASSERT_TRUE(v == 1500000000ull);
+  ASSERT_TRUE(autd3_numopt_duration_ns("--dwell", "2m", 1000000, 0, UINT64_MAX, &v, err, sizeof err));
+  ASSERT_TRUE(v == 120000000000ull);
+  ASSERT_TRUE(autd3_numopt_duration_ns("--dwell", "250", 1000000, 0, UINT64_MAX, &v, err, sizeof err)); /* bare: ms */
+  ASSERT_TRUE(v == 250000000ull);
+  ASSERT_TRUE(autd3_numopt_duration_ns("--x", "750us", 1, 0, UINT64_MAX, &v, err, sizeof err));
+  ASSERT_TRUE(v == 750000ull);
+  v = 9;
+  const char *bad[] = {"", "s", "10x", "10 s", "-1s", "1e", "10sec", " 5s", "0x10s", "1ms2"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (autd3_numopt_duration_ns("--dwell", bad[i], 1000000, 0, UINT64_MAX, &v, err, sizeof err))
+      TEST_FAIL_("accepted '%s'", bad[i]);
+    ASSERT_CONTAINS(err, "--dwell");
+  }
+  ASSERT_FALSE(autd3_numopt_duration_ns("--dwell", "5", 0, 0, UINT64_MAX, &v, err, sizeof err)); /* a unit required */
+  ASSERT_FALSE(autd3_numopt_duration_ns("--dwell", "10ms", 1000000, 50000000, 100000000, &v, err, sizeof err)); /* range */
+  ASSERT_CONTAINS(err, "0.05..0.1 s");
+  ASSERT_EQ(v, 9);
+}
+
 TEST(real_values) {
   char err[256];
   double v = 0;

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Digits of `s` (base 10 or 16) into *v; false on an empty string, a
  * non-digit or a value above UINT64_MAX. */
@@ -74,6 +75,39 @@ bool autd3_numopt_f64(const char *opt, const char *s, double lo, double hi, doub
   return true;
 }
 
+bool autd3_numopt_duration_ns(const char *opt, const char *s, uint64_t bare_unit_ns, uint64_t lo_ns, uint64_t hi_ns,
+                              uint64_t *out_ns, char *err, size_t cap) {
+  static const struct {
+    const char *name;
+    double ns;
+  } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
+  size_t len = strlen(s), u = len;
+  while (u > 0 && s[u - 1] >= 'a' && s[u - 1] <= 'z' && s[u - 1] != 'e') u--;
+  char num[64];
+  double mul = (double)bare_unit_ns;
+  bool ok = u > 0 && u < sizeof num;
+  if (ok && s[u] != 0) {
+    ok = false;
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++)
+      if (strcmp(s + u, units[k].name) == 0) ok = true, mul = units[k].ns;
+  }
+  ok = ok && mul > 0;
+  double v = 0;
+  if (ok) {
+    memcpy(num, s, u);
+    num[u] = 0;
+    char e2[8];
+    ok = autd3_numopt_f64(opt, num, 0, 1e300, &v, e2, sizeof e2) && v * mul >= (double)lo_ns && v * mul <= (double)hi_ns;
+  }
+  if (!ok) {
+    snprintf(err, cap, "%s '%s': expected a duration %s (ns, us, ms, s, m, h) in %.9g..%.9g s", opt, s,
+             bare_unit_ns ? "with or without a unit" : "with a unit", (double)lo_ns / 1e9, (double)hi_ns / 1e9);
+    return false;
+  }
+  *out_ns = (uint64_t)(v * mul + 0.5);
+  return true;
+}
+
 static void fail(const char *tool, const char *msg) {
   fprintf(stderr, "%s: %s\n", tool, msg);
   exit(2);
@@ -97,5 +131,13 @@ double autd3_numopt_f64_or_exit(const char *tool, const char *opt, const char *s
   char err[256];
   double v = 0;
   if (!autd3_numopt_f64(opt, s, lo, hi, &v, err, sizeof err)) fail(tool, err);
+  return v;
+}
+
+uint64_t autd3_numopt_duration_ns_or_exit(const char *tool, const char *opt, const char *s, uint64_t bare_unit_ns,
+                                          uint64_t lo_ns, uint64_t hi_ns) {
+  char err[256];
+  uint64_t v = 0;
+  if (!autd3_numopt_duration_ns(opt, s, bare_unit_ns, lo_ns, hi_ns, &v, err, sizeof err)) fail(tool, err);
   return v;
 }

@@ -27,10 +27,20 @@ bool autd3_numopt_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi, 
 bool autd3_numopt_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out, char *err, size_t cap);
 bool autd3_numopt_f64(const char *opt, const char *s, double lo, double hi, double *out, char *err, size_t cap);
 
+/*
+ * A duration: a plain decimal number (autd3_numopt_f64's syntax) followed by a unit, ns, us, ms, s, m (or min)
+ * or h, as humantime writes them ("30s", "100ms", "1.5s"); a bare number is in `bare_unit_ns` (0: a unit is
+ * required). Into *out_ns if in [lo_ns, hi_ns]; otherwise `err` names the option, the value and the range.
+ */
+bool autd3_numopt_duration_ns(const char *opt, const char *s, uint64_t bare_unit_ns, uint64_t lo_ns, uint64_t hi_ns,
+                              uint64_t *out_ns, char *err, size_t cap);
+
 /* The same for command-line parsing: on failure print "TOOL: <message>" to
  * stderr and exit with status 2 (the tools' usage-error status). */
 uint64_t autd3_numopt_u64_or_exit(const char *tool, const char *opt, const char *s, uint64_t lo, uint64_t hi);
 int64_t autd3_numopt_i64_or_exit(const char *tool, const char *opt, const char *s, int64_t lo, int64_t hi);
 double autd3_numopt_f64_or_exit(const char *tool, const char *opt, const char *s, double lo, double hi);
+uint64_t autd3_numopt_duration_ns_or_exit(const char *tool, const char *opt, const char *s, uint64_t bare_unit_ns,
+                                          uint64_t lo_ns, uint64_t hi_ns);
 
 #endif

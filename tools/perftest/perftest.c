@@ -122,26 +122,9 @@ static uint64_t parse_u64(const char *opt, const char *s, uint64_t max) {
   return autd3_numopt_u64_or_exit("autd3-perftest", opt, s, 0, max);
 }
 
-/* --duration NUMBER[UNIT]: the number through the shared parser, then the unit. */
+/* --duration NUMBER[UNIT] (tools/common/numopt.h): 1 ns .. 30 days, a bare number in seconds. */
 static uint64_t parse_duration(const char *s) {
-  size_t len = strlen(s), u = len;
-  while (u > 0 && s[u - 1] >= 'a' && s[u - 1] <= 'z' && s[u - 1] != 'e') u--;
-  char num[64];
-  if (u == 0 || u >= sizeof num) die("--duration: invalid value \"%s\" (e.g. 10s, 500ms, 2m)", s);
-  memcpy(num, s, u);
-  num[u] = 0;
-  const char *unit = s + u;
-  double mul = 1e9;
-  if (*unit == 0 || strcmp(unit, "s") == 0) mul = 1e9;
-  else if (strcmp(unit, "ms") == 0) mul = 1e6;
-  else if (strcmp(unit, "us") == 0) mul = 1e3;
-  else if (strcmp(unit, "ns") == 0) mul = 1;
-  else if (strcmp(unit, "m") == 0 || strcmp(unit, "min") == 0) mul = 60e9;
-  else if (strcmp(unit, "h") == 0) mul = 3600e9;
-  else die("--duration: unknown unit in \"%s\" (ns, us, ms, s, m, h)", s);
-  /* 1 ns .. 30 days, in the unit given */
-  double v = autd3_numopt_f64_or_exit("autd3-perftest", "--duration", num, 1.0 / mul, 30 * 86400e9 / mul);
-  return (uint64_t)(v * mul);
+  return autd3_numopt_duration_ns_or_exit("autd3-perftest", "--duration", s, 1000000000u, 1, 30ull * 86400 * 1000000000u);
 }
 
 enum {
