@@ -137,6 +137,7 @@ typedef struct autd3_link autd3_link_t;
 #define AUTD3_LINK_MEASURES_DEVICE_STALE 0x10u /**< the link tells which device's inputs are stale (else a stale cycle counts for every device) */
 #define AUTD3_LINK_MEASURES_ESC_COUNTERS 0x20u /**< autd3_link_device_info_t: the ESC error counters */
 #define AUTD3_LINK_MEASURES_DC 0x40u           /**< autd3_link_device_info_t: the DC system-time difference */
+#define AUTD3_LINK_MEASURES_DC_TIME 0x80u      /**< dc_sample_host_ns, dc_sample_time_ns: the reference clock against the host's */
 
 /**
  * Link statistics, counted since open (the reference's LinkStats: crate autd3-rs-core 0.9.0 src/link/stats.rs).
@@ -156,6 +157,14 @@ typedef struct autd3_link_stats {
   uint64_t exchanges;                /**< exchanges timed (the link's own measure: e.g. a cyclic frame's send to receive) */
   uint64_t exchange_ns_total;        /**< their sum: the mean exchange time is exchange_ns_total / exchanges */
   uint64_t worst_exchange_ns;        /**< the longest */
+  /**
+   * The last sample of the devices' clock: the reference clock's DC system time (ns since 2000-01-01) was
+   * dc_sample_time_ns at host monotonic time dc_sample_host_ns (the middle of the frame's round trip). One
+   * consistent pair. Two reads give the drift of the DC clock against the host's:
+   * ((time1 - time0) - (host1 - host0)) / (host1 - host0), within the round trips' asymmetry over the interval.
+   */
+  uint64_t dc_sample_host_ns;
+  uint64_t dc_sample_time_ns;
 } autd3_link_stats_t;
 
 /**

@@ -106,6 +106,10 @@ struct autd3_link {
   AUTD3_LINK_ATOMIC_(uint64_t) device_stale[AUTD3_MAX_DEVICES];
   /* the EtherCAT recovery helper of the link, if it made one (autd3_link_device_info() reads registers through it) */
   AUTD3_LINK_ATOMIC_(uintptr_t) ecat_recovery_;
+  /* the last DC time sample (autd3_link_report_dc_time): a sequence count, odd while it is written */
+  AUTD3_LINK_ATOMIC_(uint32_t) dc_seq_;
+  AUTD3_LINK_ATOMIC_(uint64_t) dc_host_ns_;
+  AUTD3_LINK_ATOMIC_(uint64_t) dc_time_ns_;
   /* per-device recoveries, derived from consecutive state checks (the checker's thread only) */
   uint8_t checked_state_[AUTD3_MAX_DEVICES];
   uint32_t device_recoveries_[AUTD3_MAX_DEVICES];
@@ -151,6 +155,13 @@ AUTD3_EXTERN void autd3_link_report_exchange(struct autd3_link *link, uint64_t e
  * Context: the bus thread (from cycle); RT-safe. @since 0.5.0
  */
 AUTD3_EXTERN void autd3_link_report_phase(struct autd3_link *link, int64_t deviation_ns, uint64_t early_ns, uint64_t late_ns);
+/**
+ * One sample of the devices' clock: the reference clock's DC system time was `dc_ns` at host monotonic time
+ * `host_ns` (e.g. the middle of the round trip of a frame whose FRMW read it). Keeps the last one, as a
+ * consistent pair for readers (autd3_link_stats_t.dc_sample_*). Lock-free, one writer.
+ * Context: the bus thread (from cycle); RT-safe. @since 0.5.0
+ */
+AUTD3_EXTERN void autd3_link_report_dc_time(struct autd3_link *link, uint64_t host_ns, uint64_t dc_ns);
 /**
  * Counts measured elsewhere, added as they are (the Remote link: what its server's link counted since the last
  * reply): stale and lost cycles (a lost one is also stale: `stale` includes `lost`), phase excursions, and a

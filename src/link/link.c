@@ -247,6 +247,9 @@ void autd3_link_init_sized(struct autd3_link *link, const autd3_link_vtable_t *v
   atomic_init(&link->exchange_worst_ns, 0);
   for (size_t d = 0; d < AUTD3_MAX_DEVICES; d++) atomic_init(&link->device_stale[d], 0);
   atomic_init(&link->ecat_recovery_, 0);
+  atomic_init(&link->dc_seq_, 0);
+  atomic_init(&link->dc_host_ns_, 0);
+  atomic_init(&link->dc_time_ns_, 0);
   memset(link->checked_state_, AUTD3_DEVICE_OP, sizeof link->checked_state_); /* open leaves every device in OP */
   memset(link->device_recoveries_, 0, sizeof link->device_recoveries_);
 }
@@ -281,6 +284,34 @@ void autd3_link_report_phase(struct autd3_link *link, int64_t deviation_ns, uint
   if (deviation_ns < 0 ? mag > early_ns : mag >= late_ns)
     atomic_fetch_add_explicit(&link->phase_excursions, 1, memory_order_relaxed);
   keep_max(&link->phase_worst_ns, mag);
+}
+
+void autd3_link_report_dc_time(struct autd3_link *link, uint64_t host_ns, uint64_t dc_ns) {
+  if (link == NULL || !has_ext(link)) return;
+  atomic_fetch_or_explicit(&link->measured, AUTD3_LINK_MEASURES_DC_TIME, memory_order_relaxed);
+  /* a sequence lock with one writer: odd while the pair is written (the release fences order the stores) */
+  uint32_t q = atomic_load_explicit(&link->dc_seq_, memory_order_relaxed);
+  atomic_store_explicit(&link->dc_seq_, q + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&link->dc_host_ns_, host_ns, memory_order_relaxed);
+  atomic_store_explicit(&link->dc_time_ns_, dc_ns, memory_order_relaxed);
+  atomic_store_explicit(&link->dc_seq_, q + 2, memory_order_release);
+}
+
+/* The last DC sample as one pair (the reader side of autd3_link_report_dc_time); a few tries, then none. */
+static void read_dc_time(const struct autd3_link *link, uint64_t *host_ns, uint64_t *dc_ns) {
+  struct autd3_link *l = (struct autd3_link *)link; /* atomics are only read */
+  for (int tries = 0; tries < 64; tries++) {
+    uint32_t q0 = atomic_load_explicit(&l->dc_seq_, memory_order_acquire);
+    uint64_t h = atomic_load_explicit(&l->dc_host_ns_, memory_order_relaxed);
+    uint64_t d = atomic_load_explicit(&l->dc_time_ns_, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (!(q0 & 1u) && atomic_load_explicit(&l->dc_seq_, memory_order_relaxed) == q0) {
+      *host_ns = h, *dc_ns = d;
+      return;
+    }
+  }
+  *host_ns = *dc_ns = 0;
 }
 
 void autd3_link_add_counts(struct autd3_link *link, uint64_t stale, uint64_t lost, uint64_t phase_excursions,
@@ -410,6 +441,7 @@ void autd3_link_stats_sized(const autd3_link_t *link, autd3_link_stats_t *out, s
     st.worst_exchange_ns = atomic_load_explicit(&link->exchange_worst_ns, memory_order_relaxed);
     st.phase_excursions = atomic_load_explicit(&link->phase_excursions, memory_order_relaxed);
     st.worst_phase_deviation_ns = atomic_load_explicit(&link->phase_worst_ns, memory_order_relaxed);
+    read_dc_time(link, &st.dc_sample_host_ns, &st.dc_sample_time_ns);
   } else {
     st.measured = AUTD3_LINK_MEASURES_STALE | AUTD3_LINK_MEASURES_LOST; /* what a 0.3.0 link counts */
   }

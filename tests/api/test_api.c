@@ -123,6 +123,13 @@ TEST(reported_samples_are_counted) {
   autd3_link_set_measured(&f.hdr, AUTD3_LINK_MEASURES_LOST);
   autd3_link_stats(&f.hdr, &s);
   ASSERT_NE(s.measured & AUTD3_LINK_MEASURES_LOST, 0);
+  ASSERT_EQ(s.measured & AUTD3_LINK_MEASURES_DC_TIME, 0);
+  autd3_link_report_dc_time(&f.hdr, 1000, 5000);
+  autd3_link_report_dc_time(&f.hdr, 2000, 6001); /* the last pair, as one */
+  autd3_link_stats(&f.hdr, &s);
+  ASSERT_NE(s.measured & AUTD3_LINK_MEASURES_DC_TIME, 0);
+  ASSERT_EQ(s.dc_sample_host_ns, 2000);
+  ASSERT_EQ(s.dc_sample_time_ns, 6001);
 }
 
 /* Per device: the stale count follows the validity the link reports (or the cycle's, when it reports none),
@@ -198,6 +205,7 @@ TEST(old_link_header_is_left_alone) {
   autd3_link_report_exchange(&u.hdr, 5);
   autd3_link_report_phase(&u.hdr, 5, 1, 1);
   autd3_link_add_counts(&u.hdr, 1, 1, 1, 1);
+  autd3_link_report_dc_time(&u.hdr, 1, 1);
   autd3_link_device_info_t di;
   ASSERT_OK(autd3_link_device_info(&u.hdr, 1, &di));
   ASSERT_EQ(di.stale_cycles, 1); /* the link's own: it cannot tell devices apart */

@@ -659,7 +659,7 @@ TEST(link_statistics) {
   autd3_link_stats_t s;
   autd3_link_stats(l, &s);
   const uint32_t want = AUTD3_LINK_MEASURES_STALE | AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE |
-                        AUTD3_LINK_MEASURES_PHASE | AUTD3_LINK_MEASURES_DEVICE_STALE;
+                        AUTD3_LINK_MEASURES_PHASE | AUTD3_LINK_MEASURES_DEVICE_STALE | AUTD3_LINK_MEASURES_DC_TIME;
   printf("measured 0x%x cycles %llu exchanges %llu mean %llu worst %llu ns; phase excursions %llu worst %llu ns\n",
          s.measured, (unsigned long long)s.cycles, (unsigned long long)s.exchanges,
          (unsigned long long)(s.exchanges ? s.exchange_ns_total / s.exchanges : 0), (unsigned long long)s.worst_exchange_ns,
@@ -668,6 +668,13 @@ TEST(link_statistics) {
   ASSERT_GT(s.exchanges, 0);
   ASSERT_LE(s.exchanges, s.cycles); /* one timed exchange per cycle at most (open's are not counted) */
   ASSERT_GE(s.worst_exchange_ns * s.exchanges, s.exchange_ns_total);
+  /* the DC samples move on with both clocks (no rate asserted: a loaded host's round trips blur it) */
+  autd3__sleep_ns(100000000u);
+  autd3_link_stats_t s2;
+  autd3_link_stats(l, &s2);
+  ASSERT_GT(s.dc_sample_time_ns, 0);
+  ASSERT_GT(s2.dc_sample_host_ns, s.dc_sample_host_ns);
+  ASSERT_GT(s2.dc_sample_time_ns, s.dc_sample_time_ns);
   autd3_link_device_info_t d0, d1;
   ASSERT_OK(autd3_link_device_info(l, 0, &d0));
   ASSERT_OK(autd3_link_device_info(l, 1, &d1));

@@ -214,6 +214,7 @@ static void read_stats(echocat_t *ec, const slot_t *r) {
   if (!r->dg[0].wkc || !ec->off_valid || ec->rd_aim_dc < ec->sync0_start)
     return;
   uint64_t aim = ec->rd_aim_dc, dc = ecat_get64(r->f.buf + ec->rd_frmw);
+  autd3_link_report_dc_time(&ec->base, r->sent_ns + (r->rx_ns - r->sent_ns) / 2, dc);
   uint64_t early = aim - (autd3__ecat_dc_next_edge(ec->sync0_start, ec->period, aim + 1) - ec->period);
   autd3_link_report_phase(&ec->base, (int64_t)(dc - aim), early, ec->period - early);
 }

@@ -510,7 +510,7 @@ autd3_err_t autd3__link_open_echocat(const autd3_link_option_t *option, const au
   if (e == AUTD3_OK && (e = check_chain(ec, count, autd3_geometry_num_devices(geometry))) == AUTD3_OK) {
     autd3_link_init(&ec->base, &ec_vt, AUTD3_LINK_ECHOCAT, ec->n);
     autd3_link_set_measured(&ec->base, AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE | AUTD3_LINK_MEASURES_PHASE |
-                                           AUTD3_LINK_MEASURES_DEVICE_STALE);
+                                           AUTD3_LINK_MEASURES_DEVICE_STALE | AUTD3_LINK_MEASURES_DC_TIME);
     if ((e = configure(ec)) == AUTD3_OK && (e = cycle_init(ec)) == AUTD3_OK && (e = bring_up(ec)) == AUTD3_OK)
       e = start(ec);
   }

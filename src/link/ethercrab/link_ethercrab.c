@@ -220,6 +220,7 @@ static autd3_err_t crab_cycle(struct autd3_link *l, const uint8_t *tx, uint8_t *
     atomic_store_explicit(&L->phase_last_ns, phase, memory_order_relaxed);
     atomic_fetch_add_explicit(&L->phase_samples, 1, memory_order_relaxed);
     if (phase >= L->period_ns / 2) atomic_fetch_add_explicit(&L->phase_early, 1, memory_order_relaxed);
+    if (out.dc_system_time_ns != 0) autd3_link_report_dc_time(l, t0 + dt / 2, out.dc_system_time_ns);
     if (L->aimed && out.dc_system_time_ns != 0) { /* against its aim; SYNC0 edges at multiples of the period */
       uint64_t aim = L->dc.target_dc_ns, early = aim % L->period_ns;
       autd3_link_report_phase(l, (int64_t)(out.dc_system_time_ns - aim), early, L->period_ns - early);
@@ -498,7 +499,7 @@ static autd3_err_t crab_open(const autd3_link_option_t *option, const autd3_geom
   args.on_adapter_user = &ad;
   autd3_link_init(&L->base, &crab_vtable, AUTD3_LINK_ETHERCRAB, (uint16_t)n);
   autd3_link_set_measured(&L->base, AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE | AUTD3_LINK_MEASURES_PHASE |
-                                        AUTD3_LINK_MEASURES_DEVICE_STALE);
+                                        AUTD3_LINK_MEASURES_DEVICE_STALE | AUTD3_LINK_MEASURES_DC_TIME);
   args.check_identity = crab_check_identity;
   args.apply_rt = crab_apply_rt;
   crab_open_info_t info;

@@ -409,6 +409,7 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
     return AUTD3_OK;
   }
   int64_t dc = ctx->DCtime; /* reference clock time, from the FRMW in the first frame */
+  if (dc > 0) autd3_link_report_dc_time(base, t0 + txrx / 2, (uint64_t)dc);
   if (l->aim_dc != 0) { /* the phase: where this frame met the clock against its aim, an edge of SYNC0 (+ shift) or after */
     int64_t p0 = (int64_t)l->sync0_period_ns, early = ((l->aim_dc - l->sync0_shift_ns) % p0 + p0) % p0;
     autd3_link_report_phase(base, dc - l->aim_dc, (uint64_t)early, (uint64_t)(p0 - early));
@@ -575,6 +576,7 @@ static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3
   }
   autd3_link_init(&l->hdr, &soem_vtable, AUTD3_LINK_SOEM, (uint16_t)n);
   autd3_link_set_measured(&l->hdr, AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE | AUTD3_LINK_MEASURES_PHASE |
+                                       AUTD3_LINK_MEASURES_DC_TIME |
                                        (n <= SOEM_IN_DG_MAX ? AUTD3_LINK_MEASURES_DEVICE_STALE : 0));
   l->sync0_period_ns = o->sync0_period_ns;
   l->sync0_shift_ns = o->sync0_shift_ns;
