@@ -18,7 +18,7 @@ export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 tmp=$(mktemp -d /tmp/autd3-cs.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 # The link implementers' functions (link_driver.h): a binding never implements a link.
-driver='^(autd3_link_init|autd3_link_init_sized|autd3_link_count_cycle|autd3_link_report_device_reset|autd3_link_report_inputs|autd3_link_report_stage_deadline|autd3_link_register|autd3_set_error|autd3_link_services|autd3_link_set_measured|autd3_link_report_exchange|autd3_link_report_phase|autd3_link_add_counts)$'
+driver='^(autd3_link_init|autd3_link_init_sized|autd3_link_count_cycle|autd3_link_report_device_reset|autd3_link_report_inputs|autd3_link_report_stage_deadline|autd3_link_register|autd3_set_error|autd3_link_services|autd3_link_set_measured|autd3_link_report_exchange|autd3_link_report_phase|autd3_link_report_dc_time|autd3_link_add_counts)$'
 case "$mode" in
   emulator|echocat) exec mono "$bin/test_csharp.exe" "$mode" "$@" ;;
   remote)

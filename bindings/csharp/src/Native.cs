@@ -127,6 +127,7 @@ namespace Autd3.Native
         public ulong cycles, stale_cycles, lost_cycles;
         public uint measured, reserved_;
         public ulong phase_excursions, worst_phase_deviation_ns, exchanges, exchange_ns_total, worst_exchange_ns;
+        public ulong dc_sample_host_ns, dc_sample_time_ns;
     }
 
     [CStruct("autd3_link_device_info"), StructLayout(LayoutKind.Sequential)]

@@ -128,7 +128,8 @@ class ClientDeviceStatus(Structure):
 class LinkStats(Structure):
     _fields_ = [("cycles", c_uint64), ("stale_cycles", c_uint64), ("lost_cycles", c_uint64),
                 ("measured", c_uint32), ("reserved_", c_uint32)] + [(n, c_uint64) for n in (
-                    "phase_excursions", "worst_phase_deviation_ns", "exchanges", "exchange_ns_total", "worst_exchange_ns")]
+                    "phase_excursions", "worst_phase_deviation_ns", "exchanges", "exchange_ns_total", "worst_exchange_ns",
+                    "dc_sample_host_ns", "dc_sample_time_ns")]
 
 
 class LinkStatus(Structure):
