@@ -6,8 +6,11 @@
  * fault or state first (the emulator's own read-back), then what the tool
  * reports, and the exit codes of docs/tools.md. No timing is asserted.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -392,6 +395,78 @@ TEST(doctor_check_list_and_exit_code) {
   ASSERT_CONTAINS(g_out, "FAIL  interface       ");
   ASSERT_CONTAINS(g_out, "is down");
   ASSERT_CONTAINS(g_out, "fix: sudo ip link set ");
+}
+
+/* `autd3 doctor` under a prefix command (e.g. setpriv), stdout into g_out; the exit code. */
+static int run_under(const char *prefix, const char *args) {
+  if (access(CLI, X_OK) != 0)
+    SKIP("%s is not built", CLI);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s '%s' %s", prefix, CLI, args);
+  FILE *p = popen(cmd, "r");
+  ASSERT_TRUE(p != NULL);
+  size_t n = fread(g_out, 1, sizeof g_out - 1, p);
+  g_out[n] = 0;
+  int st = pclose(p);
+  fprintf(stderr, "$ %s -> %d\n%.*s\n", cmd, WIFEXITED(st) ? WEXITSTATUS(st) : 128, 2000, g_out);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* uid 0 is not enough: in the namespace the test is root, but with CAP_NET_RAW / CAP_NET_ADMIN dropped from
+ * the bounding set (setpriv) the capabilities check fails and names the setcap fix; the raw-socket checks say
+ * they could not run. */
+TEST(doctor_flags_missing_capabilities) {
+  if (system("command -v setpriv >/dev/null 2>&1") != 0)
+    SKIP("setpriv (util-linux) is not installed");
+  autd3_test_in_emu_chain("doctor_flags_missing_capabilities", 1, "", false);
+  char args[256];
+  snprintf(args, sizeof args, "doctor --interface '%s' --json --wake-cycles 0 --listen-ms 100", getenv("AUTD3_TEST_IFNAME"));
+  run_under("", args); /* the namespace's root, every capability: the baseline */
+  ASSERT_CONTAINS(g_out, "{\"check\":\"capabilities\",\"status\":\"pass\"");
+  ASSERT_EQ(run_under("setpriv --bounding-set -net_raw,-net_admin --", args), 1);
+  ASSERT_CONTAINS(g_out, "{\"check\":\"capabilities\",\"status\":\"fail\",\"detail\":\"CAP_NET_RAW and CAP_NET_ADMIN missing");
+  ASSERT_CONTAINS(g_out, "sudo setcap cap_net_raw,cap_net_admin+ep <program>");
+  ASSERT_CONTAINS(g_out, "{\"check\":\"second-master\",\"status\":\"skip\",\"detail\":\"not checked: ");
+  ASSERT_CONTAINS(g_out, "\"result\":\"fail\"");
+  ASSERT_EQ(run_under("setpriv --bounding-set -net_admin --", args), 1);
+  ASSERT_CONTAINS(g_out, "{\"check\":\"capabilities\",\"status\":\"fail\",\"detail\":\"CAP_NET_ADMIN missing");
+}
+
+/* The IP stack on the EtherCAT interface: quiet (IPv6 off, no address) passes; with an IPv4 address, and the
+ * host sending ARP requests on the line while doctor listens, it warns, naming both and the fix. */
+TEST(doctor_warns_of_a_chattering_ip_stack) {
+  autd3_test_in_emu_chain("doctor_warns_of_a_chattering_ip_stack", 1, "", false);
+  const char *ifn = getenv("AUTD3_TEST_IFNAME");
+  char cmd[512], args[256];
+  snprintf(cmd, sizeof cmd, "sysctl -q -w net.ipv6.conf.%s.disable_ipv6=1 && ip addr flush dev %s", ifn, ifn);
+  ASSERT_EQ(system(cmd), 0);
+  snprintf(args, sizeof args, "doctor --interface '%s' --json --wake-cycles 0 --listen-ms 300", ifn);
+  run_under("", args);
+  ASSERT_CONTAINS(g_out, "{\"check\":\"ip-stack\",\"status\":\"pass\"");
+  snprintf(cmd, sizeof cmd, "ip addr add 10.123.0.1/24 dev %s", ifn);
+  ASSERT_EQ(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "'%s' doctor --interface '%s' --json --wake-cycles 0 --listen-ms 1500", CLI, ifn);
+  FILE *p = popen(cmd, "r");
+  ASSERT_TRUE(p != NULL);
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_TRUE(s >= 0);
+  for (int i = 0; i < 30; i++) { /* each new neighbour: an ARP request on the line */
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(9)};
+    a.sin_addr.s_addr = htonl(0x0A7B0002u + (uint32_t)i);
+    (void)sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a);
+    usleep(50000);
+  }
+  close(s);
+  size_t n = fread(g_out, 1, sizeof g_out - 1, p);
+  g_out[n] = 0;
+  int st = pclose(p);
+  fprintf(stderr, "%s\n", g_out);
+  ASSERT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 128, 3); /* a warning, no failure */
+  const char *ip = strstr(g_out, "{\"check\":\"ip-stack\",\"status\":\"warn\",\"detail\":\"an IPv4 address; in 1500 ms this host sent ");
+  ASSERT_TRUE(ip != NULL);
+  ASSERT_TRUE(strtoull(ip + strlen("{\"check\":\"ip-stack\",\"status\":\"warn\",\"detail\":\"an IPv4 address; in 1500 ms this host sent "), NULL, 10) > 0);
+  ASSERT_CONTAINS(ip, "(ARP");
+  ASSERT_CONTAINS(ip, "sudo ip addr flush dev ");
 }
 
 TEST(scan_and_sii_agree_with_pysoem) {

@@ -33,7 +33,7 @@ typedef struct doc {
 } doc_t;
 
 typedef struct doc_opts {
-  uint64_t wake_cycles;
+  uint64_t wake_cycles, listen_ms;
 } doc_opts_t;
 
 void help_doctor(FILE *o) {
@@ -44,6 +44,8 @@ void help_doctor(FILE *o) {
              "  interrupt coalescing, EEE and flow control (ethtool); then the CPU frequency governor,\n"
              "  the bus thread's timer slack, the host's wake-up floor and the capture library.\n"
              "  --wake-cycles N   1 ms sleeps measured for the wake-up floor, 0..100000 (default 1000, 0 = skip)\n"
+             "  --listen-ms MS    how long the ip-stack check listens for the host's own frames on the\n"
+             "                    interface, 0..60000 (default 500, 0 = configuration only)\n"
              "  exit: 0 all passed (or skipped), 3 warnings, 1 a check failed\n");
 }
 
@@ -52,6 +54,10 @@ static int own(void *ctx, int argc, char **argv, int i) {
   if (!strcmp(argv[i], "--wake-cycles")) {
     const char *v = cli_value("doctor", argc, argv, i);
     return v && cli_u64("doctor", argv[i], v, 0, 100000, &d->wake_cycles) ? 2 : -1;
+  }
+  if (!strcmp(argv[i], "--listen-ms")) {
+    const char *v = cli_value("doctor", argc, argv, i);
+    return v && cli_u64("doctor", argv[i], v, 0, 60000, &d->listen_ms) ? 2 : -1;
   }
   return 0;
 }
@@ -87,8 +93,9 @@ static void check_caps(doc_t *d) {
     report(d, "capabilities", SKIP, "not readable here (Windows: Npcap needs no capability, see `pcap`)", "");
     return;
   }
-  if (root || (raw && admin))
-    report(d, "capabilities", PASS, root ? "effective uid 0" : "CAP_NET_RAW and CAP_NET_ADMIN effective", "");
+  /* The effective capabilities decide, not the uid: root in a container or a user namespace may lack them. */
+  if (raw && admin)
+    report(d, "capabilities", PASS, root ? "CAP_NET_RAW and CAP_NET_ADMIN effective (uid 0)" : "CAP_NET_RAW and CAP_NET_ADMIN effective", "");
   else
     report(d, "capabilities", FAIL,
            raw ? "CAP_NET_ADMIN missing (promiscuous mode, AF_PACKET options)"
@@ -104,9 +111,9 @@ static void check_rtprio(doc_t *d) {
   char det[160];
   if (r != 1) {
     report(d, "rt-priority", SKIP, "RLIMIT_RTPRIO not readable here", "");
-  } else if (root || nice || soft >= 99) {
-    snprintf(det, sizeof det, "SCHED_FIFO allowed (%s)", root ? "root" : nice ? "CAP_SYS_NICE" : "RLIMIT_RTPRIO unlimited");
-    if (!root && !nice && soft != UINT64_MAX)
+  } else if (nice || soft >= 99) { /* CAP_SYS_NICE, not the uid: root in a user namespace may lack it */
+    snprintf(det, sizeof det, "SCHED_FIFO allowed (%s)", nice ? (root ? "CAP_SYS_NICE, uid 0" : "CAP_SYS_NICE") : "RLIMIT_RTPRIO unlimited");
+    if (!nice && soft != UINT64_MAX)
       snprintf(det, sizeof det, "SCHED_FIFO up to priority %" PRIu64 " (RLIMIT_RTPRIO)", soft);
     report(d, "rt-priority", PASS, det, "");
   } else {
@@ -118,7 +125,48 @@ static void check_rtprio(doc_t *d) {
   }
 }
 
-static void check_interface(doc_t *d, const char *ifname) {
+/* The IP stack on the EtherCAT interface: its configuration (an IPv4 address, IPv6 on) and, for `listen_ms`, the
+ * frames this host actually sends there that are not EtherCAT (ARP, DHCP, mDNS, IPv6 router solicitations, MLD). */
+static void check_ip_stack(doc_t *d, const char *ifname, uint64_t listen_ms) {
+  char det[900], fix[400], kinds[128] = "", why[128] = "";
+  int v4 = 0;
+  bool v6 = false, autoconf = false, ra = false;
+  int r4 = dos_if_ipv4(ifname, &v4), r6 = dos_if_ipv6(ifname, &v6, &autoconf, &ra);
+  uint64_t sent = 0, got = 0;
+  int rl = listen_ms ? dos_foreign_frames(ifname, (uint32_t)listen_ms, &sent, &got, kinds, sizeof kinds, why, sizeof why) : 0;
+  if (r4 != 1 && r6 != 1 && rl != 1) {
+    report(d, "ip-stack", SKIP, "not readable here", "");
+    return;
+  }
+  size_t l = 0;
+  det[0] = 0;
+  if (v4 > 0 || v6)
+    l += (size_t)snprintf(det, sizeof det, "%s%s%s%s", v4 > 0 ? "an IPv4 address" : "", v4 > 0 && v6 ? ", " : "",
+                          v6 ? "IPv6 on" : "", v6 && (autoconf || ra) ? " (autoconf / router advertisements)" : "");
+  if (rl == 1 && l < sizeof det)
+    l += (size_t)snprintf(det + l, sizeof det - l, "%sin %" PRIu64 " ms this host sent %" PRIu64 " and received %" PRIu64
+                                                    " frames that are not EtherCAT%s%s%s",
+                          l ? "; " : "", listen_ms, sent, got, kinds[0] ? " (" : "", kinds, kinds[0] ? ")" : "");
+  else if (listen_ms && l < sizeof det)
+    l += (size_t)snprintf(det + l, sizeof det - l, "%snot listened (%s)", l ? "; " : "", why[0] ? why : "not here");
+  if (v4 == 0 && !v6 && sent == 0) {
+    if (l < sizeof det)
+      snprintf(det + l, sizeof det - l, "%sno IPv4 address, IPv6 off: the IP stack stays quiet on this interface", l ? "; " : "");
+    report(d, "ip-stack", PASS, det, "");
+    return;
+  }
+  if (l < sizeof det)
+    snprintf(det + l, sizeof det - l, ": the IP stack talks on the EtherCAT line (ARP, DHCP, mDNS, IPv6 router "
+                                      "solicitations, MLD, DAD), frames the first device must forward");
+  snprintf(fix, sizeof fix, "%s%s%s", v4 > 0 ? "sudo ip addr flush dev " : "", v4 > 0 ? ifname : "", v4 > 0 ? "; " : "");
+  size_t f = strlen(fix);
+  snprintf(fix + f, sizeof fix - f, "sudo sysctl -w net.ipv6.conf.%s.disable_ipv6=1 (and tell NetworkManager to leave it: "
+                                    "nmcli device set %s managed no)",
+           ifname, ifname);
+  report(d, "ip-stack", WARN, det, fix);
+}
+
+static void check_interface(doc_t *d, const char *ifname, uint64_t listen_ms) {
   char det[700], fix[400];
   bool up = false, carrier = false;
   int r = dos_if_up(ifname, &up, &carrier);
@@ -147,27 +195,7 @@ static void check_interface(doc_t *d, const char *ifname) {
     snprintf(det, sizeof det, "not checked: %s", autd3_last_error());
     report(d, "second-master", e == AUTD3_E_PERMISSION ? SKIP : FAIL, det, "");
   }
-  int v4 = 0;
-  bool v6 = false, autoconf = false, ra = false;
-  int r4 = dos_if_ipv4(ifname, &v4), r6 = dos_if_ipv6(ifname, &v6, &autoconf, &ra);
-  if (r4 != 1 && r6 != 1) {
-    report(d, "ip-stack", SKIP, "not readable here", "");
-  } else if (v4 > 0 || v6) {
-    snprintf(det, sizeof det, "%s%s%s%s: the IP stack sends its own frames on the EtherCAT line (ARP, DHCP, mDNS, IPv6 "
-                              "router solicitations, MLD, DAD), which the first device must forward",
-             v4 > 0 ? "an IPv4 address" : "", v4 > 0 && v6 ? ", " : "", v6 ? "IPv6 on" : "",
-             v6 && (autoconf || ra) ? " (autoconf / router advertisements)" : "");
-    snprintf(fix, sizeof fix, "%s%s%s", v4 > 0 ? "sudo ip addr flush dev " : "", v4 > 0 ? ifname : "", v4 > 0 && v6 ? "; " : "");
-    if (v6) {
-      size_t l = strlen(fix);
-      snprintf(fix + l, sizeof fix - l, "sudo sysctl -w net.ipv6.conf.%s.disable_ipv6=1 (and tell NetworkManager to leave it: "
-                                        "nmcli device set %s managed no)",
-               ifname, ifname);
-    }
-    report(d, "ip-stack", WARN, det, fix);
-  } else {
-    report(d, "ip-stack", PASS, "no IPv4 address, IPv6 off: the IP stack stays quiet on this interface", "");
-  }
+  check_ip_stack(d, ifname, listen_ms);
   char why[128] = "";
   uint32_t us = 0, frames = 0;
   r = dos_coalesce(ifname, &us, &frames, why, sizeof why);
@@ -202,6 +230,35 @@ static void check_interface(doc_t *d, const char *ifname) {
     report(d, "flow-control", prx || ptx ? WARN : PASS, det, fix);
   }
 }
+
+#ifdef _WIN32
+/* Npcap on Windows: wpcap.dll loads, and from where. libautd3 loads Npcap's own System32\Npcap\wpcap.dll
+ * first; SOEM, pysoem and the reference SDK's SOEM link load plain wpcap.dll, which Npcap puts in System32 only
+ * in its "WinPcap API-compatible Mode" (without it they fail to start, 0xc0000135). */
+static void check_npcap(doc_t *d, bool loads) {
+  bool own = false, compat = false;
+  char sys[260] = "System32", det[700];
+  const char *fix = "(re)install Npcap (https://npcap.com) with \"Install Npcap in WinPcap API-compatible Mode\" checked";
+  int r = dos_npcap_files(&own, &compat, sys, sizeof sys);
+  if (!loads) {
+    snprintf(det, sizeof det, "%s%s", autd3_last_error(),
+             r == 1 && (own || compat) ? " (a wpcap.dll is installed but does not load)" : "");
+    report(d, "pcap", FAIL, det, fix);
+  } else if (r == 1 && compat) {
+    snprintf(det, sizeof det, "wpcap.dll loads; WinPcap API-compatible mode (%s\\wpcap.dll present%s)", sys,
+             own ? ", and Npcap's own in Npcap\\" : "");
+    report(d, "pcap", PASS, det, "");
+  } else if (r == 1 && own) {
+    snprintf(det, sizeof det,
+             "Npcap without its WinPcap API-compatible mode (%s\\Npcap\\wpcap.dll only): libautd3 finds it, programs "
+             "that load plain wpcap.dll (SOEM, pysoem, the reference SDK's SOEM link) fail to start (0xc0000135)",
+             sys);
+    report(d, "pcap", WARN, det, fix);
+  } else {
+    report(d, "pcap", PASS, "wpcap.dll loads from the program's directory or PATH (not an Npcap installation)", "");
+  }
+}
+#endif
 
 static void *slack_thread(void *arg) {
   uint64_t *out = arg;
@@ -253,8 +310,7 @@ static void check_host(doc_t *d, uint64_t wake_cycles) {
   const autd3__pcap_api_t *api = NULL;
   autd3_err_t e = autd3__pcap_api(&api);
 #ifdef _WIN32
-  report(d, "pcap", e == AUTD3_OK ? PASS : FAIL, e == AUTD3_OK ? "Npcap's wpcap.dll loads" : autd3_last_error(),
-         "install Npcap (https://npcap.com) with \"WinPcap API-compatible mode\"");
+  check_npcap(d, e == AUTD3_OK);
 #else
   report(d, "pcap", e == AUTD3_OK ? PASS : SKIP,
          e == AUTD3_OK ? "libpcap available (backend pcap)" : "no libpcap: not needed, the links use AF_PACKET here", "");
@@ -263,7 +319,7 @@ static void check_host(doc_t *d, uint64_t wake_cycles) {
 
 int cmd_doctor(int argc, char **argv) {
   cli_opts_t o;
-  doc_opts_t dop = {1000};
+  doc_opts_t dop = {1000, 500};
   if (!cli_parse("doctor", argc, argv, &o, own, &dop))
     return EXIT_USAGE;
   if (o.help) {
@@ -289,7 +345,7 @@ int cmd_doctor(int argc, char **argv) {
   check_caps(&d);
   check_rtprio(&d);
   if (o.interface)
-    check_interface(&d, o.interface);
+    check_interface(&d, o.interface, dop.listen_ms);
   else if (!d.json)
     printf("skip  %-15s no --interface: the interface checks do not run\n", "interface");
   check_host(&d, dop.wake_cycles);

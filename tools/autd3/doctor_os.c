@@ -6,9 +6,13 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <linux/ethtool.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +162,74 @@ int dos_pause(const char *ifname, bool *rx, bool *tx, char *why, size_t cap) {
   return r;
 }
 
+static void add_kind(char *kinds, size_t cap, uint16_t type) {
+  char name[16];
+  switch (type) {
+  case 0x0800: snprintf(name, sizeof name, "IPv4"); break;
+  case 0x0806: snprintf(name, sizeof name, "ARP"); break;
+  case 0x86DD: snprintf(name, sizeof name, "IPv6"); break;
+  case 0x88CC: snprintf(name, sizeof name, "LLDP"); break;
+  default: snprintf(name, sizeof name, "0x%04x", type); break;
+  }
+  if (strstr(kinds, name))
+    return;
+  size_t l = strlen(kinds);
+  snprintf(kinds + l, cap - l, "%s%s", l ? ", " : "", name);
+}
+
+int dos_foreign_frames(const char *ifname, uint32_t ms, uint64_t *sent, uint64_t *received, char *kinds, size_t kcap,
+                       char *why, size_t cap) {
+  *sent = *received = 0;
+  kinds[0] = 0;
+  int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+  if (fd < 0) {
+    snprintf(why, cap, "no raw socket: %s", strerror(errno));
+    return 0;
+  }
+  struct sockaddr_ll sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sll_family = AF_PACKET;
+  sa.sll_protocol = htons(ETH_P_ALL);
+  sa.sll_ifindex = (int)if_nametoindex(ifname);
+  if (sa.sll_ifindex == 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    snprintf(why, cap, "%s", strerror(errno));
+    close(fd);
+    return -1;
+  }
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long left = (long)ms - ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L);
+    if (left <= 0)
+      break;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, (int)left) <= 0)
+      continue;
+    uint8_t frame[64];
+    struct sockaddr_ll from;
+    socklen_t fl = sizeof from;
+    ssize_t n = recvfrom(fd, frame, sizeof frame, MSG_TRUNC, (struct sockaddr *)&from, &fl);
+    if (n < 14)
+      continue;
+    uint16_t type = ntohs(from.sll_protocol);
+    if (type == 0x88A4)
+      continue; /* EtherCAT: the bus itself */
+    add_kind(kinds, kcap, type);
+    if (from.sll_pkttype == PACKET_OUTGOING)
+      (*sent)++;
+    else
+      (*received)++;
+  }
+  close(fd);
+  return 1;
+}
+
+int dos_npcap_files(bool *npcap_dir, bool *system32, char *sysdir, size_t cap) {
+  (void)npcap_dir, (void)system32, (void)sysdir, (void)cap;
+  return 0;
+}
+
 int dos_governors(char *buf, size_t cap) {
   buf[0] = 0;
   int found = 0;
@@ -187,8 +259,43 @@ int dos_timer_slack(uint64_t *ns) {
   return 1;
 }
 
-#else /* not Linux: nothing readable here yet (docs/tools.md says which checks run where) */
+#else /* not Linux: nothing readable here yet but Npcap's files on Windows (docs/tools.md says which checks run where) */
 #include "doctor_os.h"
+
+#ifdef _WIN32
+#include <stdio.h>
+#include <windows.h>
+
+static bool file_exists(const char *path) {
+  DWORD a = GetFileAttributesA(path);
+  return a != INVALID_FILE_ATTRIBUTES && !(a & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+/* Npcap installs System32\Npcap\wpcap.dll, and System32\wpcap.dll too in its WinPcap API-compatible mode. */
+int dos_npcap_files(bool *npcap_dir, bool *system32, char *sysdir, size_t cap) {
+  char sys[MAX_PATH], p[MAX_PATH + 32];
+  UINT n = GetSystemDirectoryA(sys, sizeof sys);
+  if (n == 0 || n >= sizeof sys)
+    return -1;
+  snprintf(sysdir, cap, "%s", sys);
+  snprintf(p, sizeof p, "%s\\Npcap\\wpcap.dll", sys);
+  *npcap_dir = file_exists(p);
+  snprintf(p, sizeof p, "%s\\wpcap.dll", sys);
+  *system32 = file_exists(p);
+  return 1;
+}
+#else
+int dos_npcap_files(bool *npcap_dir, bool *system32, char *sysdir, size_t cap) {
+  (void)npcap_dir, (void)system32, (void)sysdir, (void)cap;
+  return 0;
+}
+#endif
+
+int dos_foreign_frames(const char *ifname, uint32_t ms, uint64_t *sent, uint64_t *received, char *kinds, size_t kcap,
+                       char *why, size_t cap) {
+  (void)ifname, (void)ms, (void)sent, (void)received, (void)kinds, (void)kcap, (void)why, (void)cap;
+  return 0;
+}
 
 int dos_caps(bool *net_raw, bool *net_admin, bool *sys_nice, bool *root) {
   (void)net_raw, (void)net_admin, (void)sys_nice, (void)root;

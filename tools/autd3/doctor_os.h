@@ -27,6 +27,14 @@ int dos_if_ipv6(const char *ifname, bool *enabled, bool *autoconf, bool *accept_
 int dos_coalesce(const char *ifname, uint32_t *rx_usecs, uint32_t *rx_frames, char *why, size_t cap);
 int dos_eee(const char *ifname, bool *enabled, char *why, size_t cap);
 int dos_pause(const char *ifname, bool *rx, bool *tx, char *why, size_t cap);
+/* Frames on the interface for `ms` milliseconds that are not EtherCAT (EtherType 0x88A4): those this host sent
+ * (its IP stack talking on the EtherCAT line) and those it received; `kinds` gets their EtherTypes by name
+ * ("IPv6, ARP"). Needs a raw socket (0 without one: `why` says). */
+int dos_foreign_frames(const char *ifname, uint32_t ms, uint64_t *sent, uint64_t *received, char *kinds, size_t kcap,
+                       char *why, size_t cap);
+/* Windows: whether Npcap's own wpcap.dll (System32\Npcap) and the one of its WinPcap API-compatible mode
+ * (System32) are installed; `sysdir` gets the system directory. 0 elsewhere. */
+int dos_npcap_files(bool *npcap_dir, bool *system32, char *sysdir, size_t cap);
 /* CPU frequency governors: the distinct ones over all CPUs, comma-separated. */
 int dos_governors(char *buf, size_t cap);
 /* Timer slack of the calling thread, ns. */
