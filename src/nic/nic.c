@@ -124,7 +124,12 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
 
 autd3_err_t autd3__nic_names(autd3_nic_names_t *out) {
   memset(out, 0, sizeof *out);
-  return autd3__nic_os_list(out);
+  return autd3__nic_os_list(out, false);
+}
+
+autd3_err_t autd3__nic_names_all(autd3_nic_names_t *out) {
+  memset(out, 0, sizeof *out);
+  return autd3__nic_os_list(out, true);
 }
 
 static char *dup(const char *s) {
@@ -135,21 +140,25 @@ static char *dup(const char *s) {
   return d;
 }
 
-autd3_err_t autd3__nic_names_add(autd3_nic_names_t *l, const char *name, const char *desc) {
+autd3_err_t autd3__nic_names_add(autd3_nic_names_t *l, const char *name, const char *desc, bool down) {
   char **nn = realloc(l->name, (l->count + 1) * sizeof *nn);
   if (nn)
     l->name = nn;
   char **dd = realloc(l->desc, (l->count + 1) * sizeof *dd);
   if (dd)
     l->desc = dd;
+  bool *dn = realloc(l->down, (l->count + 1) * sizeof *dn);
+  if (dn)
+    l->down = dn;
   char *n = dup(name), *d = dup(desc ? desc : "");
-  if (!nn || !dd || !n || !d) {
+  if (!nn || !dd || !dn || !n || !d) {
     free(n);
     free(d);
     return autd3_set_error(AUTD3_E_NOMEM, "nic: out of memory listing adapters");
   }
   l->name[l->count] = n;
   l->desc[l->count] = d;
+  l->down[l->count] = down;
   l->count++;
   return AUTD3_OK;
 }
@@ -163,6 +172,7 @@ void autd3__nic_names_free(autd3_nic_names_t *l) {
   }
   free(l->name);
   free(l->desc);
+  free(l->down);
   memset(l, 0, sizeof *l);
 }
 

@@ -94,14 +94,19 @@ bool autd3__nic_is_loopback(const char *os_name);
 
 /* Adapters that are up (loopback excluded), names of any length: name[i] is
  * what autd3__nic_open takes, desc[i] a human description ("" if none; on
- * Windows Npcap's description and the friendly name). Free with
- * autd3__nic_names_free (also after an error). */
+ * Windows Npcap's description and the friendly name; on Linux the driver and
+ * the MAC address), down[i] true for an adapter the OS says is down (only in
+ * autd3__nic_names_all's list). Free with autd3__nic_names_free (also after
+ * an error). */
 typedef struct autd3_nic_names {
   size_t count;
   char **name;
   char **desc;
+  bool *down;
 } autd3_nic_names_t;
 autd3_err_t autd3__nic_names(autd3_nic_names_t *out);
+/* The same with the adapters that are down too (loopback excluded): what `autd3 adapters` lists. */
+autd3_err_t autd3__nic_names_all(autd3_nic_names_t *out);
 void autd3__nic_names_free(autd3_nic_names_t *l);
 /* The services table's fixed-size form (link_driver.h nic_list, version 1):
  * at most `cap` names; names of 32 bytes or more are left out. */

@@ -37,11 +37,11 @@ autd3_err_t autd3__nic_open_afpacket_tap(const char *ifname, autd3_nic_t **out);
 autd3_err_t autd3__nic_os_resolve(const char *user, char **os_name);
 /* Adapter MAC via the OS (zeros if unknown). */
 void autd3__nic_os_mac(const char *os_name, uint8_t mac[6]);
-/* Adapters that are up, loopback excluded: see autd3__nic_names. */
-autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out);
+/* Adapters that are up (and those that are down with `include_down`), loopback excluded: see autd3__nic_names. */
+autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out, bool include_down);
 /* autd3__nic_probe's checks of an existing adapter (OS name): PERMISSION, NO_DEVICE (down). */
 autd3_err_t autd3__nic_os_probe(const char *os_name, const char *who, bool promiscuous);
 /* Append copies of `name` and `desc` (NULL = "") to `l`: NOMEM with a message. */
-autd3_err_t autd3__nic_names_add(autd3_nic_names_t *l, const char *name, const char *desc);
+autd3_err_t autd3__nic_names_add(autd3_nic_names_t *l, const char *name, const char *desc, bool down);
 
 #endif

@@ -5,11 +5,17 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#ifdef __linux__
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#endif
 
 #include "autd3/link_driver.h"
 #include "nic/nic_impl.h"
@@ -50,7 +56,33 @@ void autd3__nic_os_mac(const char *os_name, uint8_t mac[6]) {
 #endif
 }
 
-autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
+/* A description of adapter `name`: its driver (Linux: ETHTOOL_GDRVINFO), MAC address and carrier. */
+static void describe(int s, const char *name, bool running, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+#ifdef __linux__
+  struct ethtool_drvinfo di;
+  struct ifreq ifr;
+  memset(&di, 0, sizeof di);
+  ifreq_for(&ifr, name);
+  di.cmd = ETHTOOL_GDRVINFO;
+  ifr.ifr_data = (void *)&di;
+  if (s >= 0 && ioctl(s, SIOCETHTOOL, &ifr) == 0 && di.driver[0])
+    len += (size_t)snprintf(out, cap, "driver %.32s%s%.32s%s", di.driver, di.bus_info[0] ? " (" : "", di.bus_info,
+                            di.bus_info[0] ? ")" : "");
+#else
+  (void)s;
+#endif
+  uint8_t mac[6];
+  autd3__nic_os_mac(name, mac);
+  if (len < cap && (mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+    len += (size_t)snprintf(out + len, cap - len, "%sMAC %02x:%02x:%02x:%02x:%02x:%02x", len ? ", " : "", mac[0], mac[1], mac[2],
+                            mac[3], mac[4], mac[5]);
+  if (len < cap)
+    snprintf(out + len, cap - len, "%s%s", len ? ", " : "", running ? "carrier" : "no carrier");
+}
+
+autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out, bool include_down) {
   struct if_nameindex *list = if_nameindex();
   if (!list)
     return autd3_set_error(AUTD3_E_IO, "nic: cannot list interfaces: %s", strerror(errno));
@@ -59,11 +91,18 @@ autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
   for (struct if_nameindex *p = list; e == AUTD3_OK && p->if_index != 0 && p->if_name; p++) {
     struct ifreq ifr;
     ifreq_for(&ifr, p->if_name);
+    bool down = false, running = true;
     if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-      if (!(ifr.ifr_flags & IFF_UP) || (ifr.ifr_flags & IFF_LOOPBACK))
+      if (ifr.ifr_flags & IFF_LOOPBACK)
+        continue;
+      down = !(ifr.ifr_flags & IFF_UP);
+      running = (ifr.ifr_flags & IFF_RUNNING) != 0;
+      if (down && !include_down)
         continue;
     }
-    e = autd3__nic_names_add(out, p->if_name, NULL);
+    char desc[160];
+    describe(s, p->if_name, running, desc, sizeof desc);
+    e = autd3__nic_names_add(out, p->if_name, desc, down);
   }
   if (s >= 0)
     close(s);

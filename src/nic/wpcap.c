@@ -306,7 +306,8 @@ void autd3__nic_os_mac(const char *os_name, uint8_t mac[6]) {
   adapters_free(all, a);
 }
 
-autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
+autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out, bool include_down) {
+  (void)include_down; /* every Npcap adapter is listed: Npcap opens one whatever its connection status */
   autd3__pcap_if_t *all;
   adapter_t *a;
   size_t n;
@@ -314,7 +315,7 @@ autd3_err_t autd3__nic_os_list(autd3_nic_names_t *out) {
   char one[400];
   for (size_t i = 0; e == AUTD3_OK && i < n; i++) {
     snprintf(one, sizeof one, "%s%s%s%s", a[i].desc, a[i].friendly[0] ? " (" : "", a[i].friendly, a[i].friendly[0] ? ")" : "");
-    e = autd3__nic_names_add(out, a[i].name, one);
+    e = autd3__nic_names_add(out, a[i].name, one, false);
   }
   adapters_free(all, a);
   return e;

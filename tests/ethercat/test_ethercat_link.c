@@ -27,6 +27,7 @@
 #include "autd3/autd3.h"
 #include "autd3/link_driver.h"
 #include "harness/emuctl.h"
+#include "harness/foreign_master.h"
 #include "harness/test.h"
 #include "nic/nic.h"
 #include "platform/platform.h"
@@ -509,59 +510,16 @@ TEST(second_master_killed_releases_lock) {
   open_ok(2);
 }
 
-/* A foreign master without our lock (another host, another program): a raw
- * sender of BRD frames every millisecond from source MAC 02:fe:ed:00:00:01. */
-#define FOREIGN_MAC "02:fe:ed:00:00:01"
-typedef struct {
-  pthread_t th;
-  autd3_nic_t *nic;
-  atomic_bool stop;
-  atomic_long sent;
-} foreign_t;
-
-static void *foreign_run(void *arg) {
-  foreign_t *f = arg;
-  uint8_t fr[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0xfe, 0xed, 0x00, 0x00, 0x01, 0x88, 0xa4};
-  /* EtherCAT header (length 14, type 1), then BRD AL status (0x0130), 2 bytes */
-  fr[14] = 14, fr[15] = 0x10;
-  fr[16] = 0x07, fr[17] = 0x42, fr[20] = 0x30, fr[21] = 0x01, fr[22] = 2;
-  while (!atomic_load(&f->stop)) {
-    if (autd3__nic_send(f->nic, fr, sizeof fr) == AUTD3_OK)
-      atomic_fetch_add(&f->sent, 1);
-    uint8_t buf[AUTD3_NIC_MAX_FRAME];
-    size_t len;
-    while (autd3__nic_recv(f->nic, buf, sizeof buf, &len, 0) == AUTD3_OK) {
-    } /* drain its replies */
-    autd3__sleep_ns(1000000u);
-  }
-  return NULL;
-}
-
-static void foreign_start(foreign_t *f) {
-  memset(f, 0, sizeof *f);
-  ASSERT_OK(autd3__nic_open(getenv("AUTD3_TEST_IFNAME"), AUTD3_NIC_AUTO, &f->nic));
-  ASSERT_EQ(pthread_create(&f->th, NULL, foreign_run, f), 0);
-  while (atomic_load(&f->sent) < 5)
-    autd3__sleep_ns(1000000u);
-}
-
-static void foreign_stop(foreign_t *f) {
-  atomic_store(&f->stop, true);
-  pthread_join(f->th, NULL);
-  autd3__nic_close(f->nic);
-  autd3__sleep_ns(50000000u); /* its last replies are gone */
-}
-
 /* A master that is already cycling is heard before our first frame. */
 TEST(foreign_master_refused) {
   in_netns("foreign_master_refused", 2, NULL, false);
-  foreign_t f;
-  foreign_start(&f);
+  autd3_test_foreign_t f;
+  autd3_test_foreign_start(&f);
   autd3_link_option_t o = option();
   open_refused(&o, 2, AUTD3_E_SECOND_MASTER);
   ASSERT_CONTAINS(autd3_last_error(), getenv("AUTD3_TEST_IFNAME"));
-  ASSERT_CONTAINS(autd3_last_error(), FOREIGN_MAC);
-  foreign_stop(&f);
+  ASSERT_CONTAINS(autd3_last_error(), AUTD3_TEST_FOREIGN_MAC);
+  autd3_test_foreign_stop(&f);
   open_ok(2);
 }
 
@@ -578,15 +536,15 @@ TEST(foreign_master_mid_run) {
   bool v = false;
   for (int i = 0; i < 50; i++)
     ASSERT_OK(autd3_link_cycle(l, tx, rx, &v));
-  foreign_t f;
-  foreign_start(&f);
+  autd3_test_foreign_t f;
+  autd3_test_foreign_start(&f);
   autd3_err_t e = AUTD3_OK;
   for (int i = 0; i < 10000 && e == AUTD3_OK; i++)
     e = autd3_link_cycle(l, tx, rx, &v);
   ASSERT_ERR(e, AUTD3_E_SECOND_MASTER);
   printf("message: %s\n", autd3_last_error());
   ASSERT_CONTAINS(autd3_last_error(), getenv("AUTD3_TEST_IFNAME"));
-  ASSERT_CONTAINS(autd3_last_error(), FOREIGN_MAC);
+  ASSERT_CONTAINS(autd3_last_error(), AUTD3_TEST_FOREIGN_MAC);
   ASSERT_FALSE(v);
   ASSERT_ERR(autd3_link_cycle(l, tx, rx, &v), AUTD3_E_SECOND_MASTER); /* fatal: it stays failed */
   char diag[2048];
@@ -594,7 +552,7 @@ TEST(foreign_master_mid_run) {
   printf("%s", diag);
   ASSERT_CONTAINS(diag, "foreign master frames");
   autd3_link_close(l);
-  foreign_stop(&f);
+  autd3_test_foreign_stop(&f);
   autd3_geometry_free(g);
 }
 

@@ -94,19 +94,35 @@ TEST(list_adapters) {
   ASSERT_EQ(seen, 2);
   ASSERT_OK(autd3__nic_list(names, 1, &n));
   ASSERT_EQ(n, 1);
-  /* the heap listing echocat uses (names of any length; Windows' are ~50 bytes) */
+  /* the heap listing echocat uses (names of any length; Windows' are ~50 bytes), with a description (Linux: the
+   * driver, the MAC, the carrier); a pair left down is not in it, and is in autd3__nic_names_all's */
+  ASSERT_EQ(system("ip link add h4c type veth peer name h4d"), 0);
   autd3_nic_names_t l;
   ASSERT_OK(autd3__nic_names(&l));
   seen = 0;
   for (size_t i = 0; i < l.count; i++) {
     ASSERT_TRUE(strcmp(l.name[i], "lo") != 0);
-    ASSERT_STREQ(l.desc[i], "");
-    seen += !strcmp(l.name[i], "h4a") + !strcmp(l.name[i], "h4b");
+    ASSERT_TRUE(strcmp(l.name[i], "h4c") != 0);
+    ASSERT_FALSE(l.down[i]);
+    if (!strcmp(l.name[i], "h4a") || !strcmp(l.name[i], "h4b")) {
+      ASSERT_EQ(strncmp(l.desc[i], "driver veth, MAC ", 17), 0);
+      seen++;
+    }
   }
   ASSERT_EQ(seen, 2);
   autd3__nic_names_free(&l);
   ASSERT_EQ(l.count, 0);
   autd3__nic_names_free(&l); /* twice is fine */
+  ASSERT_OK(autd3__nic_names_all(&l));
+  seen = 0;
+  for (size_t i = 0; i < l.count; i++)
+    if (!strcmp(l.name[i], "h4c")) {
+      ASSERT_TRUE(l.down[i]);
+      ASSERT_CONTAINS(l.desc[i], "no carrier");
+      seen++;
+    }
+  ASSERT_EQ(seen, 1);
+  autd3__nic_names_free(&l);
 }
 
 TEST(no_interface) {

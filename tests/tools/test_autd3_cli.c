@@ -19,6 +19,7 @@
 #include "emulation/ethercat/emu.h"
 #include "harness/emu_chain.h"
 #include "harness/emuctl.h"
+#include "harness/foreign_master.h"
 #include "harness/test.h"
 #include "nic/master_guard.h"
 
@@ -337,7 +338,7 @@ TEST(adapters_marks_the_one_in_use) {
   const char *ifn = getenv("AUTD3_TEST_IFNAME");
   ASSERT_EQ(run("adapters --json"), 0);
   char want[128];
-  snprintf(want, sizeof want, "{\"name\":\"%s\",\"description\":", ifn);
+  snprintf(want, sizeof want, "{\"name\":\"%s\",\"up\":true,\"description\":", ifn);
   ASSERT_CONTAINS(g_out, want);
   const char *me = strstr(g_out, want);
   const char *free_ = strstr(me, "\"ethercat\":\"free\"");
@@ -355,6 +356,38 @@ TEST(adapters_marks_the_one_in_use) {
   autd3__master_guard_release(g);
   ASSERT_EQ(run("adapters --no-probe"), 0);
   ASSERT_CONTAINS(g_out, "not probed");
+}
+
+/* Every adapter, down ones included, with a description (Linux: driver, MAC, carrier); and an adapter on which
+ * another master's EtherCAT frames pass during the 20 ms listen, without that master holding our lock, is
+ * "in use", naming the foreign source. */
+TEST(adapters_lists_down_ones_and_hears_a_foreign_master) {
+  autd3_test_in_emu_chain("adapters_lists_down_ones_and_hears_a_foreign_master", 1, "", false);
+  const char *ifn = getenv("AUTD3_TEST_IFNAME");
+  ASSERT_EQ(system("ip link add autd3t0 type veth peer name autd3t1"), 0);
+  ASSERT_EQ(run("adapters --json"), 0);
+  ASSERT_CONTAINS(g_out, "{\"name\":\"autd3t0\",\"up\":false,\"description\":\"driver veth, MAC ");
+  ASSERT_CONTAINS(g_out, "no carrier\",\"ethercat\":\"down\"}");
+  char want[160];
+  snprintf(want, sizeof want, "{\"name\":\"%s\",\"up\":true,\"description\":\"driver veth, MAC ", ifn);
+  ASSERT_CONTAINS(g_out, want);
+  const char *me = strstr(g_out, want);
+  const char *st = strstr(me, "\"ethercat\":\"free\"");
+  ASSERT_TRUE(st != NULL && st < strchr(me, '}')); /* nobody on it yet */
+  autd3_test_foreign_t f;
+  autd3_test_foreign_start(&f);
+  int rc = run("adapters --json");
+  autd3_test_foreign_stop(&f);
+  ASSERT_EQ(rc, 0);
+  me = strstr(g_out, want);
+  ASSERT_TRUE(me != NULL);
+  const char *end = strchr(me, '}');
+  st = strstr(me, "\"ethercat\":\"in use\"");
+  ASSERT_TRUE(st != NULL && st < end);
+  const char *mac = strstr(me, AUTD3_TEST_FOREIGN_MAC);
+  ASSERT_TRUE(mac != NULL && mac < end);
+  ASSERT_EQ(run("adapters"), 0); /* the text form: name, state, status, description */
+  ASSERT_CONTAINS(g_out, "autd3t0              down down       driver veth");
 }
 
 TEST(doctor_check_list_and_exit_code) {

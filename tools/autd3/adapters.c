@@ -1,7 +1,8 @@
 /*
- * autd3 adapters: the adapters the EtherCAT links can open (src/nic's list:
- * the name to give --interface / the link option, as the OS wants it —
- * "\Device\NPF_{GUID}" on Windows, "eth0" on Linux — and a description),
+ * autd3 adapters: the adapters the EtherCAT links can open (src/nic's list,
+ * those that are down included: the name to give --interface / the link
+ * option, as the OS wants it — "\Device\NPF_{GUID}" on Windows, "eth0" on
+ * Linux — and a description),
  * and whether EtherCAT is on each now: the one-master guard
  * (src/nic/master_guard.h) says "in use" when another master holds the
  * adapter's lock or EtherCAT frames pass during its short listen (20 ms).
@@ -14,9 +15,11 @@
 
 void help_adapters(FILE *o) {
   fprintf(o, "usage: " TOOL " adapters [--json] [--no-probe]\n"
-             "  Every adapter that is up (loopback excluded): the name --interface takes, a description,\n"
+             "  Every adapter (loopback excluded): the name --interface takes, whether it is up, a\n"
+             "  description (Linux: driver, MAC, carrier; Windows: Npcap's description and the friendly name),\n"
              "  and its EtherCAT status: \"in use\" (another master holds it, or EtherCAT frames passed\n"
-             "  during a 20 ms listen), \"free\", or \"unknown\" (raw sockets refused: see `" TOOL " doctor`).\n"
+             "  during a 20 ms listen), \"free\", \"unknown\" (raw sockets refused: see `" TOOL " doctor`),\n"
+             "  or \"down\" (not probed: bring it up first).\n"
              "  --no-probe   list only, do not listen (no raw socket needed)\n");
 }
 
@@ -43,7 +46,7 @@ int cmd_adapters(int argc, char **argv) {
     return EXIT_USAGE;
   }
   autd3_nic_names_t l;
-  autd3_err_t e = autd3__nic_names(&l);
+  autd3_err_t e = autd3__nic_names_all(&l);
   if (e != AUTD3_OK) {
     autd3__nic_names_free(&l);
     return cli_fail("adapters", e);
@@ -54,13 +57,13 @@ int cmd_adapters(int argc, char **argv) {
     json_obj(&j, NULL);
     json_arr(&j, "adapters");
   } else if (l.count == 0) {
-    printf("no adapter is up\n");
+    printf("no adapter (loopback aside)\n");
   }
   bool denied = false;
   for (size_t i = 0; i < l.count; i++) {
-    const char *status = "not probed";
+    const char *status = l.down[i] ? "down" : "not probed";
     char detail[512] = "";
-    if (!no_probe) {
+    if (!no_probe && !l.down[i]) {
       autd3_master_guard_t *g = NULL;
       autd3_err_t ge = autd3__master_guard_take(l.name[i], AUTD3_NIC_AUTO, TOOL, &g);
       autd3__master_guard_release(g);
@@ -78,15 +81,16 @@ int cmd_adapters(int argc, char **argv) {
     if (o.json) {
       json_obj(&j, NULL);
       json_str(&j, "name", l.name[i]);
+      json_bool(&j, "up", !l.down[i]);
       json_str(&j, "description", l.desc[i]);
       json_str(&j, "ethercat", status);
       if (detail[0])
         json_str(&j, "detail", detail);
       json_end_obj(&j);
     } else {
-      printf("%-20s %-10s %s\n", l.name[i], status, l.desc[i][0] ? l.desc[i] : "");
+      printf("%-20s %-4s %-10s %s\n", l.name[i], l.down[i] ? "down" : "up", status, l.desc[i][0] ? l.desc[i] : "");
       if (detail[0])
-        printf("%-20s            %s\n", "", detail);
+        printf("%-20s                 %s\n", "", detail);
     }
   }
   if (o.json) {
