@@ -63,11 +63,11 @@ typedef struct remote_link {
   _Atomic uint64_t recoveries;
   /* v7: the server link's counters of the last reply (bus thread), so that each reply adds what it counted since */
   bool have_srv;
-  uint64_t srv_stale, srv_lost, srv_excursions;
+  uint64_t srv_lost, srv_excursions;
   char addr[128];
 } remote_link_t;
 
-static void publish_states(remote_link_t *l);
+static bool publish_states(remote_link_t *l);
 
 static uint64_t deadline_of(uint32_t timeout_ms) {
   return timeout_ms ? autd3__now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
@@ -224,6 +224,7 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
   }
   if (send && (err = autd3__net_write2(l->fd, &tag, 1, tx, l->tx_bytes, deadline)) != AUTD3_OK)
     return l->broken = io_error(l, err, "sending a frame", 0, 1 + l->tx_bytes);
+  bool lost = false;
   if (l->pipelined && !l->primed && send) { /* nothing to return yet: this request's reply comes with the next call */
     l->primed = true;
     memset(rx, 0, l->rx_bytes);
@@ -232,18 +233,20 @@ static autd3_err_t remote_cycle(struct autd3_link *base, const uint8_t *tx, uint
     if ((err = read_reply(l, deadline)) != AUTD3_OK) return err;
     *rx_valid = l->reply[0] != 0; /* link.rs: valid[0] != 0 (both versions) */
     memcpy(rx, l->reply + l->rx_off, l->rx_bytes);
-    if (l->version == ARMT_VERSION_7) publish_states(l);
+    if (l->version == ARMT_VERSION_7) lost = publish_states(l) && !*rx_valid;
   }
   if (l->follow && !send) l->pipelined = false;
   l->hooked = false;
-  /* v7: the stale and lost cycles are the server link's (publish_states), the cycles this link's exchanges */
-  autd3_link_count_cycle(base, l->version == ARMT_VERSION_7 || *rx_valid, false);
+  /* Stale as the reply says; lost (v7) when the server's link lost cycles since the previous reply and these
+   * inputs are stale: one exchange counts once, so the shares stay of this link's cycles. */
+  autd3_link_count_cycle(base, *rx_valid, lost);
   if (l->auto_phase < 2 && (err = auto_step(l, deadline)) != AUTD3_OK) return err;
   return AUTD3_OK;
 }
 
-/* v7: keep the states and the recovery count of the reply just read for check_state (relaxed: each is a snapshot). */
-static void publish_states(remote_link_t *l) {
+/* v7: keep the states and the recovery count of the reply just read for check_state (relaxed: each is a snapshot),
+ * add the server link's phase counts; true when that link lost cycles since the previous reply. */
+static bool publish_states(remote_link_t *l) {
   armt7_status_t st;
   autd3__armt_decode_reply7_header(l->reply, &st);
   const uint8_t *states = l->reply + ARMT7_REPLY_HEADER_BYTES;
@@ -255,18 +258,19 @@ static void publish_states(remote_link_t *l) {
   atomic_store_explicit(&l->recoveries, st.recoveries, memory_order_relaxed);
   /* What the server's link counted since the previous reply (from the first reply on: the session's). A counter
    * that went back is a link the server reopened: count it from zero. The header cannot say whether that link
-   * measures phase; a non-zero worst deviation says it does. */
+   * measures phase; a non-zero worst deviation says it does. Its stale count is not taken: the server cycles
+   * between requests (repeating the last frame), so it counts cycles this link never exchanged. */
+  uint64_t d_lost = 0;
   if (l->have_srv) {
-    uint64_t d_stale = st.stale_cycles >= l->srv_stale ? st.stale_cycles - l->srv_stale : st.stale_cycles;
-    uint64_t d_lost = st.lost_cycles >= l->srv_lost ? st.lost_cycles - l->srv_lost : st.lost_cycles;
+    d_lost = st.lost_cycles >= l->srv_lost ? st.lost_cycles - l->srv_lost : st.lost_cycles;
     uint64_t d_exc = st.phase_excursions >= l->srv_excursions ? st.phase_excursions - l->srv_excursions : st.phase_excursions;
-    autd3_link_add_counts(&l->base, d_stale, d_lost, d_exc, st.worst_phase_deviation_ns);
+    autd3_link_add_counts(&l->base, 0, 0, d_exc, st.worst_phase_deviation_ns);
   }
   if (st.worst_phase_deviation_ns != 0) autd3_link_set_measured(&l->base, AUTD3_LINK_MEASURES_PHASE);
   l->have_srv = true;
-  l->srv_stale = st.stale_cycles;
   l->srv_lost = st.lost_cycles;
   l->srv_excursions = st.phase_excursions;
+  return d_lost > 0;
 }
 
 /* v3: nothing filled, so every device reads AUTD3_DEVICE_UNKNOWN (the server forwards no states); v7: the last reply's states. */
@@ -513,7 +517,7 @@ autd3_err_t autd3__link_open_remote(const autd3_link_option_t *o, const autd3_ge
 opened:
   free(hello);
   autd3_link_init(&l->base, &remote_vt, AUTD3_LINK_REMOTE, (uint16_t)n);
-  /* the exchange: a strict request to its reply (network + server); v7 carries the server link's lost cycles */
+  /* the exchange: a strict request to its reply (network + server); v7 tells lost cycles by the server link's count */
   autd3_link_set_measured(&l->base, AUTD3_LINK_MEASURES_EXCHANGE | (l->version == ARMT_VERSION_7 ? AUTD3_LINK_MEASURES_LOST : 0));
   *out = &l->base;
   return AUTD3_OK;
