@@ -54,9 +54,15 @@ TEST(format_duration) {
   ASSERT_STREQ(b, "101.236 s");
 }
 
-TEST(summary_layout_end_to_end) {
+/* The built tool, or the case is skipped. */
+static const char *perftest_exe(void) {
   const char *exe = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
   if (access(exe, X_OK) != 0) SKIP("%s not built (AUTD3_BUILD_TOOLS=OFF)", exe);
+  return exe;
+}
+
+TEST(summary_layout_end_to_end) {
+  const char *exe = perftest_exe();
   char csv[128], cmd[512];
   snprintf(csv, sizeof csv, "/tmp/autd3-perftest-%d.csv", (int)getpid());
   snprintf(cmd, sizeof cmd, "%s --devices 2 --count 30 --mode streaming --inflight 8 --cycle-us 500 --csv %s 2>/dev/null", exe, csv);
@@ -96,8 +102,7 @@ TEST(summary_layout_end_to_end) {
 /* Any send that ends in a link error (here: a device power-cycled mid-run,
  * whose in-flight frames end DEVICE_RESET / OUTCOME_UNKNOWN) → exit status 3. */
 TEST(link_errors_exit_nonzero) {
-  const char *exe = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
-  if (access(exe, X_OK) != 0) SKIP("%s not built (AUTD3_BUILD_TOOLS=OFF)", exe);
+  const char *exe = perftest_exe();
   char cmd[512];
   snprintf(cmd, sizeof cmd, "%s --devices 2 --count 200 --mode streaming --inflight 16 --cycle-us 500 --emu-power-cycle 50 "
            ">/dev/null 2>&1", exe);
@@ -112,8 +117,7 @@ TEST(link_errors_exit_nonzero) {
 }
 
 TEST(rejects_bad_arguments) {
-  const char *exe = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
-  if (access(exe, X_OK) != 0) SKIP("%s not built (AUTD3_BUILD_TOOLS=OFF)", exe);
+  const char *exe = perftest_exe();
   static const char *bad[] = {
       "",                                           /* neither --count nor --duration */
       "--count 5 --duration 1s",                    /* both */
@@ -130,6 +134,16 @@ TEST(rejects_bad_arguments) {
     int st = system(cmd);
     if (st == 0) TEST_FAIL_("autd3-perftest %s: accepted", bad[i]);
   }
+}
+
+/* The whole of a small file into buf (NUL-terminated), then the file removed. */
+static void slurp(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  ASSERT_TRUE(f != NULL);
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  unlink(path);
 }
 
 /* The link block of the report: "not measured" where the link's bits say so, numbers where they are set, one
@@ -159,11 +173,7 @@ TEST(link_block_says_not_measured) {
   pt_summary_t sum;
   pt_summarize(NULL, 0, 1, 2, 0, &sum);
   ASSERT_EQ(pt_write_json(json, &sum, &ctx), 0);
-  f = fopen(json, "r");
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  unlink(json);
+  slurp(json, buf, sizeof buf);
   ASSERT_CONTAINS(buf, "\"lost_cycles\":null,\"phase_excursions\":null");
   ASSERT_CONTAINS(buf, "\"exchanges\":4,\"mean_exchange_ns\":1000,\"worst_exchange_ns\":2500");
   ASSERT_CONTAINS(buf, "\"state_checks\": {\"checks\": 5, \"not_all_op\": 1, \"recoveries\": 1}");
@@ -172,19 +182,13 @@ TEST(link_block_says_not_measured) {
 
 /* An end-to-end run's JSON carries the emulator link's statistics: exchanges timed, phase not measured. */
 TEST(json_has_link_statistics) {
-  const char *exe = AUTD3_BINARY_DIR "/tools/perftest/autd3-perftest";
-  if (access(exe, X_OK) != 0) SKIP("%s not built (AUTD3_BUILD_TOOLS=OFF)", exe);
+  const char *exe = perftest_exe();
   char json[128], cmd[512];
   snprintf(json, sizeof json, "/tmp/autd3-perftest-%d.json", (int)getpid());
   snprintf(cmd, sizeof cmd, "%s --devices 2 --count 20 --cycle-us 500 --json %s >/dev/null 2>&1", exe, json);
   ASSERT_EQ(system(cmd), 0);
-  FILE *f = fopen(json, "r");
-  ASSERT_TRUE(f != NULL);
   static char buf[8192];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = 0;
-  fclose(f);
-  unlink(json);
+  slurp(json, buf, sizeof buf);
   ASSERT_CONTAINS(buf, "\"link_stats\": {\"cycles\":");
   ASSERT_CONTAINS(buf, "\"lost_cycles\":0,\"phase_excursions\":null");
   ASSERT_TRUE(strstr(buf, "\"exchanges\":null") == NULL);

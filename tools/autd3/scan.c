@@ -227,45 +227,39 @@ static void print_text(const char *ifname, uint16_t n, const scan_dev_t *dv, con
     printf("error counters reset\n");
 }
 
-static void json_sm_fmmu(json_t *j, const scan_dev_t *d) {
-  if (!got(d, G_SM)) {
-    json_null(j, "sm");
-  } else {
-    json_arr(j, "sm");
-    for (int i = 0; i < n_sm(d); i++) {
-      const uint8_t *m = d->sm + 8 * i;
-      json_obj(j, NULL);
-      json_u64(j, "index", (uint64_t)i);
-      json_u64(j, "start", ecat_get16(m));
-      json_u64(j, "length", ecat_get16(m + 2));
-      json_u64(j, "control", m[4]);
-      json_u64(j, "status", m[5]);
-      json_u64(j, "activate", m[6]);
-      json_u64(j, "pdi_control", m[7]);
-      json_end_obj(j);
-    }
-    json_end_arr(j);
-  }
-  if (!got(d, G_FMMU)) {
-    json_null(j, "fmmu");
+/* A register block of the ESC datasheet's layout, as JSON members: name, byte offset, width in bytes. */
+typedef struct reg_field {
+  const char *name;
+  uint8_t off, width;
+} reg_field_t;
+static const reg_field_t sm_fields[] = {{"start", 0, 2},  {"length", 2, 2},   {"control", 4, 1},
+                                        {"status", 5, 1}, {"activate", 6, 1}, {"pdi_control", 7, 1}};
+static const reg_field_t fmmu_fields[] = {{"logical_start", 0, 4},      {"length", 4, 2},  {"logical_start_bit", 6, 1},
+                                          {"logical_end_bit", 7, 1},    {"physical_start", 8, 2},
+                                          {"physical_start_bit", 10, 1}, {"type", 11, 1}, {"activate", 12, 1}};
+
+/* "key": [{"index", fields...} x n] from n blocks of `stride` bytes, or null when the group was not read. */
+static void json_regs(json_t *j, const char *key, bool ok, const uint8_t *base, int n, int stride, const reg_field_t *f,
+                      size_t nf) {
+  if (!ok) {
+    json_null(j, key);
     return;
   }
-  json_arr(j, "fmmu");
-  for (int i = 0; i < n_fmmu(d); i++) {
-    const uint8_t *f = d->fmmu + 16 * i;
+  json_arr(j, key);
+  for (int i = 0; i < n; i++) {
+    const uint8_t *b = base + stride * i;
     json_obj(j, NULL);
     json_u64(j, "index", (uint64_t)i);
-    json_u64(j, "logical_start", ecat_get32(f));
-    json_u64(j, "length", ecat_get16(f + 4));
-    json_u64(j, "logical_start_bit", f[6]);
-    json_u64(j, "logical_end_bit", f[7]);
-    json_u64(j, "physical_start", ecat_get16(f + 8));
-    json_u64(j, "physical_start_bit", f[10]);
-    json_u64(j, "type", f[11]);
-    json_u64(j, "activate", f[12]);
+    for (size_t k = 0; k < nf; k++)
+      json_u64(j, f[k].name, f[k].width == 4 ? ecat_get32(b + f[k].off) : f[k].width == 2 ? ecat_get16(b + f[k].off) : b[f[k].off]);
     json_end_obj(j);
   }
   json_end_arr(j);
+}
+
+static void json_sm_fmmu(json_t *j, const scan_dev_t *d) {
+  json_regs(j, "sm", got(d, G_SM), d->sm, n_sm(d), 8, sm_fields, sizeof sm_fields / sizeof sm_fields[0]);
+  json_regs(j, "fmmu", got(d, G_FMMU), d->fmmu, n_fmmu(d), 16, fmmu_fields, sizeof fmmu_fields / sizeof fmmu_fields[0]);
 }
 
 static void json_ports(json_t *j, const scan_dev_t *d) {
