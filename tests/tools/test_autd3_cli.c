@@ -757,6 +757,9 @@ TEST(watch_through_remote_server_and_its_capture) {
     last = q;
   ASSERT_TRUE(strstr(last, "{\"position\":0,\"state\":\"OP\"") != NULL);
   ASSERT_TRUE(strstr(last, "{\"position\":1,\"state\":\"OP\"") != NULL);
+  /* the server's echocat measures phase, and ARMT v7 carries it to the Remote link's statistics */
+  ASSERT_CONTAINS(last, "\"link_stats\":{");
+  ASSERT_TRUE(strstr(last, "\"phase_excursions\":null") == NULL);
   int sent, back;
   pcap_count(path, &sent, &back);
   ASSERT_GT(sent, 10);
