@@ -42,7 +42,12 @@ def test_reads(client: autd.Client) -> None:
     assert [s.state for s in client.device_statuses()] == [autd.ClientDeviceState.READY] * 2
     ls = client.check_state()
     assert ls.all_op and not ls.any_lost
-    assert client.link_stats().cycles > 0
+    lk = client.link_stats()
+    assert lk.cycles > 0
+    # the emulator link times its exchanges and has no phase to measure: None, not 0
+    assert lk.exchanges and lk.exchanges > 0 and lk.mean_exchange_ns() is not None
+    assert lk.worst_exchange_ns is not None and lk.worst_exchange_ns >= lk.mean_exchange_ns()
+    assert lk.phase_excursions is None and lk.worst_phase_deviation_ns is None
     assert "cycle_ns" in client.diagnostics()
 
 

@@ -130,11 +130,30 @@ class DeviceStatus:
     state: ClientDeviceState
 
 
+# autd3_link_stats_t.measured bits (link.h AUTD3_LINK_MEASURES_*)
+_MEASURES_PHASE, _MEASURES_EXCHANGE = 0x04, 0x08
+
+
 @dataclass(frozen=True)
 class LinkStats:
+    """The link's statistics since open (the reference's LinkStats). ``None``: the link cannot measure it
+    (docs/architecture.md "Link statistics"); ``lost_cycles`` is 0 then, ``measured`` has the library's bits."""
+
     cycles: int
     stale_cycles: int
     lost_cycles: int
+    phase_excursions: Optional[int] = None
+    worst_phase_deviation_ns: Optional[int] = None
+    exchanges: Optional[int] = None
+    worst_exchange_ns: Optional[int] = None
+    exchange_ns_total: Optional[int] = None
+    measured: int = 0
+
+    def mean_exchange_ns(self) -> Optional[int]:
+        """The mean exchange time (ns), None when the link does not time its exchanges."""
+        if self.exchanges is None or self.exchange_ns_total is None:
+            return None
+        return self.exchange_ns_total // self.exchanges if self.exchanges else 0
 
 
 class DeviceState(enum.IntEnum):
@@ -416,7 +435,12 @@ class Client:
     def link_stats(self) -> LinkStats:
         s = N.LinkStats()
         self._with_link(N.lib().autd3_link_stats_sized, ctypes.byref(s), ctypes.sizeof(s))
-        return LinkStats(int(s.cycles), int(s.stale_cycles), int(s.lost_cycles))
+        m = int(s.measured)
+        ph, ex = bool(m & _MEASURES_PHASE), bool(m & _MEASURES_EXCHANGE)
+        return LinkStats(int(s.cycles), int(s.stale_cycles), int(s.lost_cycles),
+                         int(s.phase_excursions) if ph else None, int(s.worst_phase_deviation_ns) if ph else None,
+                         int(s.exchanges) if ex else None, int(s.worst_exchange_ns) if ex else None,
+                         int(s.exchange_ns_total) if ex else None, m)
 
     def check_state(self) -> LinkStatus:
         """Check the devices' EtherCAT states and try to recover those not in OP (one checker at a
