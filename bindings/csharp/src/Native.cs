@@ -128,6 +128,10 @@ namespace Autd3.Native
         public uint measured, reserved_;
         public ulong phase_excursions, worst_phase_deviation_ns, exchanges, exchange_ns_total, worst_exchange_ns;
         public ulong dc_sample_host_ns, dc_sample_time_ns;
+        /// <summary>The mean exchange time (ns); 0 without exchanges. Whether the link times them: measured bit 0x08.</summary>
+        public ulong MeanExchangeNs { get { return exchanges == 0 ? 0 : exchange_ns_total / exchanges; } }
+        /// <summary>Whether the link measures what bit <c>bit</c> of link.h's AUTD3_LINK_MEASURES_* stands for (else the fields are 0: not measured).</summary>
+        public bool Measures(uint bit) { return (measured & bit) != 0; }
     }
 
     [CStruct("autd3_link_device_info"), StructLayout(LayoutKind.Sequential)]

@@ -327,6 +327,9 @@ static class TestCSharp
                 Throws(ErrorCode.InvalidArgument, () => c.DeviceStatus(7), "bad device status");
                 c.DeviceResets(1);
                 Check(link.Stats.cycles > 0 && link.DeviceResets(0) == 0, "link stats");
+                // the emulator link times its exchanges (bit 0x08) and measures no phase (bit 0x04)
+                Check(link.Stats.Measures(0x08) && link.Stats.exchanges > 0 && link.Stats.worst_exchange_ns >= link.Stats.MeanExchangeNs
+                      && !link.Stats.Measures(0x04), "link stats: exchanges, no phase");
                 Check(link.CheckState().num_devices == 2, "check state");
                 link.Diagnostics();
                 Check(link.Counters(0).executed > 0, "counters");
