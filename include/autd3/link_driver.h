@@ -163,9 +163,9 @@ AUTD3_EXTERN void autd3_link_report_phase(struct autd3_link *link, int64_t devia
  */
 AUTD3_EXTERN void autd3_link_report_dc_time(struct autd3_link *link, uint64_t host_ns, uint64_t dc_ns);
 /**
- * Counts measured elsewhere, added as they are (the Remote link: what its server's link counted since the last
- * reply): stale and lost cycles (a lost one is also stale: `stale` includes `lost`), phase excursions, and a
- * worst phase deviation to keep if larger. Lock-free.
+ * Counts measured elsewhere, added as they are (a link relaying another: the Remote link adds the phase
+ * excursions its server's link counted since the previous reply): stale and lost cycles (a lost one is also
+ * stale: `stale` includes `lost`), phase excursions, and a worst phase deviation to keep if larger. Lock-free.
  * Context: the bus thread (from cycle); RT-safe. @since 0.5.0
  */
 AUTD3_EXTERN void autd3_link_add_counts(struct autd3_link *link, uint64_t stale, uint64_t lost, uint64_t phase_excursions,
