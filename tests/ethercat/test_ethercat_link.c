@@ -344,6 +344,8 @@ static void unplug_replug(bool power_cycle) {
   ASSERT_OK(autd3_link_device_info(autd3_client_link(c), 2, &i2));
   printf("stale per device: %llu (0), %llu (2)\n", (unsigned long long)i0.stale_cycles, (unsigned long long)i2.stale_cycles);
   ASSERT_GT(i2.stale_cycles, i0.stale_cycles); /* the unplugged device's inputs went stale, the first one's not as often */
+  if (power_cycle) /* the device came back rebooted, not as it was unplugged */
+    ASSERT_GT(autd3_link_device_resets(autd3_client_link(c), 2), 0);
   long ok_before = atomic_load(&s.ok);
   for (int i = 0; i < 100 && atomic_load(&s.ok) < ok_before + 20; i++)
     autd3__sleep_ns(100000000u); /* the client resynchronises, then commands flow again */
