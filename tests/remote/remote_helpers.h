@@ -1,4 +1,4 @@
-/* Shared helpers of the Remote tests: an in-process server on a thread, raw TCP clients, fake servers. */
+/* Shared helpers of the Remote tests: an in-process server on a thread, raw TCP clients (harness/raw_tcp.h), fake servers. */
 #ifndef AUTD3_TESTS_REMOTE_HELPERS_H
 #define AUTD3_TESTS_REMOTE_HELPERS_H
 
@@ -13,52 +13,9 @@
 
 #include "autd3/link.h"
 #include "autd3/remote_server.h"
+#include "link/remote/armt.h"
+#include "harness/raw_tcp.h"
 #include "harness/test.h"
-
-/* Connect a blocking TCP socket to 127.0.0.1:port with 10 s receive/send timeouts (a bound, not a timing check). */
-static inline int raw_connect(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_TRUE(fd >= 0);
-  struct timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) TEST_FAIL_("connect to %u: %s", port, strerror(errno));
-  return fd;
-}
-
-static inline void raw_send(int fd, const void *b, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t w = send(fd, (const uint8_t *)b + off, n - off, MSG_NOSIGNAL);
-    if (w <= 0) TEST_FAIL_("send: %s", strerror(errno));
-    off += (size_t)w;
-  }
-}
-
-/* Read exactly n bytes; returns the count read before EOF/error/timeout. */
-static inline size_t raw_recv(int fd, void *b, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t r = recv(fd, (uint8_t *)b + off, n - off, 0);
-    if (r <= 0) break;
-    off += (size_t)r;
-  }
-  return off;
-}
-
-/* True if the peer closed the connection (EOF or reset) within the 10 s receive bound. */
-static inline bool raw_closed(int fd) {
-  uint8_t b[256];
-  for (;;) {
-    ssize_t r = recv(fd, b, sizeof b, 0);
-    if (r == 0) return true;
-    if (r < 0) return errno == ECONNRESET;
-  }
-}
 
 static inline uint16_t free_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -69,6 +26,34 @@ static inline uint16_t free_port(void) {
   getsockname(fd, (struct sockaddr *)&a, &l);
   close(fd);
   return ntohs(a.sin_port);
+}
+
+/* ---- ARMT by hand ---- */
+
+static inline autd3_geometry_t *geom(size_t n) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
+  return g;
+}
+
+/* The v3 hello (magic, version, geometry of n devices) into b; returns its length. */
+static inline size_t hello(uint8_t *b, size_t cap, size_t n) {
+  autd3_geometry_t *g = geom(n);
+  size_t len = autd3__armt_encode_hello(g, b, cap);
+  autd3_geometry_free(g);
+  return len;
+}
+
+/* A v3 handshake by hand: returns a connected raw socket in session with n devices (the server answered the u16
+ * device count). */
+static inline int raw_session(uint16_t port, size_t n) {
+  static uint8_t b[AUTD3_MAX_DEVICES * (4 + 249 * 24) + 16];
+  int fd = raw_connect(port);
+  raw_send(fd, b, hello(b, sizeof b, n));
+  uint8_t r[2];
+  ASSERT_EQ(raw_recv(fd, r, 2), 2);
+  ASSERT_EQ(r[0] | r[1] << 8, n);
+  return fd;
 }
 
 /* ---- in-process server on a thread ---- */
@@ -92,9 +77,10 @@ static void *srv_main(void *arg) {
   return NULL;
 }
 
+/* Start a server with option `o` on 127.0.0.1, any free port; its log goes to quiet_log unless `o` names a sink. */
 static inline void srv_start_opt(srv_t *v, autd3_remote_server_option_t o) {
   o.listen = "127.0.0.1:0";
-  o.log = quiet_log;
+  if (o.log == NULL) o.log = quiet_log;
   ASSERT_OK(autd3_remote_server_create(&o, &v->s));
   v->port = autd3_remote_server_port(v->s);
   snprintf(v->addr, sizeof v->addr, "127.0.0.1:%u", v->port);

@@ -9,6 +9,7 @@
 #include "autd3/link_driver.h"
 #include "link/remote/armt.h"
 #include "platform/platform.h"
+#include "harness/connect_storm.h"
 #include "remote_helpers.h"
 
 /* ---- the echo link (a test double, as the reference's loopback.rs EchoLink) ---- */
@@ -57,25 +58,26 @@ static void start(srv_t *v, uint16_t devices) {
   srv_start_opt(v, o);
 }
 
-static autd3_geometry_t *geom(size_t n) {
-  autd3_geometry_t *g = NULL;
-  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
-  return g;
-}
-
 /* Protocol of open_remote: 0 = the default (newest, v7); the fake servers below speak v3. */
 static uint32_t g_protocol;
 
-static autd3_err_t open_remote(const char *addr, size_t n, uint32_t timeout_ms, autd3_link_t **out) {
+/* Open a Remote link for n devices at addr with g_protocol and the given pipelining. */
+static autd3_err_t open_remote_mode(const char *addr, size_t n, uint32_t timeout_ms, autd3_remote_pipeline_t pipeline,
+                                    autd3_link_t **out) {
   autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
   o.u.remote.protocol = g_protocol;
-  o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_OFF; /* exact per-call echoes; AUTO has its own test */
+  o.u.remote.pipeline = pipeline;
   o.u.remote.address = addr;
   o.u.remote.timeout_ms = timeout_ms;
   autd3_geometry_t *g = geom(n);
   autd3_err_t err = autd3_link_open(&o, g, out);
   autd3_geometry_free(g);
   return err;
+}
+
+/* Without pipelining: exact per-call echoes (AUTO and ON have their own tests). */
+static autd3_err_t open_remote(const char *addr, size_t n, uint32_t timeout_ms, autd3_link_t **out) {
+  return open_remote_mode(addr, n, timeout_ms, AUTD3_REMOTE_PIPELINE_OFF, out);
 }
 
 /* One cycle with tx[d] = (seq, cmd) and check the echo. */
@@ -89,24 +91,6 @@ static void cycle_echo(autd3_link_t *l, size_t n, uint8_t seq, uint8_t cmd, bool
     ASSERT_EQ(rx[2 * d], (uint8_t)(seq + d));
     ASSERT_EQ(rx[2 * d + 1], cmd);
   }
-}
-
-static size_t hello(uint8_t *b, size_t cap, size_t n) {
-  autd3_geometry_t *g = geom(n);
-  size_t len = autd3__armt_encode_hello(g, b, cap);
-  autd3_geometry_free(g);
-  return len;
-}
-
-/* Handshake by hand: returns a connected raw socket in session with n devices. */
-static int raw_session(uint16_t port, size_t n) {
-  static uint8_t b[AUTD3_MAX_DEVICES * (4 + 249 * 24) + 16];
-  int fd = raw_connect(port);
-  raw_send(fd, b, hello(b, sizeof b, n));
-  uint8_t r[2];
-  ASSERT_EQ(raw_recv(fd, r, 2), 2);
-  ASSERT_EQ(r[0] | r[1] << 8, n);
-  return fd;
 }
 
 static size_t frame_req(uint8_t *b, size_t n, uint8_t seq, uint8_t cmd) {
@@ -610,15 +594,11 @@ TEST(error_version_refused_by_our_server) {
   /* and the real server refuses a version-2 hello that way */
   srv_t v;
   start(&v, 0);
-  int fd = raw_connect(v.port);
   static const uint8_t h[] = {'A', 'R', 'M', 'T', 2, 1, 0, 0, 0};
-  raw_send(fd, h, sizeof h);
   uint8_t b[5];
-  ASSERT_EQ(raw_recv(fd, b, 5), 5);
+  raw_answered_then_closed(v.port, h, sizeof h, b, 5);
   ASSERT_EQ(b[0] | b[1], 0);
   ASSERT_EQ(b[2], 0x10);
-  ASSERT_TRUE(raw_closed(fd));
-  close(fd);
   srv_stop(&v);
 }
 
@@ -782,17 +762,6 @@ TEST(hostile_empty_and_truncated) {
 
 /* ---- servers hold up: timeouts, connection limit, rate-limited log ---- */
 
-typedef struct {
-  atomic_int lines, held;
-} log_count_t;
-
-static void count_log(void *ctx, const char *line) {
-  log_count_t *c = ctx;
-  atomic_fetch_add(&c->lines, 1);
-  if (strstr(line, "not logged: rate limit")) atomic_fetch_add(&c->held, 1);
-  quiet_log(NULL, line);
-}
-
 /* Keep opening a Remote link until it gets in (the server answers BUSY meanwhile); bounded by `bound_ms`.
  * Returns the time it took in ms (reported, never asserted beyond the bound). */
 static double get_in(srv_t *v, uint32_t bound_ms, autd3_link_t **l) {
@@ -903,34 +872,24 @@ TEST(hold_up_idle_connections_limit) {
   srv_stop(&v);
 }
 
-TEST(hold_up_connect_storm_log_bounded) {
+static uint16_t storm_start(void *ctx, void (*log)(void *, const char *), void *log_ctx) {
+  srv_t *v = ctx;
   use_echo();
-  srv_t v;
-  log_count_t lc;
-  atomic_init(&lc.lines, 0);
-  atomic_init(&lc.held, 0);
   autd3_remote_server_option_t o = autd3_remote_server_option_default();
-  o.listen = "127.0.0.1:0";
-  o.log = count_log;
-  o.log_ctx = &lc;
-  o.log_lines_per_s = 2; /* bursts of 20 */
-  uint64_t t0 = autd3__now_ns();
-  ASSERT_OK(autd3_remote_server_create(&o, &v.s));
-  v.port = autd3_remote_server_port(v.s);
-  snprintf(v.addr, sizeof v.addr, "127.0.0.1:%u", v.port);
-  pthread_create(&v.th, NULL, srv_main, &v);
-  const int storm = 400; /* each would log "connected" and "left": 800 lines unlimited */
-  for (int i = 0; i < storm; i++) close(raw_connect(v.port));
-  usleep(700000); /* the bucket refills (2 lines/s), so the next session's lines get out with the held-back count */
-  still_serves(&v);
-  srv_stop(&v);
-  double s_elapsed = (double)(autd3__now_ns() - t0) / 1e9;
-  int lines = atomic_load(&lc.lines);
-  fprintf(stderr, "%d connections in %.2f s: %d log lines\n", storm, s_elapsed, lines);
-  /* The bucket's bound (burst + rate x elapsed), which is far below one line per connection. */
-  ASSERT_LE(lines, 20 + (int)(2 * s_elapsed) + 2);
-  ASSERT_LT(lines, storm);
-  ASSERT_GE(atomic_load(&lc.held), 1); /* the count of held-back lines is reported */
+  o.log = log;
+  o.log_ctx = log_ctx;
+  o.log_lines_per_s = CONNECT_STORM_LINES_PER_S;
+  srv_start_opt(v, o);
+  return v->port;
+}
+
+static void storm_gets_in(void *ctx) { still_serves(ctx); }
+static void storm_stop(void *ctx) { srv_stop(ctx); }
+
+TEST(hold_up_connect_storm_log_bounded) {
+  srv_t v;
+  connect_storm_server_t s = {storm_start, storm_gets_in, storm_stop, &v};
+  connect_storm_log_bounded(&s);
 }
 
 TEST(hold_up_options_range_checked) {
@@ -972,14 +931,10 @@ TEST(hostile_oversized_counts) {
   const uint8_t *m[] = {big_dev, big_tr, zero_dev};
   size_t ml[] = {sizeof big_dev, sizeof big_tr, sizeof zero_dev};
   for (int i = 0; i < 3; i++) {
-    int fd = raw_connect(v.port);
-    raw_send(fd, m[i], ml[i]);
     uint8_t r[3];
-    ASSERT_EQ(raw_recv(fd, r, 3), 3);
+    raw_answered_then_closed(v.port, m[i], ml[i], r, 3);
     ASSERT_EQ(r[0] | r[1], 0);
     ASSERT_EQ(r[2], 0x12); /* geometry refused */
-    ASSERT_TRUE(raw_closed(fd));
-    close(fd);
   }
   ASSERT_EQ(srv_stats(&v).refused, 3);
   still_serves(&v);
@@ -1066,28 +1021,16 @@ TEST(hostile_foreign_protocols) {
   start(&v, 0);
   /* autd3 v38 client HELLO: answered in its own error format */
   static const uint8_t v1[] = {0x10, 0x01, 0x00, 'A', 'U', 'T', 'D', '3', 'R', 'E', 'M', 'O', 'T', 'E'};
-  int fd = raw_connect(v.port);
-  raw_send(fd, v1, sizeof v1);
   uint8_t r[16];
-  ASSERT_EQ(raw_recv(fd, r, 5), 5);
+  raw_answered_then_closed(v.port, v1, sizeof v1, r, 5);
   ASSERT_EQ(r[0], 0xFF);
-  ASSERT_TRUE(raw_closed(fd));
-  close(fd);
   /* ARMT v6 client (a version we do not speak): answered with our v7 hello, so it reports the mismatch itself */
   static const uint8_t v6[] = {'A', 'R', 'M', 'T', 6, 5, '0', '.', '4', '.', '0'};
-  fd = raw_connect(v.port);
-  raw_send(fd, v6, sizeof v6);
-  ASSERT_EQ(raw_recv(fd, r, 6), 6);
+  raw_answered_then_closed(v.port, v6, sizeof v6, r, 6);
   ASSERT_MEMEQ(r, "ARMT\x07", 5);
-  ASSERT_TRUE(raw_closed(fd));
-  close(fd);
   /* HTTP */
-  fd = raw_connect(v.port);
-  raw_send(fd, "GET / HTTP/1.1\r\n\r\n", 18);
-  ASSERT_EQ(raw_recv(fd, r, 3), 3);
+  raw_answered_then_closed(v.port, "GET / HTTP/1.1\r\n\r\n", 18, r, 3);
   ASSERT_EQ(r[2], 0x10);
-  ASSERT_TRUE(raw_closed(fd));
-  close(fd);
   /* random garbage */
   uint64_t x = 88172645463325252ull;
   for (int k = 0; k < 20; k++) {
@@ -1096,7 +1039,7 @@ TEST(hostile_foreign_protocols) {
       x ^= x << 13, x ^= x >> 7, x ^= x << 17;
       g[i] = (uint8_t)x;
     }
-    fd = raw_connect(v.port);
+    int fd = raw_connect(v.port);
     raw_send(fd, g, 1 + (size_t)(x % sizeof g));
     close(fd);
   }
@@ -1107,13 +1050,8 @@ TEST(hostile_foreign_protocols) {
 TEST(pipelined_link_returns_the_previous_reply) {
   srv_t v;
   start(&v, 0);
-  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
-  o.u.remote.address = v.addr;
-  o.u.remote.timeout_ms = 2000;
-  o.u.remote.pipeline = AUTD3_REMOTE_PIPELINE_ON;
-  autd3_geometry_t *g = geom(2);
   autd3_link_t *l = NULL;
-  ASSERT_OK(autd3_link_open(&o, g, &l));
+  ASSERT_OK(open_remote_mode(v.addr, 2, 2000, AUTD3_REMOTE_PIPELINE_ON, &l));
   static uint8_t tx[2 * 626];
   uint8_t rx[4];
   bool valid = true;
@@ -1130,7 +1068,6 @@ TEST(pipelined_link_returns_the_previous_reply) {
     ASSERT_EQ(rx[2], 2 * (k - 1));
   }
   autd3_link_close(l);
-  autd3_geometry_free(g);
   ASSERT_GE(srv_stats(&v).requests, 48); /* the last reply may still be in flight at close */
   srv_stop(&v);
 }
@@ -1140,13 +1077,9 @@ TEST(pipelined_link_returns_the_previous_reply) {
 TEST(auto_pipeline_keeps_replies_in_order) {
   srv_t v;
   start(&v, 0);
-  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
-  o.u.remote.address = v.addr;
-  o.u.remote.timeout_ms = 2000;
-  ASSERT_EQ(o.u.remote.pipeline, AUTD3_REMOTE_PIPELINE_AUTO);
-  autd3_geometry_t *g = geom(1);
+  ASSERT_EQ(autd3_link_option_default(AUTD3_LINK_REMOTE).u.remote.pipeline, AUTD3_REMOTE_PIPELINE_AUTO);
   autd3_link_t *l = NULL;
-  ASSERT_OK(autd3_link_open(&o, g, &l));
+  ASSERT_OK(open_remote_mode(v.addr, 1, 2000, AUTD3_REMOTE_PIPELINE_AUTO, &l));
   uint8_t tx[626] = {0}, rx[2];
   int stale = 0;
   for (int k = 1; k <= 300; k++) {
@@ -1161,7 +1094,6 @@ TEST(auto_pipeline_keeps_replies_in_order) {
   }
   ASSERT_LE(stale, 2);
   autd3_link_close(l);
-  autd3_geometry_free(g);
   srv_stop(&v);
 }
 
@@ -1172,12 +1104,8 @@ TEST(auto_pipeline_keeps_replies_in_order) {
 TEST(auto_follows_streaming_runs) {
   srv_t v;
   start(&v, 0);
-  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_REMOTE);
-  o.u.remote.address = v.addr;
-  o.u.remote.timeout_ms = 2000;
-  autd3_geometry_t *g = geom(1);
   autd3_link_t *l = NULL;
-  ASSERT_OK(autd3_link_open(&o, g, &l));
+  ASSERT_OK(open_remote_mode(v.addr, 1, 2000, AUTD3_REMOTE_PIPELINE_AUTO, &l));
   uint8_t tx[626] = {0}, rx[2];
   uint8_t cur = 0, prev = 0;
   int stale = 0, runs = 0, calls = 0;
@@ -1214,7 +1142,6 @@ TEST(auto_follows_streaming_runs) {
   }
   ASSERT_LE(stale, runs + 2);
   autd3_link_close(l);
-  autd3_geometry_free(g);
   ASSERT_LE(srv_stats(&v).requests, (uint64_t)calls);
   srv_stop(&v);
 }

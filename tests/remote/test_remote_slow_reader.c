@@ -19,12 +19,6 @@
 #define DEVICES 2
 #define BOUND_MS 60000u
 
-static autd3_geometry_t *geom(size_t n) {
-  autd3_geometry_t *g = NULL;
-  ASSERT_OK(autd3_geometry_create(n, NULL, &g));
-  return g;
-}
-
 static autd3_remote_server_option_t options(void) {
   autd3_remote_server_option_t o = autd3_remote_server_option_default();
   o.link = autd3_link_option_default(AUTD3_LINK_EMULATOR);
@@ -45,20 +39,6 @@ static autd3_err_t open_remote(const char *addr, autd3_link_t **out) {
   return err;
 }
 
-/* A v3 session by hand: hello + geometry, then the u16 device count back. */
-static int raw_session(uint16_t port) {
-  static uint8_t b[DEVICES * (4 + 249 * 24) + 16];
-  int fd = raw_connect(port);
-  autd3_geometry_t *g = geom(DEVICES);
-  size_t len = autd3__armt_encode_hello(g, b, sizeof b);
-  autd3_geometry_free(g);
-  raw_send(fd, b, len);
-  uint8_t r[2];
-  ASSERT_EQ(raw_recv(fd, r, 2), 2);
-  ASSERT_EQ(r[0] | r[1] << 8, DEVICES);
-  return fd;
-}
-
 /* Cycles through the link, reading every reply (what a well-behaved client does). */
 static void cycles(autd3_link_t *l, int n) {
   static uint8_t tx[DEVICES * AUTD3_TX_FRAME_BYTES], rx[DEVICES * 2];
@@ -72,7 +52,7 @@ static void cycles(autd3_link_t *l, int n) {
 TEST(client_that_never_reads_is_dropped) {
   srv_t v;
   srv_start_opt(&v, options());
-  int bad = raw_session(v.port);
+  int bad = raw_session(v.port, DEVICES);
   ASSERT_EQ(fcntl(bad, F_SETFL, fcntl(bad, F_GETFL, 0) | O_NONBLOCK), 0);
   static uint8_t req[1 + DEVICES * AUTD3_TX_FRAME_BYTES];
   req[0] = 0x01; /* a frame request; the payload (all-zero frames) does not matter */

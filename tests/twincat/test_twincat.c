@@ -16,6 +16,8 @@
 
 #include "autd3/link.h"
 #include "autd3/link_driver.h"
+#include "harness/connect_storm.h"
+#include "harness/raw_tcp.h"
 #include "harness/test.h"
 #include "link/twincat/ads.h"
 #include "platform/platform.h"
@@ -175,12 +177,18 @@ static void *emu_thread(void *arg) {
   return NULL;
 }
 
+/* The runtime with configuration `cfg` on any free port, in a thread. */
+static void emu_start_cfg(emu_fixture_t *f, autd3_tcemu_config_t cfg) {
+  cfg.listen_port = 0;
+  ASSERT_OK(autd3_tcemu_create(&cfg, &f->emu));
+  ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
+}
+
+/* The default runtime with `devices` devices. */
 static void emu_start(emu_fixture_t *f, uint16_t devices) {
   autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = devices;
-  cfg.listen_port = 0; /* any free port */
-  ASSERT_OK(autd3_tcemu_create(&cfg, &f->emu));
-  ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
+  emu_start_cfg(f, cfg);
 }
 
 static void emu_stop(emu_fixture_t *f) {
@@ -518,38 +526,6 @@ TEST(emu_oversized_frame_answered_and_skipped) {
 
 /* ---------------- holding up: idle / slow / many connections ---------------- */
 
-static void emu_start_cfg(emu_fixture_t *f, autd3_tcemu_config_t cfg) {
-  cfg.listen_port = 0;
-  ASSERT_OK(autd3_tcemu_create(&cfg, &f->emu));
-  ASSERT_EQ(pthread_create(&f->th, NULL, emu_thread, f->emu), 0);
-}
-
-/* A plain TCP connection to the runtime; rcvbuf > 0 fixes its receive buffer first (small: the kernels stop taking
- * bytes soon when nobody reads). */
-static int raw_tcp_rcvbuf(uint16_t port, int rcvbuf) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_TRUE(fd >= 0);
-  if (rcvbuf > 0) ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf), 0);
-  struct timeval tv = {10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) TEST_FAIL_("connect: %s", strerror(errno));
-  return fd;
-}
-
-static int raw_tcp(uint16_t port) { return raw_tcp_rcvbuf(port, 0); }
-
-/* True if the peer closed the connection (EOF or reset) within the 10 s receive bound. */
-static bool raw_closed(int fd) {
-  uint8_t b[512];
-  for (;;) {
-    ssize_t r = recv(fd, b, sizeof b, 0);
-    if (r == 0) return true;
-    if (r < 0) return errno == ECONNRESET;
-  }
-}
-
 /* Open the TwinCAT link until it gets in (the emulator closes a connection it has no place for); bounded.
  * Returns how long it took in ms (reported, not asserted beyond the bound). */
 static double link_gets_in(uint16_t port, uint16_t devices, uint32_t bound_ms, autd3_link_t **out) {
@@ -579,7 +555,7 @@ TEST(hold_up_idle_connections_do_not_lock_out) {
   emu_start_cfg(&f, cfg);
   int fds[AUTD3_TCEMU_MAX_CONNS];
   for (int i = 0; i < AUTD3_TCEMU_MAX_CONNS; i++) {
-    fds[i] = raw_tcp(autd3_tcemu_port(f.emu));
+    fds[i] = raw_connect(autd3_tcemu_port(f.emu));
     if (i % 2) ASSERT_EQ(send(fds[i], "\0\0\x40", 3, MSG_NOSIGNAL), 3); /* the start of a frame, then nothing */
   }
   autd3_link_t *link;
@@ -646,7 +622,7 @@ static void stall_log(void *ctx, const char *line) {
 /* A raw client that subscribes to the whole output image every task cycle (1.3 KB/ms with 2 devices) and then
  * never reads, with a small receive buffer so that the kernels stop taking bytes soon. */
 static int subscribe_and_never_read(uint16_t port) {
-  int fd = raw_tcp_rcvbuf(port, 4096);
+  int fd = raw_connect_rcvbuf(port, 4096);
   ams_header_t h = {.target = task_addr(), .cmd = ADS_CMD_ADD_NOTIFICATION, .flags = AMS_SF_ADS, .invoke = 1};
   ASSERT_OK(autd3__ams_netid_parse("127.0.0.1.1.2", &h.source.netid));
   h.source.port = 32905;
@@ -750,42 +726,31 @@ TEST(hold_up_several_clients_are_served) {
   emu_stop(&f);
 }
 
-typedef struct {
-  atomic_int lines, held;
-} log_count_t;
-
-static void count_log(void *ctx, const char *line) {
-  log_count_t *c = ctx;
-  atomic_fetch_add(&c->lines, 1);
-  if (strstr(line, "not logged: rate limit")) atomic_fetch_add(&c->held, 1);
-}
-
-TEST(hold_up_connect_storm_log_bounded) {
-  emu_fixture_t f;
-  log_count_t lc;
-  atomic_init(&lc.lines, 0);
-  atomic_init(&lc.held, 0);
+static uint16_t storm_start(void *ctx, void (*log)(void *, const char *), void *log_ctx) {
+  emu_fixture_t *f = ctx;
   autd3_tcemu_config_t cfg = autd3_tcemu_config_default();
   cfg.devices = 1;
   cfg.verbose = true;
-  cfg.log = count_log;
-  cfg.log_ctx = &lc;
-  cfg.log_lines_per_s = 2; /* bursts of 20 */
-  uint64_t t0 = autd3__now_ns();
-  emu_start_cfg(&f, cfg);
-  const int storm = 400; /* each would log "accepted" and "closed": 800 lines unlimited */
-  for (int i = 0; i < storm; i++) close(raw_tcp(autd3_tcemu_port(f.emu)));
-  usleep(700000); /* the bucket refills (2 lines/s), so the link's lines get out with the held-back count */
+  cfg.log = log;
+  cfg.log_ctx = log_ctx;
+  cfg.log_lines_per_s = CONNECT_STORM_LINES_PER_S;
+  emu_start_cfg(f, cfg);
+  return autd3_tcemu_port(f->emu);
+}
+
+static void storm_gets_in(void *ctx) {
+  emu_fixture_t *f = ctx;
   autd3_link_t *link;
-  link_gets_in(autd3_tcemu_port(f.emu), 1, 20000, &link);
+  link_gets_in(autd3_tcemu_port(f->emu), 1, 20000, &link);
   autd3_link_close(link);
-  emu_stop(&f);
-  double s = (double)(autd3__now_ns() - t0) / 1e9;
-  int lines = atomic_load(&lc.lines);
-  fprintf(stderr, "%d connections in %.2f s: %d log lines\n", storm, s, lines);
-  ASSERT_LE(lines, 20 + (int)(2 * s) + 2);
-  ASSERT_LT(lines, storm);
-  ASSERT_GE(atomic_load(&lc.held), 1);
+}
+
+static void storm_stop(void *ctx) { emu_stop(ctx); }
+
+TEST(hold_up_connect_storm_log_bounded) {
+  emu_fixture_t f;
+  connect_storm_server_t s = {storm_start, storm_gets_in, storm_stop, &f};
+  connect_storm_log_bounded(&s);
 }
 
 TEST(hold_up_options_range_checked) {
