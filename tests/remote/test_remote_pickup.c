@@ -184,7 +184,7 @@ static autd3_err_t create_with_policy(int priority, int cpu, const char *why_ok)
 }
 
 TEST(rt_policy_refused_fails_the_open) {
-  autd3_err_t err = create_with_policy(0, 1023, "this machine has a CPU 1023");
+  autd3_err_t err = create_with_policy(0, 1023, "the host has a CPU 1023");
   ASSERT_ERR(err, AUTD3_E_INVALID_ARGUMENT);
   ASSERT_CONTAINS(autd3_last_error(), "remote server bus thread: rt_priority 0 / rt_cpu 1023");
   ASSERT_CONTAINS(autd3_last_error(), "CPU 1023");

@@ -261,18 +261,22 @@ autd3_err_t autd3__ads_client_request(ads_client_t *c, const ams_addr_t *target,
   return autd3__ads_reply_check(c, target, cmd, reply, group, offset);
 }
 
+/* The data of a checked Read or ReadWrite reply into buf (at most cap bytes; the rest is dropped). */
+static void reply_data(uint16_t cmd, const ads_reply_t *r, void *buf, uint32_t cap, uint32_t *nread) {
+  uint32_t res, n;
+  const uint8_t *d;
+  autd3__ads_reply_parse(cmd, r->data, r->len, &res, &d, &n, NULL);
+  if (n > cap) n = cap;
+  memcpy(buf, d, n);
+  if (nread) *nread = n;
+}
+
 autd3_err_t autd3__ads_read(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, void *buf, uint32_t len, uint32_t *nread) {
   uint8_t p[12];
   ads_reply_t r;
   autd3_err_t e = autd3__ads_client_request(c, t, ADS_CMD_READ, p, autd3__ads_params_rw(p, group, offset, len), NULL, 0, &r);
-  if (e != AUTD3_OK) return e;
-  uint32_t res, n;
-  const uint8_t *d;
-  autd3__ads_reply_parse(ADS_CMD_READ, r.data, r.len, &res, &d, &n, NULL);
-  if (n > len) n = len;
-  memcpy(buf, d, n);
-  if (nread) *nread = n;
-  return AUTD3_OK;
+  if (e == AUTD3_OK) reply_data(ADS_CMD_READ, &r, buf, len, nread);
+  return e;
 }
 
 autd3_err_t autd3__ads_write(ads_client_t *c, const ams_addr_t *t, uint32_t group, uint32_t offset, const void *buf, uint32_t len) {
@@ -286,14 +290,8 @@ autd3_err_t autd3__ads_read_write(ads_client_t *c, const ams_addr_t *t, uint32_t
   uint8_t p[16];
   ads_reply_t r;
   autd3_err_t e = autd3__ads_client_request(c, t, ADS_CMD_READ_WRITE, p, autd3__ads_params_readwrite(p, group, offset, rlen, wlen), wbuf, wlen, &r);
-  if (e != AUTD3_OK) return e;
-  uint32_t res, n;
-  const uint8_t *d;
-  autd3__ads_reply_parse(ADS_CMD_READ_WRITE, r.data, r.len, &res, &d, &n, NULL);
-  if (n > rlen) n = rlen;
-  memcpy(rbuf, d, n);
-  if (nread) *nread = n;
-  return AUTD3_OK;
+  if (e == AUTD3_OK) reply_data(ADS_CMD_READ_WRITE, &r, rbuf, rlen, nread);
+  return e;
 }
 
 autd3_err_t autd3__ads_read_state(ads_client_t *c, const ams_addr_t *t, uint16_t *ads_state, uint16_t *dev_state) {
