@@ -46,6 +46,7 @@ typedef struct dev {
 } dev_t;
 
 struct autd3_link_ecat_recovery {
+  autd3__link_device_reader_t reader; /* first: autd3_link_device_info() reads registers through it */
   struct autd3_link *link;
   autd3_link_ecat_ops_t ops;
   uint32_t state_timeout_ms;
@@ -59,6 +60,8 @@ struct autd3_link_ecat_recovery {
   uint16_t *al;
   bool *answered;
 };
+
+static void device_info(const autd3__link_device_reader_t *self, uint16_t dev, autd3_link_device_info_t *out);
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static uint32_t le32(const uint8_t *p) { return (uint32_t)le16(p) | ((uint32_t)le16(p + 2) << 16); }
@@ -419,12 +422,15 @@ autd3_err_t autd3__ecat_recovery_create(struct autd3_link *link, const autd3_lin
     autd3__ecat_recovery_free(r);
     return e;
   }
-  autd3__link_set_ecat_recovery(link, r);
+  r->reader.read = device_info;
+  autd3__link_set_device_reader(link, &r->reader);
   *out = r;
   return AUTD3_OK;
 }
 
-void autd3__ecat_recovery_device_info(autd3_link_ecat_recovery_t *r, uint16_t dev, autd3_link_device_info_t *out) {
+/* The link's device reader (autd3_link_device_info()): its ESC error counters and DC deviation, read now. */
+static void device_info(const autd3__link_device_reader_t *self, uint16_t dev, autd3_link_device_info_t *out) {
+  autd3_link_ecat_recovery_t *r = (autd3_link_ecat_recovery_t *)self; /* `reader` is the first member */
   if (r == NULL || dev >= r->n)
     return;
   uint8_t c[20] = {0}, t[4] = {0};
@@ -453,7 +459,7 @@ void autd3__ecat_recovery_free(autd3_link_ecat_recovery_t *r) {
   if (r == NULL)
     return;
   if (r->link != NULL)
-    autd3__link_set_ecat_recovery(r->link, NULL);
+    autd3__link_set_device_reader(r->link, NULL);
   if (r->has_lock)
     autd3__mutex_destroy(&r->lock);
   free(r->dev);

@@ -37,9 +37,9 @@ autd3_err_t autd3__ecat_recovery_check(autd3_link_ecat_recovery_t *rec, autd3_li
 /* The check with the time it runs at given (the back-off's clock; tests). */
 autd3_err_t autd3__ecat_recovery_check_at(autd3_link_ecat_recovery_t *rec, autd3_link_status_t *out, uint64_t now_ns);
 void autd3__ecat_recovery_free(autd3_link_ecat_recovery_t *rec);
-/* autd3_link_device_info(): device dev's ESC error counters (0x0300-0x0313) and DC system-time difference
- * (0x092C) into `out`, setting their measured bits for what was read; serialised with the checks. */
-void autd3__ecat_recovery_device_info(autd3_link_ecat_recovery_t *rec, uint16_t dev, autd3_link_device_info_t *out);
+/* create also registers the helper as the link's device reader (autd3_link_device_info(): a device's ESC
+ * error counters 0x0300-0x0313 and DC system-time difference 0x092C, read on the caller's thread and
+ * serialised with the checks); free unregisters it. */
 /* Device dev's state-machine phase (tests, diagnostics). */
 autd3__ecat_rec_phase_t autd3__ecat_recovery_phase(const autd3_link_ecat_recovery_t *rec, uint16_t dev);
 /* Bring-ups started for device dev so far (tests). */

@@ -478,8 +478,8 @@ autd3_err_t(autd3_link_check_state)(autd3_link_t *link, autd3_link_status_t *out
   return autd3_link_check_state_sized(link, out, AUTD3__SIZE_THROUGH(autd3_link_status_t, recoveries));
 }
 
-void autd3__link_set_ecat_recovery(struct autd3_link *link, autd3_link_ecat_recovery_t *rec) {
-  if (link != NULL && has_ext(link)) atomic_store_explicit(&link->ecat_recovery_, (uintptr_t)rec, memory_order_release);
+void autd3__link_set_device_reader(struct autd3_link *link, const autd3__link_device_reader_t *reader) {
+  if (link != NULL && has_ext(link)) atomic_store_explicit(&link->ecat_recovery_, (uintptr_t)reader, memory_order_release);
 }
 
 autd3_err_t autd3_link_device_info_sized(autd3_link_t *link, uint16_t dev, autd3_link_device_info_t *out, size_t size) {
@@ -492,9 +492,9 @@ autd3_err_t autd3_link_device_info_sized(autd3_link_t *link, uint16_t dev, autd3
   if (has_ext(link)) {
     in.stale_cycles = atomic_load_explicit(&link->device_stale[dev], memory_order_relaxed);
     in.measured = atomic_load_explicit(&link->measured, memory_order_relaxed) & AUTD3_LINK_MEASURES_DEVICE_STALE;
-    autd3_link_ecat_recovery_t *rec =
-        (autd3_link_ecat_recovery_t *)atomic_load_explicit(&link->ecat_recovery_, memory_order_acquire);
-    if (rec != NULL) autd3__ecat_recovery_device_info(rec, dev, &in);
+    const autd3__link_device_reader_t *reader =
+        (const autd3__link_device_reader_t *)atomic_load_explicit(&link->ecat_recovery_, memory_order_acquire);
+    if (reader != NULL) reader->read(reader, dev, &in);
   } else {
     in.stale_cycles = atomic_load_explicit(&link->stale_cycles, memory_order_relaxed); /* cannot tell devices apart */
   }

@@ -19,8 +19,13 @@ autd3_err_t autd3__link_option_full(const autd3_link_option_t *option, autd3_lin
  * none (or the wait failed), then the caller stages at once (src/link/stage.c). */
 autd3_err_t autd3__link_wait_stage(autd3_link_t *link, uint64_t *deadline_ns);
 
-/* The EtherCAT recovery helper of `link` (ecat_recovery_create registers it, free clears it), through which
- * autd3_link_device_info() reads a device's registers; ignored for a link whose header predates it. */
-void autd3__link_set_ecat_recovery(struct autd3_link *link, autd3_link_ecat_recovery_t *rec);
+/* Who reads a device's registers for autd3_link_device_info() (the EtherCAT recovery helper registers one at
+ * create and clears it at free: src/ecat/recovery.c), called on the caller's thread. A function pointer, so
+ * that the registry never calls into src/ecat (docs/architecture.md §9). Ignored for a link whose header
+ * predates it. */
+typedef struct autd3__link_device_reader {
+  void (*read)(const struct autd3__link_device_reader *self, uint16_t dev, autd3_link_device_info_t *out);
+} autd3__link_device_reader_t;
+void autd3__link_set_device_reader(struct autd3_link *link, const autd3__link_device_reader_t *reader);
 
 #endif
