@@ -274,7 +274,11 @@ AUTD3_EXTERN void autd3_client_stats_sized(const autd3_client_t *c, autd3_client
 typedef enum autd3_client_device_state {
   AUTD3_CLIENT_DEVICE_READY = 0,      /**< in the stream: new frames are sent to it */
   AUTD3_CLIENT_DEVICE_RECOVERING = 1, /**< being re-established (Reset, SetMode, Clear, Synchronize); frames staged now are NOT_EXECUTED on it */
-  AUTD3_CLIENT_DEVICE_FOREIGN = 2     /**< another master drives it (SECOND_MASTER); left alone until the client is closed */
+  AUTD3_CLIENT_DEVICE_FOREIGN = 2,    /**< another master drives it (SECOND_MASTER); left alone until the client is closed */
+  /** its inputs were stale for timeout_cycles x max_resync_rounds cycles in a row (unplugged, silent, out of OP): frames
+   * staged now are not sent to it (NOT_EXECUTED there); it rejoins the stream by itself, its state kept, once it answers
+   * again (docs/reliability.md "A fault costs only its device"). @since 0.5.0 */
+  AUTD3_CLIENT_DEVICE_AWAY = 3
 } autd3_client_device_state_t;
 
 /** One device as the client sees it. */
@@ -287,6 +291,7 @@ typedef struct autd3_client_device_status {
   uint64_t executed;     /**< it executed them (acked) */
   uint64_t not_executed; /**< they never ran on it (e.g. staged while it was being re-established) */
   uint64_t unknown;      /**< their outcome on it is unknown (it rebooted or stopped answering with them in flight) */
+  uint64_t aways;        /**< times it went AWAY (its inputs stale for the whole budget; the cycles: autd3_link_device_info()) @since 0.5.0 */
 } autd3_client_device_status_t;
 
 /**

@@ -238,6 +238,7 @@ autd3_err_t autd3_client_device_status_sized(const autd3_client_t *c, uint16_t d
   out->executed = atomic_load_explicit(&m->ds_outcomes[dev][AUTD3_OUTCOME_EXECUTED], memory_order_relaxed);
   out->not_executed = atomic_load_explicit(&m->ds_outcomes[dev][AUTD3_OUTCOME_NOT_EXECUTED], memory_order_relaxed);
   out->unknown = atomic_load_explicit(&m->ds_outcomes[dev][AUTD3_OUTCOME_UNKNOWN], memory_order_relaxed);
+  out->aways = atomic_load_explicit(&m->ds_aways[dev], memory_order_relaxed);
   autd3__out_copy(dst, size, &st, sizeof st);
   return AUTD3_OK;
 }

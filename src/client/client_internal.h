@@ -60,7 +60,7 @@ enum {
   AUTD3__WHY_TIMEOUT,        /* not acked after resync; the device then confirmed the client's Reset */
   AUTD3__WHY_HUNG,           /* not acked after resync and the Reset not confirmed: it may still run it */
   AUTD3__WHY_STALE,          /* inputs stale for the whole budget */
-  AUTD3__WHY_UNSENT_STALE,   /* never sent: every device stale for the whole budget, windows full */
+  AUTD3__WHY_AWAY,           /* never sent to it: its inputs had been stale for the whole budget (AWAY) */
   AUTD3__WHY_FOREIGN,        /* an ack the client never caused: another master */
   AUTD3__WHY_CLOSED,
   AUTD3__WHY_LINK,
@@ -69,8 +69,8 @@ enum {
   AUTD3__WHY_V12_RESET    /* legacy: the link reported the device's reset with the frame in flight */
 };
 
-/* Per-device client state (struct autd3_client.ds_state; autd3_client_device_state_t). */
-enum { AUTD3__DEV_RUN = 0, AUTD3__DEV_RECOVER = 1, AUTD3__DEV_FOREIGN = 2 };
+/* Per-device client state (struct autd3_client.ds_state; the numbers of autd3_client_device_state_t). */
+enum { AUTD3__DEV_RUN = 0, AUTD3__DEV_RECOVER = 1, AUTD3__DEV_FOREIGN = 2, AUTD3__DEV_AWAY = 3 };
 
 /* struct autd3__slot.handle = generation << 2 | one of (handle.c): */
 #define AUTD3__H_NONE 0u    /* no user handle (free, fire-and-forget, or released) */
@@ -193,6 +193,11 @@ struct autd3_client {
   _Atomic uint32_t ds_reinits[AUTD3_MAX_DEVICES];
   _Atomic uint8_t ds_state[AUTD3_MAX_DEVICES];
   _Atomic uint64_t ds_outcomes[AUTD3_MAX_DEVICES][4]; /* completed frames per AUTD3_OUTCOME_* (autd3__client_complete) */
+  _Atomic uint32_t ds_aways[AUTD3_MAX_DEVICES];
+  /* The link reports every device reset before that device's inputs count
+   * again (autd3_link_report_device_reset): an ack 0xFF inside a window is
+   * then an ack, whatever preceded it (seqcmd/bus.c route_acks). */
+  bool reset_evidence;
 };
 
 #define AUTD3__CLIENT_MAGIC 0x61757433u /* "aut3" */

@@ -80,6 +80,13 @@ autd3_err_t autd3__client_alloc(struct autd3_client **out, autd3_link_t *link, c
   c->num_devices = (uint16_t)n;
   c->cfg = *cfg;
   c->proto = proto;
+  /* The built-in links of these kinds report every device reset before the
+   * device's inputs count again (EtherCAT: the state check, before it
+   * restores the device's SyncManagers; TwinCAT: the state word; the
+   * emulator: its power cycle); Remote and custom kinds may not. */
+  autd3_link_kind_t kind = autd3_link_kind(link);
+  c->reset_evidence = kind == AUTD3_LINK_EMULATOR || kind == AUTD3_LINK_ECHOCAT || kind == AUTD3_LINK_SOEM ||
+                      kind == AUTD3_LINK_ETHERCRAB || kind == AUTD3_LINK_TWINCAT;
   atomic_init(&c->refs, 1);
   c->entry = AUTD3__NO_ENTRY;
   /* Everything the bus thread touches is allocated here, once: slots with

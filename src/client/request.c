@@ -194,10 +194,11 @@ static void set_request_error(struct autd3__slot *r) {
       autd3_set_error(res, "frame (cmd 0x%02x %s): inputs stale for %u consecutive cycles, so whether device %d executed it "
                       "is unknown", cmd, name, c->cfg.timeout_cycles * c->cfg.max_resync_rounds, d);
       break;
-    case AUTD3__WHY_UNSENT_STALE:
-      autd3_set_error(res, "frame (cmd 0x%02x %s) not sent: no device's inputs were valid for %u consecutive cycles and "
-                      "device %d's window is full of frames whose fate is unknown, so no device executed it", cmd, name,
-                      c->cfg.timeout_cycles * c->cfg.max_resync_rounds, d);
+    case AUTD3__WHY_AWAY:
+      autd3_set_error(res, "frame (cmd 0x%02x %s) not sent to device %d: its inputs had been stale for %u consecutive "
+                      "cycles (unplugged, silent or out of OP?), so it was away and did not execute it; it rejoins the "
+                      "stream by itself, its state kept, once it answers again", cmd, name, d,
+                      c->cfg.timeout_cycles * c->cfg.max_resync_rounds);
       break;
     case AUTD3__WHY_FOREIGN:
       autd3_set_error(res, "device %d answered ack 0x%02x, a seq this client did not send or one it had passed: another "

@@ -90,6 +90,7 @@ static const char *client_state_name(autd3_client_device_state_t s) {
   case AUTD3_CLIENT_DEVICE_READY: return "ready";
   case AUTD3_CLIENT_DEVICE_RECOVERING: return "recovering";
   case AUTD3_CLIENT_DEVICE_FOREIGN: return "foreign";
+  case AUTD3_CLIENT_DEVICE_AWAY: return "away";
   default: return "?";
   }
 }

@@ -73,7 +73,7 @@ namespace Autd3
     public enum LinkKind { Emulator = 0, Echocat = 1, Soem = 2, Ethercrab = 3, Twincat = 4, Remote = 5 }
     public enum Outcome : byte { None = 0, Executed = 1, NotExecuted = 2, Unknown = 3 }
     public enum Protocol : uint { New = 0, V12 = 1, Auto = 2 }
-    public enum ClientDeviceState { Ready = 0, Recovering = 1, Foreign = 2 }
+    public enum ClientDeviceState { Ready = 0, Recovering = 1, Foreign = 2, Away = 3 }
     public enum DeviceState : byte { Unknown = 0, Op = 1, SafeOp = 2, SafeOpError = 3, Lost = 4, Other = 5 }
     public enum NicBackend { Auto = 0, AfPacket = 1, Pcap = 2 }
     public enum RemotePipeline { Auto = 0, Off = 1, On = 2 }

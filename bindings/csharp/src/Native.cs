@@ -172,7 +172,7 @@ namespace Autd3.Native
     }
 
     [CStruct("autd3_client_device_status"), StructLayout(LayoutKind.Sequential)]
-    public struct ClientDeviceStatus { public uint resets; public uint reinits; public int state; public uint reserved_; public ulong executed, not_executed, unknown; }
+    public struct ClientDeviceStatus { public uint resets; public uint reinits; public int state; public uint reserved_; public ulong executed, not_executed, unknown, aways; }
 
     [CStruct("autd3_frame"), StructLayout(LayoutKind.Sequential)]
     public unsafe struct Frame { public byte cmd; public ushort len; public fixed byte payload[624]; public IntPtr device_cmds; public IntPtr device_payloads; }

@@ -178,7 +178,7 @@ static void take_acks(struct autd3_client *c, size_t d, uint8_t ack, uint8_t dat
  * outstanding frames must be resolved already, or held. */
 static void recover_start(struct autd3_client *c, size_t d, uint8_t why) {
   autd3__dev_t *v = &autd3__seqcmd(c)->dev[d];
-  if (v->state == AUTD3__DEV_RUN) autd3__seqcmd(c)->recovering++;
+  if (v->state != AUTD3__DEV_RECOVER) autd3__seqcmd(c)->recovering++;
   set_dev_state(c, d, AUTD3__DEV_RECOVER);
   v->phase = AUTD3__PH_RESET0;
   v->phase_cycles = 0;
@@ -226,8 +226,6 @@ static void stage_recovery(struct autd3_client *c, size_t d) {
   }
 }
 
-static bool ghosts_allow_staging(struct autd3_client *c);
-
 static void stage(struct autd3_client *c) {
   autd3__seqcmd_t *b = autd3__seqcmd(c);
   size_t n = c->num_devices;
@@ -252,27 +250,6 @@ static void stage(struct autd3_client *c) {
   }
   struct autd3__slot *r = autd3__ring_peek(c);
   if (r == NULL || b->pend_len >= c->cfg.max_inflight) return; /* nothing new: tx keeps the last frame */
-  if (b->ghosts && !ghosts_allow_staging(c)) {
-    /* No device answers and ghosts fill a window: nothing may be staged, and
-     * a chain that stays silent (or whose replies all come late) would hold
-     * the queued requests forever. After the stale budget the request at the
-     * head is completed without being sent, one per cycle while this lasts:
-     * it never reached any device, so NOT_EXECUTED everywhere is the truth
-     * (docs/reliability.md "Exactly once": every request completes). Only
-     * with nothing pending, so that requests still complete in order. */
-    if (!b->stale_block) {
-      b->stale_wait = 0;
-      return;
-    }
-    if (b->stale_wait < b->stale_limit) b->stale_wait++;
-    if (b->stale_wait < b->stale_limit || b->pend_len > 0) return;
-    autd3__ring_pop(c);
-    for (size_t d = 0; d < n; d++)
-      resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_UNSENT_STALE, b->dev[d].last_ack);
-    autd3__client_complete(c, r, r->err_code);
-    return;
-  }
-  b->stale_wait = 0;
   /* Exclusive reads go out alone: only into an empty pipeline, and nothing
    * joins them while they are in flight (crate autd3-rs 0.9.0 src/client/rt.rs; docs/architecture.md "stage"). */
   if (b->pend_len > 0 && (r->exclusive || c->slots[pend_at(b, 0)->slot].exclusive)) return;
@@ -287,10 +264,13 @@ static void stage(struct autd3_client *c) {
     autd3__dev_t *v = &b->dev[d];
     if (v->state == AUTD3__DEV_RUN) {
       encode_for(c, d, seq_of(v, g), r);
+    } else if (v->state == AUTD3__DEV_AWAY) {
+      /* Not sent to it: its tx image keeps the frame it had (go_away). */
+      resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED, AUTD3_E_TIMEOUT, AUTD3__WHY_AWAY, v->last_ack);
     } else {
       /* Not sent to this device at all: provably not executed. */
       resolve(c, r, d, AUTD3_OUTCOME_NOT_EXECUTED,
-              v->state == AUTD3__DEV_FOREIGN ? AUTD3_E_SECOND_MASTER
+              v->state == AUTD3__DEV_FOREIGN                                      ? AUTD3_E_SECOND_MASTER
               : v->rec_why == AUTD3__WHY_TIMEOUT || v->rec_why == AUTD3__WHY_STALE ? AUTD3_E_TIMEOUT
                                                                                    : AUTD3_E_DEVICE_RESET,
               v->state == AUTD3__DEV_FOREIGN ? AUTD3__WHY_FOREIGN : AUTD3__WHY_RECOVERING, v->last_ack);
@@ -399,37 +379,89 @@ static void recover_step(struct autd3_client *c, size_t d, bool valid) {
   }
 }
 
+/* Device d rejoins the stream where it stands: the next frame staged gets
+ * the seq after its last ack, whatever was sent to it before. */
+static void rejoin(struct autd3_client *c, size_t d) {
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
+  autd3__dev_t *v = &b->dev[d];
+  v->base_seq = (uint8_t)(v->last_ack + 1);
+  v->base_g = v->done_g = v->ack_g = b->next_g;
+  v->stale_mark = v->stale_epoch;
+  v->odd_run = 0;
+  set_dev_state(c, d, AUTD3__DEV_RUN);
+}
+
+/* One valid cycle of an AWAY device (its acks routed already; `moved`: its
+ * ack changed). Its tx image has kept one frame since it went away (seq
+ * `held`); it can run that frame and nothing else. It rejoins without being
+ * re-established (it kept its state: no reset was reported, no ack 0xFF
+ * seen):
+ *  - at once when it has run that frame (ack == held): nothing it could
+ *    still run is left;
+ *  - otherwise once its ack stood still for the stale budget while it
+ *    answered: frames it received before it went away were run or dropped
+ *    long since (the firmware's FIFO holds 7, docs/device-model.md), so the
+ *    seq after its ack is free to number new frames with;
+ *  - except when the held frame is the one it is due to run (held == ack +
+ *    1) and it does not run it for that long: a device that answers but
+ *    does not run frames is given up on (re-established, as after a
+ *    timeout), since renumbering could make that frame pass for a new one. */
+static void rejoin_step(struct autd3_client *c, size_t d, bool moved) {
+  autd3__seqcmd_t *b = autd3__seqcmd(c);
+  autd3__dev_t *v = &b->dev[d];
+  uint8_t held = c->bus.tx[d * AUTD3_TX_FRAME_BYTES];
+  v->quiet = moved ? 0 : v->quiet + 1;
+  if (v->last_ack == held) {
+    rejoin(c, d);
+  } else if (v->quiet >= b->stale_limit) {
+    if ((uint8_t)(v->last_ack + 1) == held) {
+      AUTD3__STAT_INC(c, st_timeouts);
+      recover_start(c, d, AUTD3__WHY_TIMEOUT);
+    } else {
+      rejoin(c, d);
+    }
+  }
+}
+
 /* Cumulative acks, per device: device d's ack acknowledges every frame of
  * its own window (last_ack, seq of the newest frame staged] up to it; the
  * data byte is recorded for each of them (reads are exclusive for that
  * reason, rt.rs route_acks). An ack outside the window is an event, never an
  * ack: 0xFF is a reboot, anything else another writer (SECOND_MASTER).
  * Seq 0xFF is a legit seq, so 0xFF inside the window is ambiguous; the link's
- * evidence (checked before) settles it where the link has any. Otherwise: a
- * device reboots in far more than a bus cycle, and while it does the link
- * sees its inputs stale or lost, while a legit wrap comes with none. So 0xFF
- * after at least timeout_cycles stale cycles since the device last made
- * progress counts as a possible reboot (its frames: UNKNOWN, the device is
- * re-established), and otherwise as the ack it is (a lone stale cycle, a
- * common glitch, must not cost the device its state). */
+ * evidence (checked before) settles it where the link has any: a link that
+ * reports every reset before the device's inputs count again
+ * (reset_evidence) makes it an ack. Otherwise: a device reboots in far more
+ * than a bus cycle, and while it does the link sees its inputs stale or
+ * lost, while a legit wrap comes with none. So 0xFF after at least
+ * timeout_cycles stale cycles since the device last made progress counts as
+ * a possible reboot (its frames: UNKNOWN, the device is re-established), and
+ * otherwise as the ack it is (a lone stale cycle, a common glitch, must not
+ * cost the device its state). An AWAY device's acks are routed the same way
+ * (its window holds the frames it was sent before it went away), then
+ * rejoin_step decides whether it is back. */
 static void route_acks(struct autd3_client *c) {
   autd3__seqcmd_t *b = autd3__seqcmd(c);
   for (size_t d = 0; d < c->num_devices; d++) {
     autd3__dev_t *v = &b->dev[d];
-    if (v->state != AUTD3__DEV_RUN || !v->valid) continue; /* stale inputs: on_stale */
+    if ((v->state != AUTD3__DEV_RUN && v->state != AUTD3__DEV_AWAY) || !v->valid) continue; /* stale inputs: on_stale */
     const uint8_t *rx = c->bus.rx + d * AUTD3_RX_FRAME_BYTES;
     uint8_t ack = rx[0];
     bool odd = ack != v->last_ack && ack != 0xFF && ack_offset(v, ack) >= ack_window(b, v);
     v->odd_run = odd ? v->odd_run + 1 : 0;
-    if (ack == v->last_ack) continue; /* nothing new */
-    if (ack_offset(v, ack) < ack_window(b, v)) {
-      if (ack == 0xFF && v->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
+    bool moved = false;
+    if (ack == v->last_ack) {
+      /* nothing new */
+    } else if (ack_offset(v, ack) < ack_window(b, v)) {
+      if (ack == 0xFF && !c->reset_evidence && v->stale_epoch - v->stale_mark >= c->cfg.timeout_cycles) {
         device_reset(c, d, AUTD3__WHY_ACK_FF_STALE, ack);
         continue;
       }
       take_acks(c, d, ack, rx[1]);
+      moved = true;
     } else if (ack == 0xFF) {
       device_reset(c, d, AUTD3__WHY_ACK_FF, ack);
+      continue;
     } else if (v->odd_run >= c->cfg.timeout_cycles) {
       /* Backwards, or a seq never sent, in timeout_cycles valid cycles in a
        * row: someone else writes this device's outputs. Its frames are failed
@@ -445,7 +477,9 @@ static void route_acks(struct autd3_client *c) {
       resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_SECOND_MASTER, AUTD3__WHY_FOREIGN, ack);
       v->last_ack = ack;
       set_dev_state(c, d, AUTD3__DEV_FOREIGN);
+      continue;
     }
+    if (v->state == AUTD3__DEV_AWAY) rejoin_step(c, d, moved);
   }
 }
 
@@ -527,72 +561,48 @@ static void age_head(struct autd3_client *c, bool progressed) {
   pop_resolved(c);
 }
 
-/* Device d's inputs stale for the whole budget: nothing tells what it did
- * with the frames in flight, so they are UNKNOWN on it and complete now (as
- * far as it is concerned). It most likely kept running (only its answers were
- * lost), so it stays in the stream: its window keeps those frames
- * ([ack_g, done_g), "ghosts") so that its later acks are still recognised,
- * and are never mistaken for another master. A device that never catches up
- * is given up on through the usual resync path (age_head) once new frames
- * wait on it, or in stage() if ghosts alone fill its window. Per device: the
- * others' inputs may be valid meanwhile (autd3_link_cycle_devices), and they
- * lose nothing. Returns whether its budget ran out now. */
+/* Device d goes AWAY: its tx image keeps the frame it holds now, and frames
+ * staged from now on are not sent to it (NOT_EXECUTED there), so that
+ * nothing it runs once it answers again can be mistaken for a later frame.
+ * It keeps its state (no Reset, no Clear): rejoin_step takes it back. */
+static void go_away(struct autd3_client *c, size_t d) {
+  autd3__seqcmd(c)->dev[d].quiet = 0;
+  set_dev_state(c, d, AUTD3__DEV_AWAY);
+  atomic_fetch_add_explicit(&c->ds_aways[d], 1, memory_order_relaxed);
+}
+
+/* A cycle with device d's inputs stale. After the whole budget in a row
+ * (timeout_cycles × max_resync_rounds) nothing tells what it did with the
+ * frames in flight, so they are UNKNOWN on it and complete now (as far as it
+ * is concerned), and it goes AWAY. It most likely kept running (only its
+ * answers were lost) or was cut off the line: it is not re-established (a
+ * Clear would wipe its state); its window keeps those frames ([ack_g,
+ * done_g)) so that its later acks are still recognised, and are never
+ * mistaken for another master. Per device: the others' inputs may be valid
+ * meanwhile (autd3_link_cycle_devices), and they lose nothing; when every
+ * device's are stale (the link cannot tell who is missing, or the whole
+ * chain is), every device goes AWAY and a request staged then completes at
+ * once, sent to nobody (NOT_EXECUTED everywhere). Returns whether its budget
+ * ran out now. */
 static bool on_stale(struct autd3_client *c, size_t d) {
   autd3__seqcmd_t *b = autd3__seqcmd(c);
   autd3__dev_t *v = &b->dev[d];
   v->stale_epoch++;
   if (++v->stale_run < b->stale_limit) return false;
   v->stale_run = 0;
-  if (v->state == AUTD3__DEV_RUN && v->done_g != b->next_g) {
-    resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_STALE, v->last_ack);
-    b->ghosts = true;
+  if (v->state == AUTD3__DEV_RUN) {
+    if (v->done_g != b->next_g)
+      resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_STALE, v->last_ack);
+    go_away(c, d);
   }
   return true;
-}
-
-/* stage(): may a new frame be staged? Not while ghosts fill some device's
- * window to max_inflight (its seqs would become ambiguous). Such a device
- *  - whose inputs are stale while another device's are valid has left on its
- *    own (unplugged, silent): it alone is given up on (what it still has
- *    outstanding is UNKNOWN) and re-established once it answers, so the
- *    others keep streaming;
- *  - whose inputs are stale like every device's (the link cannot tell which
- *    device is missing, or the whole chain is): staging waits, nobody is
- *    re-established (a Clear would wipe the state of devices that may well
- *    have kept running), their frames are UNKNOWN through on_stale;
- *  - that answers but never acked its ghosts can never catch up through new
- *    frames' resync: with nothing pending it is re-established. */
-static bool ghosts_allow_staging(struct autd3_client *c) {
-  autd3__seqcmd_t *b = autd3__seqcmd(c);
-  bool any = false, allow = true, others = false;
-  b->stale_block = false;
-  for (size_t d = 0; d < c->num_devices && !others; d++) others = b->dev[d].state == AUTD3__DEV_RUN && b->dev[d].valid;
-  for (size_t d = 0; d < c->num_devices; d++) {
-    autd3__dev_t *v = &b->dev[d];
-    if (v->state != AUTD3__DEV_RUN || v->ack_g == v->done_g) continue;
-    any = true;
-    if (b->next_g - v->ack_g < c->cfg.max_inflight) continue;
-    if (!v->valid && others) {
-      resolve_outstanding(c, d, AUTD3_OUTCOME_UNKNOWN, AUTD3_E_OUTCOME_UNKNOWN, AUTD3__WHY_STALE, v->last_ack);
-      recover_start(c, d, AUTD3__WHY_STALE);
-    } else if (!v->valid) {
-      allow = false;
-      b->stale_block = true;
-    } else if (b->pend_len == 0) {
-      recover_start(c, d, AUTD3__WHY_STALE);
-    } else {
-      allow = false;
-    }
-  }
-  b->ghosts = any;
-  return allow;
 }
 
 /* More than one request queued and stage() will take one (no resync or
  * recovery, room in the window): the frame of this cycle is decided already. */
 static bool more_queued(struct autd3_client *c) {
   autd3__seqcmd_t *b = autd3__seqcmd(c);
-  if (b->resync_active || b->recovering > 0 || b->ghosts || b->pend_len + 1 >= c->cfg.max_inflight) return false;
+  if (b->resync_active || b->recovering > 0 || b->pend_len + 1 >= c->cfg.max_inflight) return false;
   /* an exclusive read waits for an empty pipeline: its predecessors' acks are awaited */
   return autd3__ring_len(c) >= 2 && !autd3__ring_peek(c)->exclusive;
 }

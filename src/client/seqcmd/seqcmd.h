@@ -24,11 +24,14 @@ typedef struct autd3__pending {
  * [done_g, next_g) are outstanding on it, and done_g's seq is last_ack + 1.
  * Outside RUN every frame staged is resolved for it at once, and only a
  * device given up on after a timeout still holds [done_g, held_end): those
- * are resolved once it confirms the client's Reset (age_head). */
+ * are resolved once it confirms the client's Reset (age_head). AWAY: its
+ * inputs were stale for the whole budget; [ack_g, done_g) were sent to it and
+ * resolved UNKNOWN, its tx image keeps the last of them (go_away,
+ * rejoin_step). */
 typedef struct autd3__dev {
   uint32_t done_g;   /* frames before this ordinal are resolved for this device */
-  uint32_t ack_g;    /* ordinal of the frame after last_ack (= done_g, except after a stale
-                        give-up: [ack_g, done_g) were resolved UNKNOWN but may still be acked) */
+  uint32_t ack_g;    /* ordinal of the frame after last_ack (= done_g, except AWAY:
+                        [ack_g, done_g) were resolved UNKNOWN but may still be acked) */
   uint32_t base_g;   /* ordinal ↔ seq mapping (see autd3__pending_t) */
   uint8_t base_seq;
   uint8_t last_ack;  /* the ack last accepted */
@@ -48,6 +51,7 @@ typedef struct autd3__dev {
   uint32_t stale_epoch; /* bumped on every cycle with its inputs stale */
   uint32_t stale_mark;  /* its stale_epoch when it last made progress */
   uint32_t odd_run;     /* valid cycles in a row with an ack outside the window (not 0xFF) */
+  uint32_t quiet;       /* AWAY: valid cycles in a row with its ack unchanged */
 } autd3__dev_t;
 
 /* The seq/cmd bus thread's state (c->proto_state; only the bus thread
@@ -60,9 +64,6 @@ typedef struct autd3__seqcmd {
   uint32_t resync_rounds;
   uint32_t stale_limit;
   uint32_t recovering;  /* devices not in RUN because of a recovery */
-  bool ghosts; /* some device has ack_g != done_g (on_stale) */
-  bool stale_block;     /* ghosts_allow_staging refused because no device's inputs are valid */
-  uint32_t stale_wait;  /* consecutive stage() calls a request waited on stale_block */
   autd3__dev_t dev[AUTD3_MAX_DEVICES];
 } autd3__seqcmd_t;
 

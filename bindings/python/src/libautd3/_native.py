@@ -122,7 +122,8 @@ class ClientStats(Structure):
 
 class ClientDeviceStatus(Structure):
     _fields_ = [("resets", c_uint32), ("reinits", c_uint32), ("state", c_enum), ("reserved_", c_uint32),
-                ("executed", c_uint64), ("not_executed", c_uint64), ("unknown", c_uint64)]
+                ("executed", c_uint64), ("not_executed", c_uint64), ("unknown", c_uint64),
+                ("aways", c_uint64)]
 
 
 class LinkStats(Structure):

@@ -118,6 +118,7 @@ class ClientDeviceState(enum.IntEnum):
     READY = 0
     RECOVERING = 1
     FOREIGN = 2
+    AWAY = 3
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class DeviceStatus:
     resets: int
     reinits: int
     state: ClientDeviceState
+    aways: int = 0
 
 
 # autd3_link_stats_t.measured bits (link.h AUTD3_LINK_MEASURES_*)
@@ -417,7 +419,7 @@ class Client:
         _check.integer("dev", dev, 0, N.MAX_DEVICES - 1)
         s = N.ClientDeviceStatus()
         raise_for(self._core.call(N.lib().autd3_client_device_status_sized, dev, ctypes.byref(s), ctypes.sizeof(s)))
-        return DeviceStatus(int(s.resets), int(s.reinits), ClientDeviceState(s.state))
+        return DeviceStatus(int(s.resets), int(s.reinits), ClientDeviceState(s.state), int(s.aways))
 
     def device_statuses(self) -> list[DeviceStatus]:
         return [self.device_status(i) for i in range(self._num_devices)]
