@@ -108,28 +108,26 @@ static uint64_t aim_edge(const echocat_t *ec, uint64_t now) {
   return slot;
 }
 
-/* The read frame: FRMW of the reference's system time, the inputs, BRD AL
- * status. The inputs: one LRD of all of them while every device answers it;
- * after a short one, an LRD per input group (per device up to IN_DG_MAX
- * devices), so that the next reads tell whose inputs came back, until
- * IN_SPLIT_HOLD of them in a row were complete. A healthy chain's frame, and
- * so its wire budget (wire.c), is unchanged; a chain with a device missing
- * pays 12 bytes per group. A device's inputs are mapped at n × 626 + its
- * index × 2 (autd3__echocat_map_pdo). */
+/* The read frame: FRMW of the reference's system time, one LRD of every
+ * input, BRD AL status. Once a read came back short (a device missing, or
+ * one not in OP), and until IN_SPLIT_HOLD reads in a row were complete, it
+ * also carries an FPRD of each device's AL status (up to IN_DG_MAX devices),
+ * so that the next reads tell whose inputs came back (read_inputs). A
+ * healthy chain's frame, and so its wire budget (wire.c), is unchanged; a
+ * degraded one pays 14 bytes per device. A device's inputs are mapped at
+ * n × 626 + its index × 2 (autd3__echocat_map_pdo). */
 static void read_send(echocat_t *ec, uint64_t deadline) {
   const uint16_t n = ec->n;
   slot_t *r = &ec->rd;
   autd3__echocat_slot_start(ec, r, true);
   ec->rd_frmw = autd3__ecat_dg_add(&r->f, ECAT_FRMW, STATION(0), REG_DCSYS, NULL, 8);
-  ec->rd_gsz = ec->in_split ? ec->in_gsz : n;
-  ec->rd_ngr = ec->in_split ? ec->in_ngr : 1;
-  for (uint16_t g = 0; g < ec->rd_ngr; g++) {
-    uint16_t first = (uint16_t)(g * ec->rd_gsz), m = (uint16_t)(n - first < ec->rd_gsz ? n - first : ec->rd_gsz);
-    uint32_t inlog = (uint32_t)n * OUT_BYTES + (uint32_t)first * IN_BYTES;
-    ec->rd_lrd[g] = autd3__ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(m * IN_BYTES));
-  }
+  uint32_t inlog = (uint32_t)n * OUT_BYTES;
+  ec->rd_lrd = autd3__ecat_dg_add(&r->f, ECAT_LRD, (uint16_t)inlog, (uint16_t)(inlog >> 16), NULL, (uint16_t)(n * IN_BYTES));
   ec->rd_brd = autd3__ecat_dg_add(&r->f, ECAT_BRD, 0, REG_ALSTAT, NULL, 2);
   ec->rd_aim_dc = (uint64_t)((int64_t)deadline + ec->off);
+  ec->rd_split = ec->in_split && n <= IN_DG_MAX;
+  for (uint16_t d = 0; ec->rd_split && d < n; d++)
+    ec->rd_al[d] = autd3__ecat_dg_add(&r->f, ECAT_FPRD, STATION(d), REG_ALSTAT, NULL, 2);
   autd3__echocat_slot_send(ec, r);
   jitter_record(ec, (int64_t)(r->sent_ns - deadline));
 }
@@ -174,34 +172,53 @@ static void outputs_done(echocat_t *ec, uint64_t slot, cycle_res_t *res) {
   }
 }
 
-/* The read frame's inputs, group by group: a group whose LRD came back with
- * one count per device holds those devices' answers (in_ok), whatever the
- * other groups did. A device answers an LRD of its inputs only while its SM3
- * and FMMU are set up: a device back from a power cycle does so only after the
- * state check reported its reset and restored it (src/ecat/recovery.c), so
- * its post-reset inputs never pass for an ack. */
+/* The read frame's inputs, and whose they are. Whole: the LRD counted every
+ * device and the BRD saw all in OP. Split (read_send): a device answered the
+ * LRD of its inputs iff its SyncManager 3 and FMMU are set up, i.e. in
+ * SAFE-OP or OP (ETG.1000.6 state machine; a device back from a power cycle
+ * is set up again only after the state check reported its reset,
+ * src/ecat/recovery.c), and every device that answered its FPRD in this
+ * frame also saw the LRD; so when the LRD's count equals the number of
+ * devices that answered their FPRD in SAFE-OP or OP, those devices' inputs
+ * are in the frame, and the ones in OP are valid (a device in SAFE-OP takes
+ * no outputs: its ack says nothing about the stream). Any other count cannot
+ * be attributed: nobody's inputs count. A longer chain than IN_DG_MAX has
+ * only the whole verdict. */
 static void read_inputs(echocat_t *ec, const slot_t *r, uint8_t *rx, cycle_res_t *res) {
   const uint16_t n = ec->n;
   if (r->dg[0].wkc != n)
     res->wkc_ok = false;
-  bool all = true;
-  for (uint16_t g = 0; g < ec->rd_ngr; g++) {
-    uint16_t first = (uint16_t)(g * ec->rd_gsz), m = (uint16_t)(n - first < ec->rd_gsz ? n - first : ec->rd_gsz);
-    bool ok = r->dg[1 + g].wkc == m;
-    if (ok)
-      memcpy(rx + (size_t)first * IN_BYTES, r->f.buf + ec->rd_lrd[g], (size_t)m * IN_BYTES);
-    else
-      all = res->wkc_ok = false;
-    memset(res->in_ok + first, ok, m);
+  const ecat_dg_t *lrd = &r->dg[1], *brd = &r->dg[2];
+  res->all_op = brd->wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
+  bool whole = lrd->wkc == n && res->all_op;
+  if (lrd->wkc != n)
+    res->wkc_ok = false;
+  if (whole) {
+    memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
+    memset(res->in_ok, 1, n);
+  } else if (ec->rd_split) {
+    uint16_t answering = 0;
+    for (uint16_t d = 0; d < n; d++) {
+      uint8_t st = r->f.buf[ec->rd_al[d]] & 0x0F;
+      bool pd = r->dg[3 + d].wkc == 1 && (st == AL_SAFEOP || st == AL_OP);
+      answering = (uint16_t)(answering + pd);
+      res->in_ok[d] = pd && st == AL_OP;
+    }
+    if (lrd->wkc != answering)
+      memset(res->in_ok, 0, n);
+    for (uint16_t d = 0; d < n; d++)
+      if (res->in_ok[d])
+        memcpy(rx + (size_t)d * IN_BYTES, r->f.buf + ec->rd_lrd + (size_t)d * IN_BYTES, IN_BYTES);
   }
+  bool all = true;
+  for (uint16_t d = 0; d < n && all; d++)
+    all = res->in_ok[d];
   if (!all) {
     ec->in_split = true; /* the next reads tell whose */
     ec->in_good = 0;
-  } else if (ec->in_split && ec->rd_ngr > 1 && ++ec->in_good >= IN_SPLIT_HOLD) {
+  } else if (ec->in_split && ++ec->in_good >= IN_SPLIT_HOLD) {
     ec->in_split = false;
   }
-  const ecat_dg_t *brd = &r->dg[1 + ec->rd_ngr];
-  res->all_op = brd->wkc == n && (r->f.buf[ec->rd_brd] & 0x1F) == AL_OP;
 }
 
 /* The link statistics of a read frame that came back: its round trip is the exchange; where its reference read

@@ -408,7 +408,6 @@ static autd3_err_t configure(echocat_t *ec) {
  * model of a 100 Mbit/s chain (refined by measurement). */
 static autd3_err_t cycle_init(echocat_t *ec) {
   ec->ngroups = (ec->n + 1) / 2;
-  ec->in_ngr = autd3__echocat_in_groups(ec->n, &ec->in_gsz);
   ec->zero_tx = calloc((size_t)ec->n, OUT_BYTES + IN_BYTES);
   if (!ec->zero_tx)
     return autd3_set_error(AUTD3_E_NOMEM, "echocat: out of memory");

@@ -30,14 +30,14 @@
 #define SM2_START 0x1800
 #define SM3_START 0x1F80
 #define MAX_GROUPS ((AUTD3_MAX_DEVICES + 1) / 2)
-/* The read frame's input datagrams while a device is missing (one LRD per
- * group of devices, so that a working counter tells whose inputs came back):
- * at most this many, with the FRMW and the BRD inside a slot's 64 datagrams.
- * One device per group up to 60 devices (docs/reliability.md "A fault costs
- * only its device"). A healthy chain reads all inputs with one LRD. */
+/* The read frame's per-device AL status reads while a device is missing or
+ * out of OP (one FPRD each, so that the read tells whose inputs came back,
+ * cycle.c read_inputs): up to this many devices, with the FRMW, the LRD and
+ * the BRD inside a slot's 64 datagrams (docs/reliability.md "A fault costs
+ * only its device"). A healthy chain's read has none. */
 #define IN_DG_MAX 60
-/* Healthy read frames in a row (per-device LRDs all complete) before the read
- * goes back to one LRD of every input. */
+/* Complete read frames in a row (every device's inputs valid) before the read
+ * drops its per-device AL status reads again. */
 #define IN_SPLIT_HOLD 100
 #define OUT_BYTES AUTD3_TX_FRAME_BYTES
 #define IN_BYTES AUTD3_RX_FRAME_BYTES
@@ -163,10 +163,10 @@ typedef struct echocat {
   uint16_t out_dc[MAX_GROUPS]; /* offset of the reference time read in each output frame */
   slot_t rd;
   uint16_t rd_frmw, rd_brd; /* data offsets in the read frame */
-  uint16_t rd_lrd[IN_DG_MAX]; /* data offset of each input group's LRD */
-  uint16_t in_gsz, in_ngr;    /* devices per input group, groups while split (set at open) */
-  uint16_t rd_gsz, rd_ngr;    /* the read frame in flight: devices per group, groups (1 group of n: healthy) */
-  bool in_split;              /* a short input read was seen: read per group until IN_SPLIT_HOLD good ones */
+  uint16_t rd_lrd;            /* data offset of the inputs' LRD */
+  uint16_t rd_al[IN_DG_MAX];  /* data offset of each device's AL status FPRD (rd_split) */
+  bool rd_split;              /* the read frame in flight carries them */
+  bool in_split;              /* a short input read was seen: read every AL status until IN_SPLIT_HOLD good ones */
   uint32_t in_good;           /* consecutive complete split reads */
   uint8_t *zero_tx;
 
@@ -241,8 +241,6 @@ autd3_err_t autd3__echocat_wait_sync(echocat_t *ec);
 uint64_t autd3__echocat_frame_wire_ns(size_t len);
 uint64_t autd3__echocat_out_wire_ns(uint16_t n);
 uint64_t autd3__echocat_read_wire_ns(uint16_t n);
-/* Input groups of the read frame for n devices (IN_DG_MAX); *gsz = devices per group (the last may hold fewer). */
-uint16_t autd3__echocat_in_groups(uint16_t n, uint16_t *gsz);
 uint64_t autd3__echocat_cycle_wire_ns(uint16_t n);
 uint64_t autd3__echocat_min_cycle_ns(uint16_t n);
 

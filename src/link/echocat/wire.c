@@ -3,7 +3,7 @@
  * "The wire limit"). The frames are the ones cycle.c builds: per group of two
  * devices one LWR of their outputs + an FPRD of the reference clock, and one
  * read frame (FRMW of the reference time, one LRD of every input, BRD of the
- * AL status; an LRD per input group while a device is missing). Used by open (refuse a chain the cycle cannot carry, naming the
+ * AL status; an FPRD of each device's AL status while a device is missing). Used by open (refuse a chain the cycle cannot carry, naming the
  * cycle that would) and by the cycle engine (which plan, when to send).
  */
 #define _GNU_SOURCE
@@ -26,16 +26,10 @@ uint64_t autd3__echocat_out_wire_ns(uint16_t n) {
   return t;
 }
 
-uint16_t autd3__echocat_in_groups(uint16_t n, uint16_t *gsz) {
-  uint16_t g = (uint16_t)((n + IN_DG_MAX - 1) / IN_DG_MAX);
-  if (g == 0) g = 1;
-  *gsz = g;
-  return (uint16_t)((n + g - 1) / g);
-}
-
 /* The healthy read frame (one LRD of every input). While a device is missing
- * the read carries an LRD per group instead (cycle.c read_send): 12 bytes more
- * per group, which the budget does not reserve: the chain is degraded then. */
+ * or out of OP the read also carries an FPRD of each device's AL status
+ * (cycle.c read_send): 14 bytes more per device, which the budget does not
+ * reserve: the chain is degraded then. */
 uint64_t autd3__echocat_read_wire_ns(uint16_t n) {
   return autd3__echocat_frame_wire_ns(14u + 2u + DG(8u) + DG((unsigned)n * IN_BYTES) + DG(2u));
 }
