@@ -328,36 +328,47 @@ static autd3_err_t foreign_master_error(soem_link_t *l, const char *when) {
 
 /* ---- per-device inputs -------------------------------------------------------------------------- */
 
-/* Devices whose inputs one frame can prove: an LRD per device (14 bytes each). */
-#define SOEM_IN_DG_MAX 60
+/* Devices whose inputs one frame can prove: an LRD of its inputs and an FPRD
+ * of its AL status per device (28 bytes each, within one Ethernet frame). */
+#define SOEM_IN_DEV_MAX 50
 
-/* A cycle whose working counter came back short (a device left, went silent
- * or is not in OP) says nothing about whose inputs are there: SOEM's process
- * data is one LRW over every device. One more frame, an LRD of each device's
- * 2 input bytes, tells (docs/reliability.md "A fault costs only its device"):
- * a device answers it only while its SM3/FMMU are set up, and a device back
- * from a power cycle is set up only after the state check reported its
- * reset. Costs nothing on a good cycle, one round trip on a short one. The
- * reply is taken only if it is ours (first datagram's header, as
- * soem_recovery.c fprd_checked), so a late reply to an earlier frame with the same index is
- * never read as inputs. No allocation. */
-static void per_device_inputs(soem_link_t *l, uint8_t *rx, bool *ok) {
+/* SOEM's process data is one LRW over every device, whose working counter
+ * says only whether all took part. A device that left or went silent makes
+ * it short; one back in SAFE-OP (its SM watchdog expired, or its error is
+ * being acknowledged) still counts in it (its SyncManagers are active from
+ * SAFE-OP on, ETG.1000.6) but takes no outputs. So when the counter came back
+ * short, or a device was last seen out of OP (out_of_op), one more frame
+ * tells whose inputs are valid (docs/reliability.md "A fault costs only its
+ * device"): per device an LRD of its 2 input bytes and an FPRD of its AL
+ * status, valid iff both answered and it is in OP. A device answers the LRD
+ * only while its SM3/FMMU are set up, and a device back from a power cycle is
+ * set up only after the state check reported its reset. Costs nothing on a
+ * good cycle, one round trip on such a cycle. The reply is taken only if it
+ * is ours (first datagram's header, as soem_recovery.c fprd_checked), so a
+ * late reply to an earlier frame with the same index is never read as
+ * inputs. No allocation. Returns whether every device is valid and in OP
+ * (out_of_op is then clear). */
+static bool per_device_inputs(soem_link_t *l, uint8_t *rx, bool *ok) {
   ecx_contextt *ctx = l->ctx;
   ecx_portt *port = &ctx->port;
   uint16_t n = l->hdr.num_devices;
   memset(ok, 0, n);
-  if (n > SOEM_IN_DG_MAX) return; /* not in one frame: every device's inputs count as the cycle's */
+  if (n > SOEM_IN_DEV_MAX) return false; /* not in one frame: every device's inputs count as the cycle's */
   uint8_t zero[RX_BYTES] = {0};
-  uint16_t off[SOEM_IN_DG_MAX];
+  uint16_t off[SOEM_IN_DEV_MAX], aloff[SOEM_IN_DEV_MAX];
   uint8 idx = ecx_getindex(port);
   uint32_t la0 = (uint32_t)(ctx->slavelist[1].inputs - l->iomap); /* group 0: logical = offset in the IOmap */
   ecx_setupdatagram(port, &port->txbuf[idx], EC_CMD_LRD, idx, (uint16_t)la0, (uint16_t)(la0 >> 16), RX_BYTES, zero);
   off[0] = EC_HEADERSIZE;
   for (uint16_t d = 1; d < n; d++) {
     uint32_t la = (uint32_t)(ctx->slavelist[d + 1].inputs - l->iomap);
-    off[d] = ecx_adddatagram(port, &port->txbuf[idx], EC_CMD_LRD, idx, d + 1 < n, (uint16_t)la, (uint16_t)(la >> 16), RX_BYTES, zero);
+    off[d] = ecx_adddatagram(port, &port->txbuf[idx], EC_CMD_LRD, idx, true, (uint16_t)la, (uint16_t)(la >> 16), RX_BYTES, zero);
   }
+  for (uint16_t d = 0; d < n; d++)
+    aloff[d] = ecx_adddatagram(port, &port->txbuf[idx], EC_CMD_FPRD, idx, d + 1 < n, ctx->slavelist[d + 1].configadr,
+                               ECT_REG_ALSTAT, 2, zero);
   ecx_outframe_red(port, idx);
+  bool all = false;
   osal_timert t;
   osal_timer_start(&t, EC_TIMEOUTRET);
   while (!osal_timer_is_expired(&t)) {
@@ -367,9 +378,13 @@ static void per_device_inputs(soem_link_t *l, uint8_t *rx, bool *ok) {
     memcpy(&h, port->rxbuf[idx], sizeof h);
     if (h.command == EC_CMD_LRD && etohs(h.ADP) == (uint16_t)la0 && etohs(h.ADO) == (uint16_t)(la0 >> 16) &&
         (etohs(h.dlength) & 0x07ffu) == RX_BYTES) {
+      all = true;
       for (uint16_t d = 0; d < n; d++) {
-        const uint8_t *p = &port->rxbuf[idx][off[d]];
-        ok[d] = (uint16_t)(p[RX_BYTES] | (p[RX_BYTES + 1] << 8)) == 1;
+        const uint8_t *p = &port->rxbuf[idx][off[d]], *a = &port->rxbuf[idx][aloff[d]];
+        bool in = (uint16_t)(p[RX_BYTES] | (p[RX_BYTES + 1] << 8)) == 1;
+        bool op = (uint16_t)(a[2] | (a[3] << 8)) == 1 && (a[0] & 0x0f) == EC_STATE_OPERATIONAL;
+        ok[d] = in && op;
+        all = all && ok[d];
         if (ok[d]) memcpy(rx + (size_t)d * RX_BYTES, p, RX_BYTES);
       }
       break;
@@ -377,6 +392,8 @@ static void per_device_inputs(soem_link_t *l, uint8_t *rx, bool *ok) {
     ecx_setbufstat(port, idx, EC_BUF_TX); /* someone else's late reply: keep waiting for ours */
   }
   ecx_setbufstat(port, idx, EC_BUF_EMPTY);
+  atomic_store_explicit(&l->out_of_op, !all, memory_order_relaxed);
+  return all;
 }
 
 /* ---- vtable ------------------------------------------------------------------------------------ */
@@ -421,20 +438,19 @@ static autd3_err_t soem_cycle(struct autd3_link *base, const uint8_t *tx, uint8_
   atomic_store_explicit(&l->diag_dc_phase_ns, phase < 0 ? phase + l->cycle_ns : phase, memory_order_relaxed);
 
   /* A WKC other than 3 per device means some slave did not read or write its
-   * process data this cycle (not in OP, lost, or a frame was lost): stale. */
-  bool valid = wkc == l->expected_wkc;
+   * process data this cycle (lost, or a frame was lost): stale. A slave in
+   * SAFE-OP still counts: one last seen out of OP makes the cycle look closer. */
+  bool valid = wkc == l->expected_wkc && !atomic_load_explicit(&l->out_of_op, memory_order_relaxed);
   if (S->tap_foreign(l->cap, NULL) != 0) { /* these inputs may be the other master's doing */
     autd3_link_count_cycle(base, false, false);
     return foreign_master_error(l, "mid-run");
   }
   for (uint16_t i = 0; i < n; i++) memcpy(rx + (size_t)i * RX_BYTES, ctx->slavelist[i + 1].inputs, RX_BYTES);
+  bool ok[AUTD3_MAX_DEVICES];
+  if (!valid) valid = per_device_inputs(l, rx, ok) && wkc == l->expected_wkc; /* whose inputs are there after all */
   *rx_valid = valid;
   autd3_link_count_cycle(base, valid, false);
-  if (!valid) { /* whose inputs are there after all */
-    bool ok[AUTD3_MAX_DEVICES];
-    per_device_inputs(l, rx, ok);
-    autd3_link_report_inputs(base, ok);
-  }
+  if (!valid) autd3_link_report_inputs(base, ok);
   return AUTD3_OK;
 }
 
@@ -577,7 +593,7 @@ static autd3_err_t soem_open_once(const autd3_link_option_t *option, const autd3
   autd3_link_init(&l->hdr, &soem_vtable, AUTD3_LINK_SOEM, (uint16_t)n);
   autd3_link_set_measured(&l->hdr, AUTD3_LINK_MEASURES_LOST | AUTD3_LINK_MEASURES_EXCHANGE | AUTD3_LINK_MEASURES_PHASE |
                                        AUTD3_LINK_MEASURES_DC_TIME |
-                                       (n <= SOEM_IN_DG_MAX ? AUTD3_LINK_MEASURES_DEVICE_STALE : 0));
+                                       (n <= SOEM_IN_DEV_MAX ? AUTD3_LINK_MEASURES_DEVICE_STALE : 0));
   l->sync0_period_ns = o->sync0_period_ns;
   l->sync0_shift_ns = o->sync0_shift_ns;
   l->cycle_ns = o->send_cycle_ns ? o->send_cycle_ns : o->sync0_period_ns;

@@ -62,6 +62,11 @@ typedef struct soem_link {
   /* the state checker: libautd3's EtherCAT recovery on SOEM's primitives
    * (services ecat_recovery_*; never touched by cycle) */
   autd3_link_ecat_recovery_t *rec;
+  /* A device was last seen out of OP (by the state check's AL-status reads,
+   * or by the cycle's own per-device read): the cycle reads every device's
+   * AL status until one such read finds all in OP (link_soem.c
+   * per_device_inputs). */
+  atomic_bool out_of_op;
 } soem_link_t;
 
 /* link_soem.c */

@@ -155,6 +155,7 @@ static autd3_err_t rec_read_states(void *c, uint16_t *al, bool *answered) {
     if ((st & 0x0f) != EC_STATE_OPERATIONAL) st = confirm_state(ctx, slave);
     answered[d] = (st & 0x0f) != EC_STATE_NONE;
     al[d] = st;
+    if ((st & 0x0f) != EC_STATE_OPERATIONAL) atomic_store_explicit(&l->out_of_op, true, memory_order_relaxed);
   }
   return AUTD3_OK;
 }
@@ -164,10 +165,20 @@ static autd3_err_t rec_read_states(void *c, uint16_t *al, bool *answered) {
  * hook (po2so_hook), which starts SYNC0 with ecx_dcsync0 from the device's
  * system time; the generic steps would duplicate that and bypass SOEM's
  * bookkeeping. So the DC offset is re-aligned first (realign_dc), and the
- * recovery helper requests OP afterwards. */
+ * recovery helper requests OP afterwards. ecx_reconfig_slave (SOEM v2.0.0
+ * src/ec_config.c) requests SAFE-OP before it writes the FMMUs, while the
+ * open (ecx_config_map_group) writes them first: a device that checks its
+ * process data mapping at PRE-OP -> SAFE-OP (autd3-emu does, as an ESC's
+ * "invalid output configuration") refused the first attempt after a power
+ * cycle, which then waited SOEM's 2 s state timeout. So the FMMUs are
+ * written first here, as at open (an ESC keeps them through INIT). */
 static autd3_err_t rec_reconfigure(void *c, uint16_t dev) {
   ecx_contextt *ctx = ((soem_link_t *)c)->ctx;
   uint16_t slave = (uint16_t)(dev + 1);
+  ec_slavet *s = &ctx->slavelist[slave];
+  for (int f = 0; f < s->FMMUunused && f < EC_MAXFMMU; f++)
+    ecx_FPWR(&ctx->port, s->configadr, (uint16)(ECT_REG_FMMU0 + sizeof(ec_fmmut) * f), sizeof(ec_fmmut), &s->FMMU[f],
+             EC_TIMEOUTRET3);
   realign_dc(ctx, slave);
   int st = ecx_reconfig_slave(ctx, slave, RECOVER_TIMEOUT_US);
   if ((st & 0x0f) != EC_STATE_SAFE_OP)
