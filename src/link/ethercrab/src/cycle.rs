@@ -49,10 +49,16 @@ pub(crate) struct Agg {
 
 /// Which devices of one group answered its exchange: the group's frame
 /// carries its LRW and an AL status read (FPRD) per device, in one pass, so a
-/// device that read OP there processed the LRW too; the LRW's working counter
-/// must then be `per_device` for each of them and nothing else (a device not
-/// in OP that still counted would make the sum ambiguous: none is taken).
-/// No allocation: the verdicts go to `out` (the group's devices, in order).
+/// device that read OP there processed the LRW too and counted `per_device`
+/// in its working counter. A device in SAFE-OP may count as well (its
+/// SyncManagers are active from SAFE-OP on, ETG.1000.6; it takes no outputs,
+/// so it is not valid itself), one in INIT or PRE-OP or that did not answer
+/// does not. So the counter must lie between `per_device` per device in OP
+/// and that plus `per_device` per device in SAFE-OP: then every device in OP
+/// is valid; any other count cannot be explained and none is taken. (An
+/// equality with the OP devices alone made a healthy group-mate stale while
+/// the other device came back through SAFE-OP.) No allocation: the verdicts
+/// go to `out` (the group's devices, in order).
 fn group_devices_valid(
     working_counter: u16,
     states: &[SubDeviceState],
@@ -60,7 +66,13 @@ fn group_devices_valid(
     out: &mut [bool],
 ) {
     let op = states.iter().filter(|s| **s == SubDeviceState::Op).count() as u16;
-    let sum_ok = per_device > 0 && working_counter == op.saturating_mul(per_device);
+    let safe_op = states
+        .iter()
+        .filter(|s| **s == SubDeviceState::SafeOp)
+        .count() as u16;
+    let low = op.saturating_mul(per_device);
+    let high = low.saturating_add(safe_op.saturating_mul(per_device));
+    let sum_ok = per_device > 0 && working_counter >= low && working_counter <= high;
     for (o, s) in out.iter_mut().zip(
         states
             .iter()
@@ -343,7 +355,7 @@ mod tests {
 
     #[test]
     fn group_validity_is_per_device() {
-        use SubDeviceState::{None as Gone, Op, SafeOp};
+        use SubDeviceState::{None as Gone, Op, Other, SafeOp};
         let mut v = [false; 2];
         group_devices_valid(6, &[Op, Op], 3, &mut v);
         assert_eq!(v, [true, true]);
@@ -352,9 +364,18 @@ mod tests {
         assert_eq!(v, [true, false]);
         group_devices_valid(3, &[Gone, Op], 3, &mut v);
         assert_eq!(v, [false, true]);
-        // a device not in OP that still counted: the sum is ambiguous, nobody is taken
+        // a device in SAFE-OP (back from a fault, not yet in OP) counted or not: the OP one is valid, it is not
         group_devices_valid(6, &[Op, SafeOp], 3, &mut v);
+        assert_eq!(v, [true, false]);
+        group_devices_valid(3, &[Op, SafeOp], 3, &mut v);
+        assert_eq!(v, [true, false]);
+        // a count the states cannot explain: nobody is taken
+        group_devices_valid(2, &[Op, SafeOp], 3, &mut v);
         assert_eq!(v, [false, false]);
+        group_devices_valid(6, &[Op, Gone], 3, &mut v);
+        assert_eq!(v, [false, false]);
+        group_devices_valid(3, &[Op, Other(0x14)], 3, &mut v);
+        assert_eq!(v, [true, false]);
         // the bring-up's exchanges (no per-device count): nobody
         group_devices_valid(6, &[Op, Op], 0, &mut v);
         assert_eq!(v, [false, false]);
