@@ -151,6 +151,7 @@ void eo_run(autd3_client_t *c, const eo_config_t *cfg, eo_result_t *res) {
     uint64_t el = autd3__now_ns() - t0;
     if (cfg->requests && i >= cfg->requests) break;
     if (cfg->duration_ns && el >= cfg->duration_ns) break;
+    if (cfg->stop && *cfg->stop) break;
     if (i > EO_MAX_REQUESTS) break;
     if (res->wait_hung) { /* the client is stuck: stop sending (the send could block for good) */
       fprintf(stderr, "%s: a request did not finish within %u ms; stopping the run\n", cfg->name ? cfg->name : "eo", wait_ms);
@@ -287,6 +288,17 @@ uint64_t eo_ok_from(const eo_result_t *res, size_t first) {
   for (size_t i = first; i < res->sent; i++)
     n += g_rec[i].done && g_rec[i].send_err == AUTD3_OK && g_rec[i].wait_err == AUTD3_OK;
   return n;
+}
+
+uint8_t eo_outcome(const eo_result_t *res, size_t i, uint16_t d) {
+  if (i >= res->sent || d >= res->ndev) return AUTD3_OUTCOME_NONE;
+  if (g_rec[i].send_err != AUTD3_OK) return AUTD3_OUTCOME_NOT_EXECUTED;
+  return g_rec[i].done ? g_rec[i].outcome[d] : AUTD3_OUTCOME_NONE;
+}
+
+unsigned eo_executions(const eo_result_t *res, size_t i, uint16_t d) {
+  if (i >= res->sent || d >= res->ndev) return 0;
+  return g_exec[d][i] > 2 ? 2u : g_exec[d][i];
 }
 
 void eo_print(const eo_config_t *cfg, const eo_result_t *res) {

@@ -51,6 +51,7 @@ typedef struct eo_config {
   eo_fault_fn fault;     /* may be NULL */
   void *fault_ctx;
   const char *name;      /* for the summary lines */
+  const bool *stop;      /* may be NULL: the stream also ends before a send once *stop is true (e.g. set by `fault`) */
   bool no_state_check;   /* true: no state-checker thread (by default one calls autd3_link_check_state every 100 ms,
                             as an application does, so EtherCAT links recover unplugged/power-cycled devices) */
 } eo_config_t;
@@ -97,6 +98,12 @@ void eo_print(const eo_config_t *cfg, const eo_result_t *res);
 /* After eo_finish: requests with index >= first that completed AUTD3_OK (the
  * stream is back after a fault at send `first`). */
 uint64_t eo_ok_from(const eo_result_t *res, size_t first);
+/* After eo_finish: what the client reported device d did with request i
+ * (a send that failed counts NOT_EXECUTED; NONE: hung or unaccounted), and
+ * how often d's log shows it executed (0, 1, 2 = twice or more). For
+ * timelines: when a device stopped and resumed executing the stream. */
+uint8_t eo_outcome(const eo_result_t *res, size_t i, uint16_t d);
+unsigned eo_executions(const eo_result_t *res, size_t i, uint16_t d);
 /* True when every device is exact: no doubles, missing, phantom, unaccounted,
  * dropped log entries; the first violation is described in why. */
 bool eo_ok(const eo_result_t *res, char *why, size_t cap);

@@ -1,35 +1,47 @@
 /*
  * Per-device fault isolation (docs/reliability.md "A fault costs only its
  * device"): while device k of a chain is unplugged, power-cycled or silent,
- * every other device keeps streaming. Against autd3-emu in a private
- * namespace (autd3-netns), with the devices' own execution logs
+ * every other device keeps streaming, and a device that comes back without
+ * having lost its state is never re-established. Against autd3-emu in a
+ * private namespace (autd3-netns), with the devices' own execution logs
  * (exactly_once.h) and output states (control socket `output K`).
  *
  * Each point: open a client, send a focus (so every device emits something a
- * Clear would wipe), note every device's output and reset count, stream
- * tagged XorHash frames and, while the stream runs (the sender never sleeps
- * for the fault), inject the fault on device k for `ms`:
+ * Clear would wipe), note every device's output, reset count and stale
+ * cycles, stream tagged XorHash frames and, while the stream runs (the sender
+ * never sleeps for the fault), inject the fault on device k for `ms`:
  *   unplug       `unplug k` ... `replug`: devices k.. leave the line (the
- *                ones after k with it: a line's cable)
+ *                ones after k with it: a line's cable); none loses power
  *   power_cycle  the same, and device k reboots before it comes back
  *                (`power-cycle k` between; a device without power also
  *                takes the line after it down)
- *   silence      `mute k` ... `unmute k`: k alone answers nothing while the
- *                line through it stays intact
- * Then it asserts, first, that the fault happened (the link counted stale
- * cycles; a power-cycled device's reset reached the client), then for every
- * device the fault did not touch (0..k-1; after k too for silence): every
- * frame sent was executed by it exactly once and reported EXECUTED, it was
- * never reset (reset count unchanged, no Reset/SetMode/Clear/Synchronize in
- * its log) and it still emits what it emitted before.
+ *   silence      `mute k` ... `unmute k`: k alone answers nothing (and takes
+ *                nothing) while the line through it stays intact
+ * The devices then fall in three roles:
+ *   untouched    (0..k-1; all but k for silence) every frame sent was
+ *                executed by it exactly once and reported EXECUTED, it was
+ *                never reset (reset count, no Reset/SetMode/Clear/
+ *                Synchronize in its own log) and emits what it emitted before;
+ *   away         (k for unplug and silence, k+1.. for unplug and power
+ *                cycle: they return without any evidence of a reset) it was
+ *                hit (its own stale cycles, more than any untouched device's),
+ *                is never re-established either (reset count, its log, its
+ *                output unchanged), and resumed: once it executes a frame
+ *                again it executes every later one, the last included;
+ *   rebooted     (k for power cycle) its reset reached the client and it was
+ *                re-established alone (READY, re-establishment complete, its
+ *                output wiped by the Clear), and resumed as above.
+ * Every device's reported outcomes match its log (eo_ok: no frame executed
+ * twice, none reported EXECUTED that it did not run, none NOT_EXECUTED that
+ * it ran, every send accounted for).
  *
- * Built once per EtherCAT link (LINK_KIND; a link that is not built SKIPs by
- * name). The default points cover each fault once on 2 and once on 5 devices
- * for echocat, and one point per fault for the other links (the mechanism is
- * the client's and the shared one; what differs per link is how it tells
- * whose inputs came back). The full matrix (3 faults x 50 ms / 300 ms / 3 s x
- * 2 and 5 devices) runs with AUTD3_TEST_FULL=1 (label "slow"), two entries,
- * one namespace each.
+ * The matrix: 3 faults x 50 ms / 300 ms / 3 s x chains of 2 (k = 1, the
+ * tail) and 5 (k = 2, devices on both sides), each a ctest entry in its own
+ * namespace, with the ESC's SM watchdog off (harness/emu_chain.h); and
+ * unplug / power cycle of 300 ms on 2 devices with the watchdog at the ESC's
+ * default 100 ms (`_wd`: the device is back in SAFE-OP+ERROR and returns to
+ * the stream only once the state check brought it to OP). Built once per
+ * EtherCAT link (LINK_KIND; a link that is not built SKIPs by name).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +67,33 @@ typedef struct {
   fault_kind_t kind;
   uint16_t k;   /* the faulty device */
   unsigned ms;  /* how long the fault lasts */
+  bool watchdog; /* the SM watchdog is on */
 } point_t;
+
+typedef enum { R_UNTOUCHED, R_AWAY, R_REBOOTED } role_t;
+static const char *const role_name[] = {"untouched", "away", "rebooted"};
+
+static role_t role_of(const point_t *p, uint16_t d) {
+  if (d == p->k) return p->kind == F_POWER_CYCLE ? R_REBOOTED : R_AWAY;
+  if (d > p->k && p->kind != F_SILENCE) return R_AWAY; /* downstream of a cable or power fault */
+  return R_UNTOUCHED;
+}
 
 /* ---- the fixture ------------------------------------------------------------ */
 
 static char g_reply[8192];
+static int g_failures;
+
+/* A failed check is printed and counted; the point fails at its end, with every failure listed. */
+#define CHECK(cond, ...)                                                    \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      fprintf(stderr, "%s:%d: CHECK FAILED: ", __FILE__, __LINE__);         \
+      fprintf(stderr, __VA_ARGS__);                                         \
+      fprintf(stderr, "\n");                                                \
+      g_failures++;                                                         \
+    }                                                                       \
+  } while (0)
 
 static void sleep_ms(unsigned ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -87,11 +121,61 @@ typedef struct {
   size_t at;
   int phase; /* 0 before, 1 during, 2 after */
   uint64_t t_start;
+  size_t ended_at; /* the send before which the fault ended */
+  unsigned al;     /* device k's AL status just before it came back */
+  /* After the fault: the stream goes on until every device the fault hit is
+   * back in the stream (READY, re-established if it rebooted, its inputs
+   * valid since the last look) and then SETTLE_MS more, so that frames sent
+   * after its return are checked too. */
+  autd3_client_t *c;
+  size_t ndev;
+  uint32_t resets0;
+  uint64_t next_look, back_at_ns;
+  uint64_t stale_seen[AUTD3_MAX_DEVICES];
+  bool stop;
 } fault_ctx_t;
+
+#define SETTLE_MS 400u
+
+/* Device d's stale cycles so far, as the link counts them (autd3_link_device_info). */
+static uint64_t stale_of(autd3_client_t *c, uint16_t d) {
+  autd3_link_device_info_t info;
+  ASSERT_OK(autd3_link_device_info(autd3_client_link(c), d, &info));
+  return info.stale_cycles;
+}
+
+/* Every device the fault hit is back in the stream (see fault_ctx_t). */
+static bool all_back(fault_ctx_t *f) {
+  /* Stale cycles since the last look: a device the fault hit is answering
+   * again when it had no more of them than the healthiest untouched device
+   * (the whole chain sees a few now and then: the state check uses the bus,
+   * a loaded host loses a read). */
+  uint64_t delta[AUTD3_MAX_DEVICES], untouched = UINT64_MAX;
+  for (uint16_t d = 0; d < f->ndev; d++) {
+    uint64_t stale = stale_of(f->c, d);
+    delta[d] = stale - f->stale_seen[d];
+    f->stale_seen[d] = stale;
+    if (role_of(&f->p, d) == R_UNTOUCHED && delta[d] < untouched) untouched = delta[d];
+  }
+  bool back = true;
+  for (uint16_t d = 0; d < f->ndev; d++) {
+    if (role_of(&f->p, d) == R_UNTOUCHED) continue;
+    autd3_client_device_status_t st;
+    if (autd3_client_device_status(f->c, d, &st) != AUTD3_OK) return false;
+    if (st.state != AUTD3_CLIENT_DEVICE_READY || delta[d] > untouched) back = false;
+    if (d == f->p.k && f->p.kind == F_POWER_CYCLE && (st.resets == f->resets0 || st.reinits != st.resets)) back = false;
+  }
+  return back;
+}
 
 static void fault_step(void *vctx, size_t i, uint64_t elapsed_ns) {
   fault_ctx_t *f = vctx;
   char cmd[64];
+  if (f->phase == 2 && elapsed_ns >= f->next_look) {
+    f->next_look = elapsed_ns + 50000000u;
+    if (f->back_at_ns == 0 && all_back(f)) f->back_at_ns = elapsed_ns;
+    if (f->back_at_ns != 0 && elapsed_ns - f->back_at_ns >= SETTLE_MS * 1000000ull) f->stop = true;
+  }
   if (f->phase == 0 && i >= f->at) {
     snprintf(cmd, sizeof cmd, "%s %u", f->p.kind == F_SILENCE ? "mute" : "unplug", (unsigned)f->p.k);
     emuctl_or_fail(cmd);
@@ -99,6 +183,10 @@ static void fault_step(void *vctx, size_t i, uint64_t elapsed_ns) {
     f->phase = 1;
     f->t_start = elapsed_ns;
   } else if (f->phase == 1 && elapsed_ns - f->t_start >= (uint64_t)f->p.ms * 1000000u) {
+    snprintf(cmd, sizeof cmd, "al %u", (unsigned)f->p.k);
+    emuctl_or_fail(cmd);
+    if (sscanf(g_reply, "ok 0x%x", &f->al) != 1) TEST_FAIL_("emuctl '%s': %s", cmd, g_reply);
+    printf("at send %zu: %s -> %s\n", i, cmd, g_reply);
     if (f->p.kind == F_POWER_CYCLE) {
       snprintf(cmd, sizeof cmd, "power-cycle %u", (unsigned)f->p.k);
       emuctl_or_fail(cmd);
@@ -108,6 +196,8 @@ static void fault_step(void *vctx, size_t i, uint64_t elapsed_ns) {
     emuctl_or_fail(cmd);
     printf("at send %zu: %s after %u ms -> %s\n", i, cmd, f->p.ms, g_reply);
     f->phase = 2;
+    f->ended_at = i;
+    f->next_look = elapsed_ns + 50000000u;
   }
 }
 
@@ -126,21 +216,58 @@ static size_t drain_counting(void *ctx, uint16_t dev, autd3_exec_entry_t *out, s
   return n;
 }
 
-/* Whether device d was touched by the fault: the faulty one, and for a cable
- * or power fault every device after it (the line ends at k-1). */
-static bool touched(const point_t *p, uint16_t d) { return d == p->k || (p->kind != F_SILENCE && d > p->k); }
+/* Device d's timeline: once it executes a frame after one it did not, it
+ * executes every later frame (it resumed for good), and it executes the
+ * last one. *gap = frames it did not execute. */
+static bool resumed(const eo_result_t *res, uint16_t d, uint64_t *gap, size_t *back_at) {
+  bool missed = false, back = false, again = false;
+  *gap = 0;
+  *back_at = 0;
+  for (size_t i = 0; i < res->sent; i++) {
+    bool ex = eo_outcome(res, i, d) == AUTD3_OUTCOME_EXECUTED;
+    if (!ex) (*gap)++;
+    if (!ex && back) again = true;
+    if (!ex) missed = true;
+    if (ex && missed && !back) back = true, *back_at = i;
+  }
+  return !again && res->sent > 0 && eo_outcome(res, res->sent - 1, d) == AUTD3_OUTCOME_EXECUTED;
+}
 
-/* One point on an open chain of ndev devices ($AUTD3_TEST_IFNAME). */
-static void run_point(const point_t *p, size_t ndev) {
-  char name[96];
-  snprintf(name, sizeof name, "%s_dev%u_of%zu_%ums", fault_name[p->kind], (unsigned)p->k, ndev, p->ms);
-  printf("---- %s\n", name);
+/* Device d's outcomes as runs: E executed, N not executed, U unknown, - none. */
+static void print_timeline(const char *name, const eo_result_t *res, uint16_t d) {
+  static const char sym[] = "-ENU";
+  printf("%s: device %u outcomes:", name, (unsigned)d);
+  size_t i = 0;
+  while (i < res->sent) {
+    uint8_t o = eo_outcome(res, i, d);
+    size_t j = i;
+    while (j < res->sent && eo_outcome(res, j, d) == o) j++;
+    printf(" %c%zu@%zu", sym[o & 3], j - i, i);
+    i = j;
+  }
+  printf("\n");
+}
+
+/* A run whose precondition did not hold (the chain could not be opened, or
+ * an untouched device left OP: with the SM watchdog on, a host that stalled
+ * the bus thread for 100 ms trips every device's watchdog) proves nothing
+ * either way: run_point returns DISTURBED and the point runs again. */
+#define DISTURBED 75
+
+/* One point on an open chain of ndev devices ($AUTD3_TEST_IFNAME): 0, or DISTURBED; a failure exits 1. */
+static int run_point(const char *name, const point_t *p, size_t ndev) {
+  printf("---- %s: %s of device %u of %zu for %u ms\n", name, fault_name[p->kind], (unsigned)p->k, ndev, p->ms);
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(ndev, NULL, &g));
   autd3_link_option_t o = autd3_link_option_default(LINK_KIND);
   autd3_link_option_ethercat(&o)->interface = getenv("AUTD3_TEST_IFNAME");
   autd3_client_t *c = NULL;
-  ASSERT_OK(autd3_client_open(g, &o, NULL, &c));
+  autd3_err_t oe = autd3_client_open(g, &o, NULL, &c);
+  if (oe != AUTD3_OK) {
+    printf("%s: open failed (%s: %s): the chain is not there to test\n", name, autd3_err_name(oe), autd3_last_error());
+    autd3_geometry_free(g);
+    return DISTURBED;
+  }
 
   /* Something to lose: a focus on every device. */
   autd3_gain_t focus = autd3_gain_focus(180.0f, 60.0f, 120.0f);
@@ -151,11 +278,11 @@ static void run_point(const point_t *p, size_t ndev) {
   ASSERT_OK(autd3_client_send_checked(c, &fr, NULL));
   free(buf);
   char *before[AUTD3_MAX_DEVICES];
-  uint32_t resets[AUTD3_MAX_DEVICES];
+  autd3_client_device_status_t st0[AUTD3_MAX_DEVICES];
   for (uint16_t d = 0; d < ndev; d++) {
     before[d] = output_of(d);
     ASSERT_CONTAINS(before[d], "error 0x00");
-    resets[d] = autd3_client_device_resets(c, d);
+    ASSERT_OK(autd3_client_device_status(c, d, &st0[d]));
     g_reinit_cmds[d] = 0;
   }
   for (uint16_t d = 0; d < ndev; d++) { /* what the open and the focus left in the logs */
@@ -167,115 +294,183 @@ static void run_point(const point_t *p, size_t ndev) {
   autd3_link_stats_t ls0;
   autd3_link_stats(autd3_client_link(c), &ls0);
 
-  /* Stream: the fault starts at send 200 and the stream goes on ~1.5 s after it ends. */
+  /* Stream: the fault starts at send 200 (~0.2 s in); the stream goes on
+   * until the devices it hit are back (the state check, every 100 ms, brings
+   * a device back to OP; it then rejoins) and SETTLE_MS more, at most 8 s
+   * after the fault (then the checks below say what did not come back). */
   static fault_ctx_t fx;
-  fx = (fault_ctx_t){.p = *p, .at = 200};
-  eo_config_t cfg = {.duration_ns = (uint64_t)(p->ms + 2000) * 1000000u, .wait_ms = 20000, .drain = drain_counting,
-                     .fault = fault_step, .fault_ctx = &fx, .name = name};
+  fx = (fault_ctx_t){.p = *p, .at = 200, .c = c, .ndev = ndev, .resets0 = st0[p->k].resets};
+  uint64_t stale0[AUTD3_MAX_DEVICES], stale1[AUTD3_MAX_DEVICES];
+  for (uint16_t d = 0; d < ndev; d++) fx.stale_seen[d] = stale0[d] = stale_of(c, d);
+  eo_config_t cfg = {.duration_ns = (uint64_t)(p->ms + 8000) * 1000000u, .wait_ms = 20000, .drain = drain_counting,
+                     .fault = fault_step, .fault_ctx = &fx, .stop = &fx.stop, .name = name};
   static eo_result_t res;
   eo_run(c, &cfg, &res);
   ASSERT_EQ(fx.phase, 2);
 
-  /* 1. The fault happened. */
+  /* A rebooted device's reset reaches the client through the state check
+   * (eo's checker, every 100 ms, has stopped with the stream: check here). */
+  if (p->kind == F_POWER_CYCLE) {
+    for (int i = 0; i < 100 && autd3_client_device_resets(c, p->k) == st0[p->k].resets; i++) {
+      autd3_link_status_t ls;
+      (void)autd3_link_check_state(autd3_client_link(c), &ls);
+      sleep_ms(20);
+    }
+  }
   autd3_link_stats_t ls1;
   autd3_link_stats(autd3_client_link(c), &ls1);
-  printf("%s: link stale cycles during the stream: %llu\n", name, (unsigned long long)(ls1.stale_cycles - ls0.stale_cycles));
-  ASSERT_GT(ls1.stale_cycles - ls0.stale_cycles, 0);
-  if (p->kind == F_POWER_CYCLE) {
-    /* the state check (eo's checker, every 100 ms) finds the reboot; bounded */
-    for (int i = 0; i < 500 && autd3_client_device_resets(c, p->k) == resets[p->k]; i++) sleep_ms(20);
-    ASSERT_GT(autd3_client_device_resets(c, p->k), resets[p->k]);
-  }
-
-  /* 2. The others: not reset, still emitting what they emitted before. */
+  autd3_client_device_status_t st1[AUTD3_MAX_DEVICES];
+  char *after[AUTD3_MAX_DEVICES];
   for (uint16_t d = 0; d < ndev; d++) {
-    if (touched(p, d)) continue;
-    autd3_client_device_status_t st;
-    ASSERT_OK(autd3_client_device_status(c, d, &st));
-    if (st.resets != resets[d] || st.state != AUTD3_CLIENT_DEVICE_READY)
-      TEST_FAIL_("%s: device %u (not faulty) was reset: resets %u -> %u, state %d", name, (unsigned)d, resets[d], st.resets,
-                 (int)st.state);
-    char *after = output_of(d);
-    if (strcmp(after, before[d]) != 0)
-      TEST_FAIL_("%s: device %u (not faulty) changed its output:\n before %.160s\n after  %.160s", name, (unsigned)d, before[d],
-                 after);
-    free(after);
+    ASSERT_OK(autd3_client_device_status(c, d, &st1[d]));
+    stale1[d] = stale_of(c, d);
+    after[d] = output_of(d);
   }
-  autd3_client_close(c);
+  /* Close silences every device: every one is back in the stream by now, so it must succeed. */
+  autd3_err_t close_err = autd3_client_close(c);
+  char close_msg[256];
+  snprintf(close_msg, sizeof close_msg, "%s", autd3_last_error());
   autd3_geometry_free(g);
   eo_finish(&cfg, &res);
   eo_print(&cfg, &res);
 
-  /* 3. The others executed every frame exactly once, reported EXECUTED, and no re-establishing command. */
+  for (uint16_t d = 0; d < ndev; d++) print_timeline(name, &res, d);
+  for (uint16_t d = 0; d < ndev; d++)
+    if (role_of(p, d) == R_UNTOUCHED && res.not_op_seen[d]) {
+      printf("%s: untouched device %u left OP during the run (the host stalled the bus for the SM watchdog's time?)\n", name,
+             (unsigned)d);
+      for (uint16_t e = 0; e < ndev; e++) free(before[e]), free(after[e]);
+      return DISTURBED;
+    }
+  g_failures = 0;
+  /* 1. The fault happened, to the devices it was meant for. */
+  uint64_t link_stale = ls1.stale_cycles - ls0.stale_cycles, most_untouched = 0;
+  printf("%s: link stale cycles during the stream: %llu; per device stale cycles:", name, (unsigned long long)link_stale);
+  for (uint16_t d = 0; d < ndev; d++) {
+    uint64_t s = stale1[d] - stale0[d];
+    printf(" %llu", (unsigned long long)s);
+    if (role_of(p, d) == R_UNTOUCHED && s > most_untouched) most_untouched = s;
+  }
+  printf("\n");
+  CHECK(link_stale > 0, "%s: the link counted no stale cycle", name);
+  CHECK(close_err == AUTD3_OK, "%s: close: %s (%s)", name, autd3_err_name(close_err), close_msg);
+  for (uint16_t d = 0; d < ndev; d++) {
+    if (role_of(p, d) == R_UNTOUCHED) continue;
+    uint64_t s = stale1[d] - stale0[d];
+    CHECK(s > most_untouched, "%s: device %u (%s) was stale for %llu cycles, no more than an untouched device (%llu)", name,
+          (unsigned)d, role_name[role_of(p, d)], (unsigned long long)s, (unsigned long long)most_untouched);
+  }
+  /* With the watchdog, device k was in SAFE-OP+ERROR when it came back; without, still in OP. */
+  CHECK(fx.al == (p->watchdog ? 0x14u : 0x08u), "%s: device %u's AL status before it came back: 0x%02x, expected 0x%02x", name,
+        (unsigned)p->k, fx.al, p->watchdog ? 0x14u : 0x08u);
+  if (p->kind == F_POWER_CYCLE) {
+    CHECK(st1[p->k].resets > st0[p->k].resets, "%s: device %u's reset never reached the client (resets %u -> %u)", name,
+          (unsigned)p->k, st0[p->k].resets, st1[p->k].resets);
+    CHECK(res.dev[p->k].boots >= 1, "%s: device %u's log shows no power cycle", name, (unsigned)p->k);
+  }
+
+  /* 2. Every device's outcomes match its own log. */
   char why[256];
-  if (!eo_ok(&res, why, sizeof why)) TEST_FAIL_("%s: %s", name, why);
+  if (!eo_ok(&res, why, sizeof why)) CHECK(false, "%s: %s", name, why);
+
+  /* 3. Per role. */
   uint64_t sent = res.sent - res.send_errors;
   for (uint16_t d = 0; d < ndev; d++) {
-    if (touched(p, d)) continue;
+    role_t r = role_of(p, d);
     const eo_dev_summary_t *s = &res.dev[d];
-    if (s->reported_executed != sent || s->executed_log != sent || s->reported_not || s->reported_unknown)
-      TEST_FAIL_("%s: device %u (not faulty): %llu sent, %llu executed (log), reported %llu executed / %llu not / %llu unknown",
-                 name, (unsigned)d, (unsigned long long)sent, (unsigned long long)s->executed_log,
-                 (unsigned long long)s->reported_executed, (unsigned long long)s->reported_not,
-                 (unsigned long long)s->reported_unknown);
-    if (g_reinit_cmds[d] != 0)
-      TEST_FAIL_("%s: device %u (not faulty) executed %u Reset/SetMode/Clear/Synchronize frames", name, (unsigned)d,
-                 g_reinit_cmds[d]);
+    const char *rn = role_name[r];
+    if (r == R_UNTOUCHED) {
+      CHECK(s->reported_executed == sent && s->executed_log == sent && !s->reported_not && !s->reported_unknown,
+            "%s: device %u (%s): %llu sent, %llu executed (log), reported %llu executed / %llu not / %llu unknown", name,
+            (unsigned)d, rn, (unsigned long long)sent, (unsigned long long)s->executed_log,
+            (unsigned long long)s->reported_executed, (unsigned long long)s->reported_not,
+            (unsigned long long)s->reported_unknown);
+    } else {
+      uint64_t gap;
+      size_t back_at;
+      bool ok = resumed(&res, d, &gap, &back_at);
+      printf("%s: device %u (%s): %llu frames not executed, executing again from send %zu (the fault ended before send %zu)\n",
+             name, (unsigned)d, rn, (unsigned long long)gap, back_at, fx.ended_at);
+      CHECK(ok, "%s: device %u (%s) did not resume the stream for good (%llu frames not executed; see the outcomes above)",
+            name, (unsigned)d, rn, (unsigned long long)gap);
+    }
+    if (r == R_REBOOTED) {
+      CHECK(st1[d].state == AUTD3_CLIENT_DEVICE_READY && st1[d].reinits == st1[d].resets,
+            "%s: device %u (%s) not re-established: state %d, resets %u, re-establishments covering %u", name, (unsigned)d, rn,
+            (int)st1[d].state, st1[d].resets, st1[d].reinits);
+      CHECK(st1[d].resets == st0[d].resets + 1, "%s: device %u (%s) reset %u times, expected once", name, (unsigned)d, rn,
+            st1[d].resets - st0[d].resets);
+      CHECK(strcmp(after[d], before[d]) != 0, "%s: device %u (%s) still emits what it emitted before its power cycle", name,
+            (unsigned)d, rn);
+      continue;
+    }
+    /* untouched and away: never re-established, state kept */
+    CHECK(st1[d].resets == st0[d].resets && st1[d].state == AUTD3_CLIENT_DEVICE_READY,
+          "%s: device %u (%s) was reset: resets %u -> %u, state %d", name, (unsigned)d, rn, st0[d].resets, st1[d].resets,
+          (int)st1[d].state);
+    CHECK(g_reinit_cmds[d] == 0, "%s: device %u (%s) executed %u Reset/SetMode/Clear/Synchronize frames", name, (unsigned)d,
+          rn, g_reinit_cmds[d]);
+    CHECK(strcmp(after[d], before[d]) == 0, "%s: device %u (%s) changed its output:\n before %.160s\n after  %.160s", name,
+          (unsigned)d, rn, before[d], after[d]);
   }
-  for (uint16_t d = 0; d < ndev; d++) free(before[d]);
+  for (uint16_t d = 0; d < ndev; d++) free(before[d]), free(after[d]);
+  if (g_failures) TEST_FAIL_("%s: %d checks failed (above)", name, g_failures);
   printf("%s: ok (%llu frames; device %u: %llu executed, %llu not, %llu unknown)\n", name, (unsigned long long)sent,
          (unsigned)p->k, (unsigned long long)res.dev[p->k].reported_executed, (unsigned long long)res.dev[p->k].reported_not,
          (unsigned long long)res.dev[p->k].reported_unknown);
+  return 0;
 }
 
-/* A point in its own namespace with ndev devices; `all_links` false: echocat
- * only (the other links run the points marked true by default). */
-static void isolation_case(const char *test, bool all_links, size_t ndev, fault_kind_t kind, uint16_t k, unsigned ms) {
-  if (!all_links && LINK_KIND != AUTD3_LINK_ECHOCAT)
-    SKIP("%s: this point runs for echocat by default; the full matrix for every link with AUTD3_TEST_FULL=1", test);
-  in_netns(test, (int)ndev, NULL, false);
-  point_t p = {kind, k, ms};
-  run_point(&p, ndev);
-}
-
-/* ---- the default points: each fault on 2 and on 5 devices ------------------- */
-
-/* The reported case: the tail of two devices unplugged for 300 ms. */
-TEST(unplug_2_300ms) { isolation_case("unplug_2_300ms", true, 2, F_UNPLUG, 1, 300); }
-TEST(power_cycle_2_50ms) { isolation_case("power_cycle_2_50ms", false, 2, F_POWER_CYCLE, 1, 50); }
-TEST(silence_2_3s) { isolation_case("silence_2_3s", false, 2, F_SILENCE, 1, 3000); }
-TEST(unplug_5_3s) { isolation_case("unplug_5_3s", false, 5, F_UNPLUG, 3, 3000); }
-TEST(power_cycle_5_300ms) { isolation_case("power_cycle_5_300ms", true, 5, F_POWER_CYCLE, 2, 300); }
-/* A device in the middle: the ones after it still answer. */
-TEST(silence_5_300ms) { isolation_case("silence_5_300ms", true, 5, F_SILENCE, 2, 300); }
-
-/* ---- the full matrix (AUTD3_TEST_FULL=1) ------------------------------------ */
-
-static void full_matrix(const char *test, size_t ndev, uint16_t k) {
-  if (!getenv("AUTD3_TEST_FULL")) SKIP("the full isolation matrix runs with AUTD3_TEST_FULL=1 (9 points, about a minute)");
-  in_netns(test, (int)ndev, NULL, false);
-  static const unsigned durations[] = {50, 300, 3000};
-  int failed = 0;
-  for (int f = 0; f < 3; f++)
-    for (int t = 0; t < 3; t++) {
-      /* Each point in a child of its own: the exactly-once harness keeps its
-       * records per process (request ids restart at 0 with every run). */
+/* A point in its own namespace: k = 1 of 2 (the tail), k = 2 of 5 (devices
+ * on both sides); `watchdog`: the ESC's SM watchdog at its default 100 ms. */
+static void iso(const char *test, fault_kind_t kind, size_t ndev, unsigned ms, bool watchdog) {
+  in_netns(test, (int)ndev, watchdog ? "--sm-watchdog-ms 100" : NULL, false);
+  point_t p = {kind, (uint16_t)(ndev == 2 ? 1 : 2), ms, watchdog};
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    /* Each attempt in a child of its own: the exactly-once harness keeps its
+     * records per process (request ids restart at 0 with every run). */
+    fflush(NULL);
+    pid_t pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+      int r = run_point(test, &p, ndev);
       fflush(NULL);
-      pid_t pid = fork();
-      ASSERT_TRUE(pid >= 0);
-      if (pid == 0) {
-        point_t p = {(fault_kind_t)f, k, durations[t]};
-        run_point(&p, ndev);
-        fflush(NULL);
-        _exit(0);
-      }
-      int st = 0;
-      waitpid(pid, &st, 0);
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed++;
-      sleep_ms(500); /* the chain settles (the state check of the next client finds it in OP) */
+      _exit(r);
     }
-  if (failed) TEST_FAIL_("%d of 9 points failed (above)", failed);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (code != DISTURBED) {
+      if (code != 0) TEST_FAIL_("%s: attempt %d failed (exit %d, above)", test, attempt, code);
+      return;
+    }
+    printf("%s: attempt %d disturbed (above); again\n", test, attempt);
+    sleep_ms(500);
+  }
+  SKIP("%s: three attempts in a row were disturbed (the chain did not open, or an untouched device left OP): "
+       "the host is too loaded to run this point", test);
 }
 
-TEST(full_matrix_2) { full_matrix("full_matrix_2", 2, 1); }
-TEST(full_matrix_5) { full_matrix("full_matrix_5", 5, 2); }
+/* ---- the matrix: each a ctest entry ------------------------------------------ */
+
+TEST(unplug_2_50ms) { iso("unplug_2_50ms", F_UNPLUG, 2, 50, false); }
+TEST(unplug_2_300ms) { iso("unplug_2_300ms", F_UNPLUG, 2, 300, false); }
+TEST(unplug_2_3s) { iso("unplug_2_3s", F_UNPLUG, 2, 3000, false); }
+TEST(unplug_5_50ms) { iso("unplug_5_50ms", F_UNPLUG, 5, 50, false); }
+TEST(unplug_5_300ms) { iso("unplug_5_300ms", F_UNPLUG, 5, 300, false); }
+TEST(unplug_5_3s) { iso("unplug_5_3s", F_UNPLUG, 5, 3000, false); }
+TEST(power_cycle_2_50ms) { iso("power_cycle_2_50ms", F_POWER_CYCLE, 2, 50, false); }
+TEST(power_cycle_2_300ms) { iso("power_cycle_2_300ms", F_POWER_CYCLE, 2, 300, false); }
+TEST(power_cycle_2_3s) { iso("power_cycle_2_3s", F_POWER_CYCLE, 2, 3000, false); }
+TEST(power_cycle_5_50ms) { iso("power_cycle_5_50ms", F_POWER_CYCLE, 5, 50, false); }
+TEST(power_cycle_5_300ms) { iso("power_cycle_5_300ms", F_POWER_CYCLE, 5, 300, false); }
+TEST(power_cycle_5_3s) { iso("power_cycle_5_3s", F_POWER_CYCLE, 5, 3000, false); }
+TEST(silence_2_50ms) { iso("silence_2_50ms", F_SILENCE, 2, 50, false); }
+TEST(silence_2_300ms) { iso("silence_2_300ms", F_SILENCE, 2, 300, false); }
+TEST(silence_2_3s) { iso("silence_2_3s", F_SILENCE, 2, 3000, false); }
+TEST(silence_5_50ms) { iso("silence_5_50ms", F_SILENCE, 5, 50, false); }
+TEST(silence_5_300ms) { iso("silence_5_300ms", F_SILENCE, 5, 300, false); }
+TEST(silence_5_3s) { iso("silence_5_3s", F_SILENCE, 5, 3000, false); }
+/* With the SM watchdog (the device drops to SAFE-OP+ERROR while it is away). */
+TEST(unplug_2_300ms_wd) { iso("unplug_2_300ms_wd", F_UNPLUG, 2, 300, true); }
+TEST(power_cycle_2_300ms_wd) { iso("power_cycle_2_300ms_wd", F_POWER_CYCLE, 2, 300, true); }
