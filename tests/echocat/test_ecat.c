@@ -254,3 +254,39 @@ TEST(option_validation) {
   ASSERT_TRUE(l == NULL);
   autd3_geometry_free(g);
 }
+
+/* The split read's attribution (docs/reliability.md "A fault costs only its
+ * device"): whose inputs one LRD carries, from the AL status each device
+ * answered in the same frame. */
+TEST(inputs_valid_per_device) {
+  bool v[4];
+  const uint8_t op4[4] = {AL_OP, AL_OP, AL_OP, AL_OP};
+  const uint16_t all4[4] = {1, 1, 1, 1};
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 4, op4, all4, v), 4);
+  ASSERT_TRUE(v[0] && v[1] && v[2] && v[3]);
+  /* devices 2.. unplugged: neither their FPRD nor the LRD counted them */
+  const uint16_t two[4] = {1, 1, 0, 0};
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 2, op4, two, v), 2);
+  ASSERT_TRUE(v[0] && v[1] && !v[2] && !v[3]);
+  /* device 1 silent in the middle (mute): the line through it intact */
+  const uint16_t mid[4] = {1, 0, 1, 1};
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 3, op4, mid, v), 3);
+  ASSERT_TRUE(v[0] && !v[1] && v[2] && v[3]);
+  /* device 3 back in SAFE-OP+ERROR (its SM watchdog expired): it answers the
+   * LRD, takes no outputs: not valid, the others are */
+  const uint8_t safe[4] = {AL_OP, AL_OP, AL_OP, AL_SAFEOP | AL_ERROR};
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 4, safe, all4, v), 3);
+  ASSERT_TRUE(v[0] && v[1] && v[2] && !v[3]);
+  /* device 2 power-cycled, in INIT (no SM3 yet): answers its FPRD, not the LRD */
+  const uint8_t init[4] = {AL_OP, AL_OP, AL_INIT, AL_OP};
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 3, init, all4, v), 3);
+  ASSERT_TRUE(v[0] && v[1] && !v[2] && v[3]);
+  /* a count the AL statuses cannot explain: nobody's inputs */
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 3, op4, all4, v), 0);
+  ASSERT_TRUE(!v[0] && !v[1] && !v[2] && !v[3]);
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 4, init, all4, v), 0);
+  ASSERT_TRUE(!v[0] && !v[1] && !v[2] && !v[3]);
+  /* the error flag alone does not stop OP */
+  const uint8_t operr[4] = {AL_OP | AL_ERROR, AL_OP, AL_OP, AL_OP};
+  ASSERT_EQ(autd3__ecat_inputs_valid(4, 4, operr, all4, v), 4);
+}

@@ -173,17 +173,9 @@ static void outputs_done(echocat_t *ec, uint64_t slot, cycle_res_t *res) {
 }
 
 /* The read frame's inputs, and whose they are. Whole: the LRD counted every
- * device and the BRD saw all in OP. Split (read_send): a device answered the
- * LRD of its inputs iff its SyncManager 3 and FMMU are set up, i.e. in
- * SAFE-OP or OP (ETG.1000.6 state machine; a device back from a power cycle
- * is set up again only after the state check reported its reset,
- * src/ecat/recovery.c), and every device that answered its FPRD in this
- * frame also saw the LRD; so when the LRD's count equals the number of
- * devices that answered their FPRD in SAFE-OP or OP, those devices' inputs
- * are in the frame, and the ones in OP are valid (a device in SAFE-OP takes
- * no outputs: its ack says nothing about the stream). Any other count cannot
- * be attributed: nobody's inputs count. A longer chain than IN_DG_MAX has
- * only the whole verdict. */
+ * device and the BRD saw all in OP. Split (read_send): the FPRDs of the AL
+ * status tell whose inputs the LRD carries (autd3__ecat_inputs_valid). A
+ * longer chain than IN_DG_MAX has only the whole verdict. */
 static void read_inputs(echocat_t *ec, const slot_t *r, uint8_t *rx, cycle_res_t *res) {
   const uint16_t n = ec->n;
   if (r->dg[0].wkc != n)
@@ -197,15 +189,13 @@ static void read_inputs(echocat_t *ec, const slot_t *r, uint8_t *rx, cycle_res_t
     memcpy(rx, r->f.buf + ec->rd_lrd, (size_t)n * IN_BYTES);
     memset(res->in_ok, 1, n);
   } else if (ec->rd_split) {
-    uint16_t answering = 0;
+    uint8_t al[IN_DG_MAX] = {0};
+    uint16_t al_wkc[IN_DG_MAX] = {0};
     for (uint16_t d = 0; d < n; d++) {
-      uint8_t st = r->f.buf[ec->rd_al[d]] & 0x0F;
-      bool pd = r->dg[3 + d].wkc == 1 && (st == AL_SAFEOP || st == AL_OP);
-      answering = (uint16_t)(answering + pd);
-      res->in_ok[d] = pd && st == AL_OP;
+      al[d] = r->f.buf[ec->rd_al[d]];
+      al_wkc[d] = r->dg[3 + d].wkc;
     }
-    if (lrd->wkc != answering)
-      memset(res->in_ok, 0, n);
+    autd3__ecat_inputs_valid(n, lrd->wkc, al, al_wkc, res->in_ok);
     for (uint16_t d = 0; d < n; d++)
       if (res->in_ok[d])
         memcpy(rx + (size_t)d * IN_BYTES, r->f.buf + ec->rd_lrd + (size_t)d * IN_BYTES, IN_BYTES);

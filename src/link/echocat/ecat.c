@@ -108,3 +108,19 @@ bool autd3__ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const 
   }
   return true;
 }
+
+uint16_t autd3__ecat_inputs_valid(uint16_t n, uint16_t lrd_wkc, const uint8_t *al, const uint16_t *al_wkc, bool *valid) {
+  uint16_t answering = 0, ok = 0;
+  for (uint16_t d = 0; d < n; d++) {
+    uint8_t st = al[d] & 0x0F;
+    bool pd = al_wkc[d] == 1 && (st == AL_SAFEOP || st == AL_OP);
+    answering = (uint16_t)(answering + pd);
+    valid[d] = pd && st == AL_OP;
+    ok = (uint16_t)(ok + valid[d]);
+  }
+  if (lrd_wkc != answering) {
+    memset(valid, 0, n);
+    ok = 0;
+  }
+  return ok;
+}

@@ -64,6 +64,18 @@ int autd3__ecat_parse(const uint8_t *frame, size_t len, ecat_dg_t *dgs, int max)
 bool autd3__ecat_reply_matches(const ecat_frame_t *sent, size_t sent_len, const uint8_t *reply, size_t len, ecat_dg_t *dgs);
 
 /* Little-endian helpers. */
+/* Whose inputs a read frame carries (docs/reliability.md "A fault costs only
+ * its device"): one LRD of every device's inputs came back with count
+ * `lrd_wkc`, and an FPRD of each device's AL status in the same frame with
+ * count al_wkc[d] and AL status al[d]. A device answers the LRD iff its SM3
+ * and FMMU are set up (SAFE-OP or OP, ETG.1000.6), and every device that
+ * answered its FPRD saw the LRD in the same pass; so if the LRD counted
+ * exactly the devices that answered in SAFE-OP or OP, the ones in OP have
+ * their inputs in the frame and valid[d] is true for them (a device in
+ * SAFE-OP takes no outputs: its inputs say nothing of the stream). Any other
+ * count cannot be attributed: every valid[d] false. Returns the number valid. */
+uint16_t autd3__ecat_inputs_valid(uint16_t n, uint16_t lrd_wkc, const uint8_t *al, const uint16_t *al_wkc, bool *valid);
+
 static inline uint16_t ecat_get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline uint32_t ecat_get32(const uint8_t *p) { return (uint32_t)ecat_get16(p) | ((uint32_t)ecat_get16(p + 2) << 16); }
 static inline uint64_t ecat_get64(const uint8_t *p) { return (uint64_t)ecat_get32(p) | ((uint64_t)ecat_get32(p + 4) << 32); }
