@@ -64,6 +64,17 @@ static inline autd3_device_counters_t fx_counters(autd3_client_t *c, uint16_t de
   return k;
 }
 
+/* A checked NOP on two devices: it fails with `err` (the message naming
+ * `names`, if given), devices 0 and 1 with outcomes o0 and o1. */
+static inline void fx_nop_expect(autd3_client_t *c, autd3_err_t err, const char *names, uint8_t o0, uint8_t o1) {
+  autd3_frame_t nop = autd3_frame_simple(AUTD3_CMD_NOP);
+  autd3_response_t resp;
+  ASSERT_ERR(autd3_client_send_checked(c, &nop, &resp), err);
+  if (names) ASSERT_CONTAINS(autd3_last_error(), names);
+  ASSERT_EQ(resp.outcome[0], o0);
+  ASSERT_EQ(resp.outcome[1], o1);
+}
+
 /* Poll (bounded) until the client has re-established device `dev` after
  * `resets` state losses: READY again with reinits == resets. */
 static inline void fx_wait_device_ready(autd3_client_t *c, uint16_t dev, uint32_t resets) {
@@ -107,7 +118,19 @@ __attribute__((unused)) static struct {
    * and every image before its first edge were replaced unseen. */
   uint32_t blind_cycles;
   uint8_t closed_ack[AUTD3_MAX_DEVICES], closed_data[AUTD3_MAX_DEVICES];
+  /* Per device (the first FX_DEV_FAULTS), set by the test thread: for
+   * away_left cycles the device's inputs are invalid and the link says so
+   * per device (autd3_link_report_inputs; the others stay valid), and it
+   * takes no frame unless away_takes (its answers alone are lost). frozen: it
+   * takes no frame (answering as before) until cleared. */
+  _Atomic uint32_t away_left[8];
+  _Atomic bool away_takes[8];
+  _Atomic bool frozen[8];
+  _Atomic bool reboot[8]; /* power-cycle the device at the next cycle (no evidence: the link kind is REMOTE) */
+  uint8_t tx_seen[8][2];              /* the (seq, cmd) of each device's tx image last cycle (bus thread) */
+  _Atomic uint64_t tx_changed_at[8];  /* the cycle in which it last changed */
 } fx_tl = {.num_devices_override = -1, .fail_after_cycles = -1};
+#define FX_DEV_FAULTS 8
 
 #define FX_HOOK_REBOOT 1
 #define FX_HOOK_FOREIGN 2
@@ -157,18 +180,38 @@ static inline autd3_err_t fx_tl_cycle(struct autd3_link *l, const uint8_t *tx, u
     }
   }
   memcpy(fx_tl.last_tx0, tx, AUTD3_TX_FRAME_BYTES);
+  for (uint16_t d = 0; d < t->n && d < FX_DEV_FAULTS; d++) {
+    const uint8_t *dt = tx + (size_t)d * AUTD3_TX_FRAME_BYTES;
+    if (dt[0] != fx_tl.tx_seen[d][0] || dt[1] != fx_tl.tx_seen[d][1]) atomic_store(&fx_tl.tx_changed_at[d], k);
+    fx_tl.tx_seen[d][0] = dt[0], fx_tl.tx_seen[d][1] = dt[1];
+  }
   if (fx_tl.blind_cycles > 0) fx_tl.blind_cycles--;
   else
+  for (uint16_t d = 0; d < t->n && d < FX_DEV_FAULTS; d++)
+    if (atomic_exchange(&fx_tl.reboot[d], false)) autd3_dev_power_cycle(&t->devs[d], now);
   for (uint16_t d = 0; d < t->n; d++) {
-    autd3_dev_recv_frame(&t->devs[d], tx + (size_t)d * AUTD3_TX_FRAME_BYTES, now);
+    bool away = d < FX_DEV_FAULTS && atomic_load(&fx_tl.away_left[d]) > 0;
+    bool takes = d < FX_DEV_FAULTS ? (!away || atomic_load(&fx_tl.away_takes[d])) && !atomic_load(&fx_tl.frozen[d]) : true;
+    if (takes) autd3_dev_recv_frame(&t->devs[d], tx + (size_t)d * AUTD3_TX_FRAME_BYTES, now);
     rx[d * 2] = t->devs[d].ack;
     rx[d * 2 + 1] = t->devs[d].data;
   }
   if (glitch) rx[fx_tl.hook_dev * 2] ^= 0x08;
   bool valid = fx_tl.stale_left == 0;
   if (!valid) fx_tl.stale_left--;
+  bool per[AUTD3_MAX_DEVICES], any_away = false;
+  for (uint16_t d = 0; d < t->n; d++) {
+    per[d] = valid;
+    if (d < FX_DEV_FAULTS && atomic_load(&fx_tl.away_left[d]) > 0) {
+      atomic_fetch_sub(&fx_tl.away_left[d], 1);
+      per[d] = false;
+      any_away = true;
+    }
+  }
+  if (any_away) valid = false;
   *rx_valid = valid;
   autd3_link_count_cycle(l, valid, false);
+  if (any_away) autd3_link_report_inputs(l, per);
   return AUTD3_OK;
 }
 

@@ -173,15 +173,6 @@ static void advance_to_seq(autd3_client_t *c, uint8_t seq) {
 
 /* One Nop, stop and wait: expect err (its message naming `names`, unless
  * NULL) and outcomes o0, o1 on devices 0 and 1. */
-static void nop_expect(autd3_client_t *c, autd3_err_t err, const char *names, uint8_t o0, uint8_t o1) {
-  autd3_frame_t nop = autd3_frame_simple(AUTD3_CMD_NOP);
-  autd3_response_t resp;
-  ASSERT_ERR(autd3_client_send_checked(c, &nop, &resp), err);
-  if (names) ASSERT_CONTAINS(autd3_last_error(), names);
-  ASSERT_EQ(resp.outcome[0], o0);
-  ASSERT_EQ(resp.outcome[1], o1);
-}
-
 TEST(ack_ff_in_window_after_stale_is_unknown) {
   autd3_client_t *c = fx_open_testlink(2, NULL);
   advance_to_seq(c, 0xFF);
@@ -191,12 +182,12 @@ TEST(ack_ff_in_window_after_stale_is_unknown) {
    * cannot tell the two apart, so neither is counted as executed. */
   fx_tl.hook_stale = 12; /* ≥ timeout_cycles (10) */
   fx_tl_arm(1, 0xFF, FX_HOOK_REBOOT);
-  nop_expect(c, AUTD3_E_OUTCOME_UNKNOWN, "device 0", AUTD3_OUTCOME_UNKNOWN, AUTD3_OUTCOME_UNKNOWN);
+  fx_nop_expect(c, AUTD3_E_OUTCOME_UNKNOWN, "device 0", AUTD3_OUTCOME_UNKNOWN, AUTD3_OUTCOME_UNKNOWN);
   ASSERT_CONTAINS(autd3_last_error(), "0xFF");
   /* Both possibly lost their state: both are re-established, then run again. */
   fx_wait_device_ready(c, 0, 1);
   fx_wait_device_ready(c, 1, 1);
-  nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
+  fx_nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
   ASSERT_CLOSE_OK(c);
 }
 
@@ -204,7 +195,7 @@ TEST(ack_ff_in_window_without_stale_is_an_ack) {
   autd3_client_t *c = fx_open_testlink(2, NULL);
   /* A legit wrap: seq 0xFF is acked 0xFF and counts as executed. */
   advance_to_seq(c, 0xFF);
-  for (int i = 0; i < 3; i++) nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
+  for (int i = 0; i < 3; i++) fx_nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
   ASSERT_EQ(autd3_client_device_resets(c, 0), 0);
   ASSERT_EQ(autd3_client_device_resets(c, 1), 0);
   ASSERT_CLOSE_OK(c);
@@ -216,11 +207,11 @@ TEST(ack_ff_outside_window_is_a_reboot) {
   /* Device 1 reboots silently (no stale cycles, no evidence) as seq 16 reaches
    * it: its 0xFF is outside its window (15, 16], so it is a definite reboot. */
   fx_tl_arm(1, 16, FX_HOOK_REBOOT);
-  nop_expect(c, AUTD3_E_OUTCOME_UNKNOWN, "device 1", AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_UNKNOWN);
+  fx_nop_expect(c, AUTD3_E_OUTCOME_UNKNOWN, "device 1", AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_UNKNOWN);
   ASSERT_EQ(autd3_client_device_resets(c, 1), 1);
   ASSERT_EQ(autd3_client_device_resets(c, 0), 0);
   fx_wait_device_ready(c, 1, 1);
-  nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
+  fx_nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
   /* Device 0 executed every frame once: the open sequence, 3 Nops, 1 + 1. */
   ASSERT_EQ(fx_tl_last->devs[0].counters.executed, FX_OPEN_EXECUTED + (16 - FX_OPEN_SENT - 1) + 2);
   ASSERT_CLOSE_OK(c);
@@ -238,9 +229,9 @@ TEST(unresponsive_device_times_out_not_executed) {
    * client gives up on it alone, its Reset is confirmed, so the frame is
    * certainly not executed there: TIMEOUT. */
   fx_tl_arm(1, 30, FX_HOOK_DESYNC);
-  nop_expect(c, AUTD3_E_TIMEOUT, "not acked by device 1", AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_NOT_EXECUTED);
+  fx_nop_expect(c, AUTD3_E_TIMEOUT, "not acked by device 1", AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_NOT_EXECUTED);
   fx_wait_device_ready(c, 1, 1);
-  nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
+  fx_nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
   /* Device 0: every frame once, with no replay from device 1's recovery:
    * the open sequence, the Nops up to seq 29, then 1 + 1. Device 1: the same Nops, then
    * Clear, Sync again and the last Nop. */
@@ -363,7 +354,7 @@ TEST(foreign_writer_is_second_master) {
   ASSERT_EQ(resp.outcome[0], AUTD3_OUTCOME_EXECUTED);
   ASSERT_TRUE(resp.outcome[1] != AUTD3_OUTCOME_EXECUTED);
   /* It stays failed (never mixed in); device 0 keeps going. */
-  nop_expect(c, AUTD3_E_SECOND_MASTER, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_NOT_EXECUTED);
+  fx_nop_expect(c, AUTD3_E_SECOND_MASTER, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_NOT_EXECUTED);
   autd3_client_device_status_t st;
   ASSERT_OK(autd3_client_device_status(c, 1, &st));
   ASSERT_EQ(st.state, AUTD3_CLIENT_DEVICE_FOREIGN);
@@ -385,7 +376,7 @@ TEST(one_corrupt_ack_is_not_a_second_master) {
   autd3_client_t *c = fx_open_testlink(2, NULL);
   advance_to_seq(c, 20);
   fx_tl_arm(1, 20, FX_HOOK_GLITCH);
-  for (int i = 0; i < 3; i++) nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
+  for (int i = 0; i < 3; i++) fx_nop_expect(c, AUTD3_OK, NULL, AUTD3_OUTCOME_EXECUTED, AUTD3_OUTCOME_EXECUTED);
   ASSERT_EQ(atomic_load(&fx_tl.hook_kind), 0); /* the glitch happened */
   autd3_client_stats_t s;
   autd3_client_stats(c, &s);
