@@ -55,6 +55,10 @@
 #include "harness/emuctl.h"
 #include "harness/test.h"
 #include "reliability/exactly_once.h"
+#ifdef ISO_TWINCAT
+#  include <pthread.h>
+#  include "emulation/twincat/twincat_emu.h"
+#endif
 
 #ifndef LINK_KIND
 #  define LINK_KIND AUTD3_LINK_ECHOCAT
@@ -81,7 +85,6 @@ static role_t role_of(const point_t *p, uint16_t d) {
 
 /* ---- the fixture ------------------------------------------------------------ */
 
-static char g_reply[8192];
 static int g_failures;
 
 /* A failed check is printed and counted; the point fails at its end, with every failure listed. */
@@ -100,19 +103,142 @@ static void sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 
+/* ---- the chain: autd3-emu in a namespace, or the emulated TwinCAT runtime ---- */
+
+/* What a device emits, to compare before and after. */
+typedef struct {
+  size_t len;
+  char *bytes;
+  bool text; /* printable (autd3-emu's `output K` line) */
+} output_t;
+
+static bool same_output(const output_t *a, const output_t *b) { return a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0; }
+
+#ifndef ISO_TWINCAT
+/* autd3-emu behind autd3-netns ($AUTD3_TEST_IFNAME, $AUTD3_EMU_CONTROL). */
+static char g_reply[8192];
+
 static void emuctl_or_fail(const char *cmd) {
   if (autd3_emuctl(cmd, g_reply, sizeof g_reply) != 0) TEST_FAIL_("emuctl '%s': %s", cmd, g_reply);
 }
 
+static void chain_enter(const char *test, size_t ndev, bool watchdog) {
+  in_netns(test, (int)ndev, watchdog ? "--sm-watchdog-ms 100" : NULL, false);
+}
+static void chain_open(size_t ndev) { (void)ndev; }
+static void chain_close(void) {}
+static void chain_link_option(autd3_link_option_t *o) { autd3_link_option_ethercat(o)->interface = getenv("AUTD3_TEST_IFNAME"); }
+static void *chain_log_ctx(void) { return NULL; }
+
 /* Device d's output state (`output d`), as the emulator prints it. */
-static char *output_of(uint16_t d) {
+static output_t output_of(uint16_t d) {
   char cmd[32];
   snprintf(cmd, sizeof cmd, "output %u", (unsigned)d);
   emuctl_or_fail(cmd);
-  char *s = strdup(g_reply);
-  ASSERT_TRUE(s != NULL);
-  return s;
+  ASSERT_CONTAINS(g_reply, "error 0x00");
+  output_t o = {strlen(g_reply) + 1, strdup(g_reply), true};
+  ASSERT_TRUE(o.bytes != NULL);
+  return o;
 }
+
+/* The fault starts: devices k.. leave the line, or k goes silent. */
+static void fault_begin(const point_t *p, size_t i) {
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "%s %u", p->kind == F_SILENCE ? "mute" : "unplug", (unsigned)p->k);
+  emuctl_or_fail(cmd);
+  printf("at send %zu: %s -> %s\n", i, cmd, g_reply);
+}
+
+/* The fault ends (device k rebooted first, for a power cycle); returns device k's AL status just before. */
+static unsigned fault_end(const point_t *p, size_t i) {
+  char cmd[64];
+  unsigned al = 0;
+  snprintf(cmd, sizeof cmd, "al %u", (unsigned)p->k);
+  emuctl_or_fail(cmd);
+  if (sscanf(g_reply, "ok 0x%x", &al) != 1) TEST_FAIL_("emuctl '%s': %s", cmd, g_reply);
+  printf("at send %zu: %s -> %s\n", i, cmd, g_reply);
+  if (p->kind == F_POWER_CYCLE) {
+    snprintf(cmd, sizeof cmd, "power-cycle %u", (unsigned)p->k);
+    emuctl_or_fail(cmd);
+  }
+  if (p->kind == F_SILENCE) snprintf(cmd, sizeof cmd, "unmute %u", (unsigned)p->k);
+  else snprintf(cmd, sizeof cmd, "replug");
+  emuctl_or_fail(cmd);
+  printf("at send %zu: %s after %u ms -> %s\n", i, cmd, p->ms, g_reply);
+  return al;
+}
+
+static size_t drain_log(void *ctx, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
+  return eo_drain_emuctl(ctx, dev, out, cap, dropped);
+}
+#else
+/* The emulated TwinCAT runtime (tools/twincat-emu), in the point's own
+ * process on loopback (any free port). Its devices are lost the way a
+ * TwinCAT master sees a slave it cannot reach (autd3_tcemu_set_lost: no outputs,
+ * inputs standing still, "not present" in the state word): unplug loses
+ * devices k.., silence device k alone; a power cycle reboots device k before
+ * they come back (autd3_tcemu_power_cycle: INIT, PRE-OP, SAFE-OP, OP). The runtime
+ * has no SM watchdog. */
+static autd3_tcemu_t *g_tc;
+static pthread_t g_tc_th;
+static size_t g_tc_n;
+
+static void *tc_thread(void *arg) {
+  autd3_tcemu_run(arg);
+  return NULL;
+}
+
+static void chain_enter(const char *test, size_t ndev, bool watchdog) {
+  (void)test, (void)ndev;
+  if (watchdog) SKIP("%s: the emulated TwinCAT runtime has no SM watchdog", test);
+}
+static void chain_open(size_t ndev) {
+  autd3_tcemu_config_t tc = autd3_tcemu_config_default();
+  tc.devices = (uint16_t)ndev;
+  tc.listen_port = 0;
+  ASSERT_OK(autd3_tcemu_create(&tc, &g_tc));
+  ASSERT_EQ(pthread_create(&g_tc_th, NULL, tc_thread, g_tc), 0);
+  g_tc_n = ndev;
+}
+static void chain_close(void) {
+  autd3_tcemu_stop(g_tc);
+  pthread_join(g_tc_th, NULL);
+  autd3_tcemu_free(g_tc);
+}
+static void chain_link_option(autd3_link_option_t *o) {
+  o->u.twincat.server_ip = "127.0.0.1";
+  o->u.twincat.server_port = autd3_tcemu_port(g_tc);
+  o->u.twincat.server_ams_net_id = "127.0.0.1.1.1";
+}
+static void *chain_log_ctx(void) { return g_tc; }
+
+static output_t output_of(uint16_t d) {
+  output_t o = {sizeof(autd3_output_state_t), malloc(sizeof(autd3_output_state_t)), false};
+  ASSERT_TRUE(o.bytes != NULL);
+  ASSERT_OK(autd3_tcemu_output(g_tc, d, (autd3_output_state_t *)(void *)o.bytes));
+  ASSERT_EQ(((autd3_output_state_t *)(void *)o.bytes)->error_detail, 0);
+  return o;
+}
+
+static void fault_begin(const point_t *p, size_t i) {
+  size_t last = p->kind == F_SILENCE ? p->k : g_tc_n - 1;
+  for (size_t d = p->k; d <= last; d++) autd3_tcemu_set_lost(g_tc, (uint16_t)d, true);
+  printf("at send %zu: devices %u..%zu lost\n", i, (unsigned)p->k, last);
+}
+
+static unsigned fault_end(const point_t *p, size_t i) {
+  if (p->kind == F_POWER_CYCLE) autd3_tcemu_power_cycle(g_tc, p->k);
+  size_t last = p->kind == F_SILENCE ? p->k : g_tc_n - 1;
+  for (size_t d = p->k; d <= last; d++) autd3_tcemu_set_lost(g_tc, (uint16_t)d, false);
+  printf("at send %zu: devices %u..%zu back after %u ms%s\n", i, (unsigned)p->k, last, p->ms,
+         p->kind == F_POWER_CYCLE ? " (device k power-cycled)" : "");
+  return 0x08; /* the runtime kept it in OP: it has no SM watchdog */
+}
+
+static size_t drain_log(void *ctx, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
+  return autd3_tcemu_log_drain(ctx, dev, out, cap, dropped);
+}
+#endif
 
 /* The stream's fault: started before send `at`, ended once `ms` have passed
  * (checked before each send, so the sender keeps sending meanwhile). */
@@ -170,43 +296,29 @@ static bool all_back(fault_ctx_t *f) {
 
 static void fault_step(void *vctx, size_t i, uint64_t elapsed_ns) {
   fault_ctx_t *f = vctx;
-  char cmd[64];
   if (f->phase == 2 && elapsed_ns >= f->next_look) {
     f->next_look = elapsed_ns + 50000000u;
     if (f->back_at_ns == 0 && all_back(f)) f->back_at_ns = elapsed_ns;
     if (f->back_at_ns != 0 && elapsed_ns - f->back_at_ns >= SETTLE_MS * 1000000ull) f->stop = true;
   }
   if (f->phase == 0 && i >= f->at) {
-    snprintf(cmd, sizeof cmd, "%s %u", f->p.kind == F_SILENCE ? "mute" : "unplug", (unsigned)f->p.k);
-    emuctl_or_fail(cmd);
-    printf("at send %zu: %s -> %s\n", i, cmd, g_reply);
+    fault_begin(&f->p, i);
     f->phase = 1;
     f->t_start = elapsed_ns;
   } else if (f->phase == 1 && elapsed_ns - f->t_start >= (uint64_t)f->p.ms * 1000000u) {
-    snprintf(cmd, sizeof cmd, "al %u", (unsigned)f->p.k);
-    emuctl_or_fail(cmd);
-    if (sscanf(g_reply, "ok 0x%x", &f->al) != 1) TEST_FAIL_("emuctl '%s': %s", cmd, g_reply);
-    printf("at send %zu: %s -> %s\n", i, cmd, g_reply);
-    if (f->p.kind == F_POWER_CYCLE) {
-      snprintf(cmd, sizeof cmd, "power-cycle %u", (unsigned)f->p.k);
-      emuctl_or_fail(cmd);
-    }
-    if (f->p.kind == F_SILENCE) snprintf(cmd, sizeof cmd, "unmute %u", (unsigned)f->p.k);
-    else snprintf(cmd, sizeof cmd, "replug");
-    emuctl_or_fail(cmd);
-    printf("at send %zu: %s after %u ms -> %s\n", i, cmd, f->p.ms, g_reply);
+    f->al = fault_end(&f->p, i);
     f->phase = 2;
     f->ended_at = i;
     f->next_look = elapsed_ns + 50000000u;
   }
 }
 
-/* The logs, drained through the control socket; on the way, every
- * re-establishing command a device executed is counted. */
+/* The logs, drained from the emulator; on the way, every re-establishing
+ * command a device executed is counted. */
 static uint32_t g_reinit_cmds[AUTD3_MAX_DEVICES];
 
 static size_t drain_counting(void *ctx, uint16_t dev, autd3_exec_entry_t *out, size_t cap, uint64_t *dropped) {
-  size_t n = eo_drain_emuctl(ctx, dev, out, cap, dropped);
+  size_t n = drain_log(ctx, dev, out, cap, dropped);
   if (n == (size_t)-1) return n;
   for (size_t i = 0; i < n; i++) {
     uint8_t c = out[i].cmd;
@@ -254,18 +366,20 @@ static void print_timeline(const char *name, const eo_result_t *res, uint16_t d)
  * either way: run_point returns DISTURBED and the point runs again. */
 #define DISTURBED 75
 
-/* One point on an open chain of ndev devices ($AUTD3_TEST_IFNAME): 0, or DISTURBED; a failure exits 1. */
+/* One point on a chain of ndev devices: 0, or DISTURBED; a failure exits 1. */
 static int run_point(const char *name, const point_t *p, size_t ndev) {
   printf("---- %s: %s of device %u of %zu for %u ms\n", name, fault_name[p->kind], (unsigned)p->k, ndev, p->ms);
+  chain_open(ndev);
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(ndev, NULL, &g));
   autd3_link_option_t o = autd3_link_option_default(LINK_KIND);
-  autd3_link_option_ethercat(&o)->interface = getenv("AUTD3_TEST_IFNAME");
+  chain_link_option(&o);
   autd3_client_t *c = NULL;
   autd3_err_t oe = autd3_client_open(g, &o, NULL, &c);
   if (oe != AUTD3_OK) {
     printf("%s: open failed (%s: %s): the chain is not there to test\n", name, autd3_err_name(oe), autd3_last_error());
     autd3_geometry_free(g);
+    chain_close();
     return DISTURBED;
   }
 
@@ -277,18 +391,17 @@ static int run_point(const char *name, const point_t *p, size_t ndev) {
   ASSERT_OK(autd3_gain_frame(&focus, g, buf, &fr));
   ASSERT_OK(autd3_client_send_checked(c, &fr, NULL));
   free(buf);
-  char *before[AUTD3_MAX_DEVICES];
+  output_t before[AUTD3_MAX_DEVICES];
   autd3_client_device_status_t st0[AUTD3_MAX_DEVICES];
   for (uint16_t d = 0; d < ndev; d++) {
     before[d] = output_of(d);
-    ASSERT_CONTAINS(before[d], "error 0x00");
     ASSERT_OK(autd3_client_device_status(c, d, &st0[d]));
     g_reinit_cmds[d] = 0;
   }
   for (uint16_t d = 0; d < ndev; d++) { /* what the open and the focus left in the logs */
     autd3_exec_entry_t e[512];
     uint64_t dropped;
-    while (eo_drain_emuctl(NULL, d, e, 512, &dropped) > 0) {
+    while (drain_log(chain_log_ctx(), d, e, 512, &dropped) > 0) {
     }
   }
   autd3_link_stats_t ls0;
@@ -303,7 +416,7 @@ static int run_point(const char *name, const point_t *p, size_t ndev) {
   uint64_t stale0[AUTD3_MAX_DEVICES], stale1[AUTD3_MAX_DEVICES];
   for (uint16_t d = 0; d < ndev; d++) fx.stale_seen[d] = stale0[d] = stale_of(c, d);
   eo_config_t cfg = {.duration_ns = (uint64_t)(p->ms + 8000) * 1000000u, .wait_ms = 20000, .drain = drain_counting,
-                     .fault = fault_step, .fault_ctx = &fx, .stop = &fx.stop, .name = name};
+                     .drain_ctx = chain_log_ctx(), .fault = fault_step, .fault_ctx = &fx, .stop = &fx.stop, .name = name};
   static eo_result_t res;
   eo_run(c, &cfg, &res);
   ASSERT_EQ(fx.phase, 2);
@@ -320,7 +433,7 @@ static int run_point(const char *name, const point_t *p, size_t ndev) {
   autd3_link_stats_t ls1;
   autd3_link_stats(autd3_client_link(c), &ls1);
   autd3_client_device_status_t st1[AUTD3_MAX_DEVICES];
-  char *after[AUTD3_MAX_DEVICES];
+  output_t after[AUTD3_MAX_DEVICES];
   for (uint16_t d = 0; d < ndev; d++) {
     ASSERT_OK(autd3_client_device_status(c, d, &st1[d]));
     stale1[d] = stale_of(c, d);
@@ -333,13 +446,14 @@ static int run_point(const char *name, const point_t *p, size_t ndev) {
   autd3_geometry_free(g);
   eo_finish(&cfg, &res);
   eo_print(&cfg, &res);
+  chain_close();
 
   for (uint16_t d = 0; d < ndev; d++) print_timeline(name, &res, d);
   for (uint16_t d = 0; d < ndev; d++)
     if (role_of(p, d) == R_UNTOUCHED && res.not_op_seen[d]) {
       printf("%s: untouched device %u left OP during the run (the host stalled the bus for the SM watchdog's time?)\n", name,
              (unsigned)d);
-      for (uint16_t e = 0; e < ndev; e++) free(before[e]), free(after[e]);
+      for (uint16_t e = 0; e < ndev; e++) free(before[e].bytes), free(after[e].bytes);
       return DISTURBED;
     }
   g_failures = 0;
@@ -400,7 +514,7 @@ static int run_point(const char *name, const point_t *p, size_t ndev) {
             (int)st1[d].state, st1[d].resets, st1[d].reinits);
       CHECK(st1[d].resets == st0[d].resets + 1, "%s: device %u (%s) reset %u times, expected once", name, (unsigned)d, rn,
             st1[d].resets - st0[d].resets);
-      CHECK(strcmp(after[d], before[d]) != 0, "%s: device %u (%s) still emits what it emitted before its power cycle", name,
+      CHECK(!same_output(&after[d], &before[d]), "%s: device %u (%s) still emits what it emitted before its power cycle", name,
             (unsigned)d, rn);
       continue;
     }
@@ -410,10 +524,10 @@ static int run_point(const char *name, const point_t *p, size_t ndev) {
           (int)st1[d].state);
     CHECK(g_reinit_cmds[d] == 0, "%s: device %u (%s) executed %u Reset/SetMode/Clear/Synchronize frames", name, (unsigned)d,
           rn, g_reinit_cmds[d]);
-    CHECK(strcmp(after[d], before[d]) == 0, "%s: device %u (%s) changed its output:\n before %.160s\n after  %.160s", name,
-          (unsigned)d, rn, before[d], after[d]);
+    CHECK(same_output(&after[d], &before[d]), "%s: device %u (%s) changed its output:\n before %.160s\n after  %.160s", name,
+          (unsigned)d, rn, before[d].text ? before[d].bytes : "(a state)", after[d].text ? after[d].bytes : "(another)");
   }
-  for (uint16_t d = 0; d < ndev; d++) free(before[d]), free(after[d]);
+  for (uint16_t d = 0; d < ndev; d++) free(before[d].bytes), free(after[d].bytes);
   if (g_failures) TEST_FAIL_("%s: %d checks failed (above)", name, g_failures);
   printf("%s: ok (%llu frames; device %u: %llu executed, %llu not, %llu unknown)\n", name, (unsigned long long)sent,
          (unsigned)p->k, (unsigned long long)res.dev[p->k].reported_executed, (unsigned long long)res.dev[p->k].reported_not,
@@ -424,7 +538,7 @@ static int run_point(const char *name, const point_t *p, size_t ndev) {
 /* A point in its own namespace: k = 1 of 2 (the tail), k = 2 of 5 (devices
  * on both sides); `watchdog`: the ESC's SM watchdog at its default 100 ms. */
 static void iso(const char *test, fault_kind_t kind, size_t ndev, unsigned ms, bool watchdog) {
-  in_netns(test, (int)ndev, watchdog ? "--sm-watchdog-ms 100" : NULL, false);
+  chain_enter(test, ndev, watchdog);
   point_t p = {kind, (uint16_t)(ndev == 2 ? 1 : 2), ms, watchdog};
   for (int attempt = 1; attempt <= 3; attempt++) {
     /* Each attempt in a child of its own: the exactly-once harness keeps its

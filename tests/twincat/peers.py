@@ -161,7 +161,10 @@ def scenario_pyads_server(probe):
         port = s.getsockname()[1]
     handler = AdvancedHandler()
     n = 2
-    handler.add_variable(PLCVariable("inputs", struct.pack("<H", n) + bytes(4 * n), c.ADST_UINT8, "BYTE", IG, 0x80000000))
+    # CfgSlaveCount, N x 2 rx bytes, N state words in OP (a running task's slaves: the link counts a device's
+    # inputs valid only in OP)
+    inputs = struct.pack("<H", n) + bytes(2 * n) + struct.pack(f"<{n}H", *([0x0008] * n))
+    handler.add_variable(PLCVariable("inputs", inputs, c.ADST_UINT8, "BYTE", IG, 0x80000000))
     handler.add_variable(PLCVariable("outputs", bytes(626 * n), c.ADST_UINT8, "BYTE", IG, 0x81000000))
     server = AdsTestServer(handler=handler, ip_address="127.0.0.1", port=port, logging=False)
     server.start()

@@ -120,6 +120,17 @@ void autd3_tcemu_set_state_word(autd3_tcemu_t *e, uint16_t dev, uint16_t w) {
 void autd3_tcemu_power_cycle(autd3_tcemu_t *e, uint16_t dev) {
   if (dev < e->cfg.devices) atomic_store(&e->power_cycle_req[dev], true);
 }
+void autd3_tcemu_set_lost(autd3_tcemu_t *e, uint16_t dev, bool lost) {
+  if (dev < e->cfg.devices) atomic_store(&e->lost[dev], lost);
+}
+autd3_err_t autd3_tcemu_output(autd3_tcemu_t *e, uint16_t dev, autd3_output_state_t *out) {
+  if (dev >= e->cfg.devices) return autd3_set_error(AUTD3_E_INVALID_ARGUMENT, "twincat-emu: output %u: no such device", dev);
+  atomic_store(&e->out_req, dev + 1);
+  for (int i = 0; i < 2000 && atomic_load(&e->out_req) != 0; i++) autd3__sleep_ns(1000000);
+  if (atomic_load(&e->out_req) != 0) return autd3_set_error(AUTD3_E_TIMEOUT, "twincat-emu: output %u: the task loop does not run", dev);
+  *out = e->out_snap;
+  return AUTD3_OK;
+}
 
 /* The state word shown while a power-cycled slave comes back (quarters of AUTD3_TCEMU_POWER_CYCLE_TASKS). */
 static uint16_t power_cycle_word(uint32_t left) {
@@ -164,6 +175,12 @@ void autd3__tcemu_task_cycle(autd3_tcemu_t *e, uint64_t now) {
       e->power_cycle_left[i] = AUTD3_TCEMU_POWER_CYCLE_TASKS;
     }
     uint16_t word = atomic_load_explicit(&e->state_word[i], memory_order_relaxed);
+    if (atomic_load_explicit(&e->lost[i], memory_order_relaxed)) {
+      /* off the line: no outputs reach it, its inputs in the image stand still, the master flags it not present
+       * (0x0100) beside the state it last saw */
+      ads_put_u16(e->in_img + e->in_base + 2 * n + 2 * i, (uint16_t)(0x0100u | (word & 0x00FFu)));
+      continue;
+    }
     if (e->power_cycle_left[i] > 0) { /* coming back: no outputs until OP */
       word = power_cycle_word(e->power_cycle_left[i]--);
     } else {
@@ -172,6 +189,11 @@ void autd3__tcemu_task_cycle(autd3_tcemu_t *e, uint64_t now) {
     autd3_fw_dev_read(&e->dev[i], now, rx);
     memcpy(e->in_img + e->in_base + 2 * i, rx, 2);
     ads_put_u16(e->in_img + e->in_base + 2 * n + 2 * i, word);
+  }
+  int req = atomic_load(&e->out_req);
+  if (req > 0 && req <= n) {
+    autd3_fw_dev_output_state(&e->dev[req - 1], &e->out_snap);
+    atomic_store(&e->out_req, 0);
   }
   uint64_t cycle = atomic_fetch_add(&e->cycles, 1) + 1;
   uint64_t ft = autd3__realtime_ns() / 100 + FILETIME_UNIX_EPOCH;

@@ -75,6 +75,9 @@ struct autd3_tcemu {
   _Atomic uint16_t state_word[AUTD3_MAX_DEVICES];
   atomic_bool power_cycle_req[AUTD3_MAX_DEVICES];
   uint32_t power_cycle_left[AUTD3_MAX_DEVICES]; /* task cycles until OP again (emulator thread) */
+  atomic_bool lost[AUTD3_MAX_DEVICES];          /* autd3_tcemu_set_lost */
+  _Atomic int out_req;                           /* autd3_tcemu_output: device + 1 asked for, 0 none */
+  autd3_output_state_t out_snap;                 /* its answer, written by the task cycle before out_req goes 0 */
   uint8_t scratch[AMS_FRAME_HDR_LEN + 64];
 };
 

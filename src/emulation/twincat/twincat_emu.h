@@ -95,6 +95,12 @@ void autd3_tcemu_set_state_word(autd3_tcemu_t *emu, uint16_t dev, uint16_t word)
  * a re-powered slave back; outputs reach it again from SAFE-OP's end. */
 #define AUTD3_TCEMU_POWER_CYCLE_TASKS 40
 void autd3_tcemu_power_cycle(autd3_tcemu_t *emu, uint16_t dev);
+/* Device `dev` off the line (a cable, for tests) or back: while lost no outputs reach it, its inputs in the image
+ * stand still and its state word shows 0x0100 (not present) beside the state last seen. Thread-safe. */
+void autd3_tcemu_set_lost(autd3_tcemu_t *emu, uint16_t dev, bool lost);
+/* What device `dev` emits (a v12 device: its power-on output state, emulation/device/firmware.h), as of the next task
+ * cycle (thread-safe; waits for it, at most 2 s). */
+autd3_err_t autd3_tcemu_output(autd3_tcemu_t *emu, uint16_t dev, autd3_output_state_t *out);
 /* Task cycles run so far (thread-safe). */
 uint64_t autd3_tcemu_cycles(const autd3_tcemu_t *emu);
 /* Connections accepted / closed at once because every place was taken / closed by the handshake timeout / closed to

@@ -73,6 +73,7 @@ typedef struct tc_link {
   _Atomic uint64_t missed_ticks; /* Writes that came too late for the targeted task cycle */
   /* state words for check_state (written by cycle, read by any thread) */
   _Atomic uint8_t al[AUTD3_MAX_DEVICES];
+  _Atomic bool absent[AUTD3_MAX_DEVICES]; /* the word's high byte flags it (not present, link errors) */
   uint8_t prev_al[AUTD3_MAX_DEVICES]; /* the state words of the previous input image (cycle's thread) */
   bool states_known;
   _Atomic bool connected;
@@ -104,8 +105,26 @@ static void publish_states(tc_link_t *l) {
     if (l->states_known && al_down(w) && !al_down(l->prev_al[i])) autd3_link_report_device_reset(&l->base, i);
     l->prev_al[i] = w;
     atomic_store_explicit(&l->al[i], w, memory_order_relaxed);
+    atomic_store_explicit(&l->absent[i], st[i * TC_STATE_BYTES + 1] != 0, memory_order_relaxed);
   }
   l->states_known = true;
+}
+
+/* Whose inputs the image carries (docs/reliability.md "A fault costs only its device"): the runtime reads every
+ * slave it can reach each task cycle and leaves a lost one's inputs as they were, so a successful read says nothing
+ * per device; its state word does. A device is valid only in OP (a slave in SAFE-OP takes no outputs, ETG.1000.6)
+ * with nothing in the word's high byte, where the EtherCAT master flags a slave it cannot reach (not present, link
+ * errors; Beckhoff's TwinCAT EtherCAT master documents these bits of the InfoData State word). Returns whether every
+ * device is. */
+static bool devices_valid(const tc_link_t *l, bool *ok) {
+  const uint8_t *st = l->input + TC_SLAVE_COUNT_BYTES + l->base.num_devices * AUTD3_RX_FRAME_BYTES;
+  bool all = true;
+  for (uint16_t i = 0; i < l->base.num_devices; i++) {
+    uint16_t w = ads_get_u16(st + i * TC_STATE_BYTES);
+    ok[i] = (w & AL_MASK) == AL_OP && (w & 0xFF00u) == 0;
+    all = all && ok[i];
+  }
+  return all;
 }
 
 static autd3_err_t check_count(tc_link_t *l) {
@@ -272,8 +291,10 @@ static autd3_err_t tc_cycle(struct autd3_link *base, const uint8_t *tx, uint8_t 
   }
   l->last_fresh_ns = l->notify ? now : 0;
   atomic_store_explicit(&l->notifications, l->ads.notifications, memory_order_relaxed);
-  *rx_valid = true;
-  autd3_link_count_cycle(base, true, false);
+  bool ok[AUTD3_MAX_DEVICES];
+  *rx_valid = devices_valid(l, ok);
+  autd3_link_count_cycle(base, *rx_valid, false);
+  if (!*rx_valid) autd3_link_report_inputs(base, ok); /* whose inputs this image carries */
   return AUTD3_OK;
 }
 
@@ -300,7 +321,7 @@ static autd3_err_t tc_check_state(struct autd3_link *base, autd3_link_status_t *
   for (uint16_t i = 0; i < base->num_devices; i++) {
     uint8_t w = atomic_load_explicit(&l->al[i], memory_order_relaxed);
     uint8_t st = w & AL_MASK;
-    if (!connected) out->state[i] = AUTD3_DEVICE_LOST;
+    if (!connected || atomic_load_explicit(&l->absent[i], memory_order_relaxed)) out->state[i] = AUTD3_DEVICE_LOST;
     else if (st == AL_OP) out->state[i] = AUTD3_DEVICE_OP;
     else if (st == AL_SAFE_OP) out->state[i] = (w & AL_ERROR) ? AUTD3_DEVICE_SAFE_OP_ERROR : AUTD3_DEVICE_SAFE_OP;
     else out->state[i] = AUTD3_DEVICE_OTHER, out->al_state[i] = w;
