@@ -117,7 +117,7 @@ void autd3__nic_close(autd3_nic_t *nic) {
 #ifndef AUTD3_HAVE_PCAP
 autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
   (void)out;
-  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: libautd3 was built without libpcap (install libpcap-dev and rebuild)",
+  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: libautd3 was built without its libpcap back end (AUTD3_WITH_PCAP=OFF)",
                          ifname);
 }
 #endif

@@ -1,7 +1,8 @@
 /*
  * libpcap back end of nic.h: the route to Windows (Npcap's wpcap.dll loaded
  * at run time) and macOS; also works (and is tested) on Linux. The libpcap
- * calls come through one table (pcap_api.h): pcap_linked.c or wpcap.c.
+ * calls come through one table (pcap_api.h), filled from the libpcap loaded at
+ * run time (pcap_load.c).
  *
  * Immediate mode where offered (no buffering delay), promiscuous, a BPF
  * filter for EtherType 0x88A4, and PCAP_D_IN where offered so our own

@@ -1,26 +1,32 @@
 /*
- * Npcap (or WinPcap) on Windows, loaded at run time: libautd3 starts on a
- * machine without it, and opening or listing an adapter then says what to
- * install. wpcap.c fills the pcap back end's table (pcap_api.h) from the DLL
- * and is the NIC layer's OS part on Windows (nic_impl.h: names, MAC, list).
- *
- * Npcap installs wpcap.dll in System32\Npcap (its own mode) and, when
- * installed "in WinPcap API-compatible Mode", also in System32; we try the
- * former first (Npcap's guide for applications), then the plain name.
- * Npcap-only calls (pcap_set_immediate_mode, pcap_setdirection,
- * pcap_getevent, pcap_setmintocopy) are looked up, never required, and not
- * used under wine, whose wpcap.dll exports some of them as stubs that abort
- * when called.
+ * libpcap loaded at run time, the one way the pcap back end (nic_pcap.c)
+ * reaches libpcap on every OS: libautd3 starts on a machine without it, and
+ * opening or listing through it then says what to install. pcap_load.c binds
+ * the portable libpcap calls into the table of pcap_api.h once per process;
+ * the OS part (wpcap.c: Npcap's wpcap.dll on Windows; pcap_posix.c: libpcap
+ * on Linux and macOS) names the libraries to try and completes the table
+ * with its way of waiting for a frame and its own extras.
  */
-#ifndef AUTD3_NIC_WPCAP_H
-#define AUTD3_NIC_WPCAP_H
+#ifndef AUTD3_NIC_PCAP_LOAD_H
+#define AUTD3_NIC_PCAP_LOAD_H
 
 #include "nic/pcap_api.h"
+#include "platform/platform.h"
 
-/* Load wpcap.dll once (thread-safe) and return its table. Error:
- * AUTD3_E_NOT_BUILT naming Npcap and its WinPcap API-compatible mode. `dll`
- * overrides the library tried (tests; NULL = Npcap's, then wpcap.dll): such
- * a probe is unloaded again and *out is left alone. */
-autd3_err_t autd3__wpcap_load(const char *dll, const autd3__pcap_api_t **out);
+/* Load libpcap once (thread-safe) and return its table; autd3__pcap_api()
+ * is this with `lib` NULL. Error: AUTD3_E_NOT_BUILT naming the libraries
+ * tried and what to install. `lib` overrides the libraries tried (tests):
+ * such a probe is unloaded again and *out is left alone. */
+autd3_err_t autd3__pcap_load(const char *lib, const autd3__pcap_api_t **out);
+
+/* ---- the OS part ---- */
+/* The i-th library to try (0, 1, ...) into `out`; false past the last. */
+bool autd3__pcap_os_library(size_t i, char *out, size_t cap);
+/* What to install when none loads (static text, for the error message). */
+const char *autd3__pcap_os_hint(void);
+/* Complete `t`, whose portable calls are bound from `dl`: wait and
+ * selectable_fd, and where the OS offers them (and they work) the optional
+ * calls (set_immediate_mode, setdirection), which it may leave NULL. */
+void autd3__pcap_os_complete(autd3__dl_t *dl, autd3__pcap_api_t *t);
 
 #endif

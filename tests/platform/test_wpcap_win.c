@@ -1,4 +1,4 @@
-/* The NIC layer on Windows (src/nic: nic.c, nic_pcap.c on wpcap.c), under
+/* The NIC layer on Windows (src/nic: nic.c, nic_pcap.c on pcap_load.c and wpcap.c), under
  * wine: wine 8's wpcap.dll forwards to the host's libpcap and names adapters
  * "\Device\NPF_{...}" with the Linux interface name as description.
  * win_run.sh makes the veth pair autd3w0/autd3w1 in the case's namespace
@@ -9,12 +9,12 @@
 #include "autd3/error.h"
 #include "harness/test.h"
 #include "nic/nic.h"
-#include "nic/wpcap.h"
+#include "nic/pcap_load.h"
 #include "platform/platform.h"
 
 TEST(missing_dll_names_npcap) {
   const autd3__pcap_api_t *p = NULL;
-  ASSERT_ERR(autd3__wpcap_load("autd3-no-such-wpcap.dll", &p), AUTD3_E_NOT_BUILT);
+  ASSERT_ERR(autd3__pcap_load("autd3-no-such-wpcap.dll", &p), AUTD3_E_NOT_BUILT);
   ASSERT_CONTAINS(autd3_last_error(), "Npcap");
   ASSERT_CONTAINS(autd3_last_error(), "WinPcap API-compatible Mode");
 }
