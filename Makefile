@@ -91,9 +91,8 @@ abi-check:
 
 # macOS arm64 and x86-64 cross-built with Zig's C compiler (PyPI ziglang in
 # build/.venv-zig): built, never run. Then every Mach-O file must link with no
-# undefined symbol beyond the system's (scripts/macho-check.sh). Not built yet:
-# autd3 (tools/autd3 needs the libpcap back end), autd3-twincat-emu (ppoll).
-MACOS_TARGETS ?= autd3_shared autd3_static autd3emu autd3-remote-server autd3-hostcheck autd3-perftest focus focus_cpp
+# undefined symbol beyond the system's (scripts/macho-check.sh).
+MACOS_TARGETS ?= autd3_shared autd3_static autd3emu autd3-remote-server autd3-hostcheck autd3-perftest autd3-cli focus focus_cpp
 test-macos:
 	@scripts/setup-deps.sh
 	for a in aarch64 x86_64; do \
