@@ -7,15 +7,18 @@
 # downloads that .crate (sha256 pinned below) into AUTD3_DOWNLOAD_DIR, unpacks
 # it under <build>/_soem, builds SOEM for the target as position-independent
 # static code and installs it to <build>/_soem/install, which then serves as
-# SOEM_ROOT. Nothing of SOEM enters the source tree or libautd3: only the
+# SOEM_ROOT. Its symbols are hidden, so no library that links it exports
+# them. Nothing of SOEM enters the source tree or libautd3: only the
 # separate libautd3-link-soem links it (docs/soem.md, README "Licence").
 #
 # The build copy is adjusted for the target (the crate's files are only read):
 #  - every target: SOEM asks for CMake 3.28 but needs nothing newer than 3.16;
 #  - Windows (MinGW-w64): SOEM's cmake/Windows.cmake names MSVC's files
 #    (wpcap.lib, ws2_32.lib) and MSYS2's UCRT runtime; MinGW links the bundled
-#    x64 import libraries and its own ws2_32/winmm, on its default runtime.
-#    SOEM's win32 port then imports wpcap.dll (Npcap) when the link is loaded;
+#    x64 import libraries and its own ws2_32/winmm, on its default runtime
+#    (msvcrt), whose lack of timespec_get osal/win32/osal.c's wall clock
+#    replaces with GetSystemTimePreciseAsFileTime (what UCRT's does). SOEM's
+#    win32 port then imports wpcap.dll (Npcap) when the link is loaded;
 #  - macOS: staged as the crate's build.rs does (osal/macosx and oshw/macosx
 #    from macos/ and SOEM's Linux files, cmake/Darwin.cmake). Its NIC driver
 #    calls libpcap, which macOS ships (/usr/lib/libpcap.A.dylib) but Zig's SDK
@@ -71,6 +74,12 @@ function(_autd3_soem_adjust_for_target)
     _autd3_soem_patch("${_w}" "$<$<C_COMPILER_ID:GNU>:_UCRT>" "")
     _autd3_soem_patch("${_w}" "$<$<C_COMPILER_ID:GNU>:ucrt>" "")
     _autd3_soem_patch("${_w}" "ws2_32.lib\n  winmm.lib" "ws2_32\n  winmm")
+    # msvcrt has no timespec_get (UCRT's): the wall clock as UCRT reads it.
+    _autd3_soem_patch("${_soem_src}/osal/win32/osal.c" "timespec_get(&ts, TIME_UTC);"
+      "FILETIME ft; ULARGE_INTEGER t; GetSystemTimePreciseAsFileTime(&ft);
+   t.LowPart = ft.dwLowDateTime; t.HighPart = ft.dwHighDateTime;
+   t.QuadPart -= 116444736000000000ULL; /* 100 ns since 1601 -> since 1970 */
+   ts.tv_sec = (time_t)(t.QuadPart / 10000000u); ts.tv_nsec = (long)(t.QuadPart % 10000000u) * 100;")
   elseif(CMAKE_SYSTEM_NAME STREQUAL "Darwin")
     file(MAKE_DIRECTORY "${_soem_src}/osal/macosx" "${_soem_src}/oshw/macosx")
     file(COPY "${_soem_src}/oshw/linux/oshw.c" "${_soem_src}/oshw/linux/oshw.h" "${_crate_root}/macos/nicdrv.c"
@@ -82,7 +91,7 @@ function(_autd3_soem_adjust_for_target)
       message(FATAL_ERROR "SOEM link for macOS: SOEM's macOS port needs libpcap's headers, which Zig's SDK lacks; "
                           "install the build host's (apt-get install libpcap-dev)")
     endif()
-    file(COPY "${_autd3_host_pcap_h}/pcap.h" "${_autd3_host_pcap_h}/pcap" DESTINATION "${_soem_dir}/pcap-include")
+    file(COPY "${_autd3_host_pcap_h}/pcap.h" "${_autd3_host_pcap_h}/pcap" DESTINATION "${_soem_src}/oshw/macosx")
     # The calls SOEM's macOS NIC driver makes: a call not listed here is a
     # link error, never a symbol left for dyld to miss.
     file(MAKE_DIRECTORY "${_soem_prefix}/lib")
@@ -111,15 +120,12 @@ if(NOT EXISTS "${_soem_prefix}/include/soem/soem.h")
   if(CMAKE_TOOLCHAIN_FILE)
     set(_tc "-DCMAKE_TOOLCHAIN_FILE=${CMAKE_TOOLCHAIN_FILE}")
   endif()
-  set(_cflags "")
-  if(CMAKE_SYSTEM_NAME STREQUAL "Darwin")
-    set(_cflags "-DCMAKE_C_FLAGS=-isystem ${_soem_dir}/pcap-include")
-  endif()
   message(STATUS "SOEM link: building SOEM v2.0.0 for ${CMAKE_SYSTEM_NAME} into ${_soem_prefix}")
   execute_process(
-    COMMAND "${CMAKE_COMMAND}" -S "${_soem_src}" -B "${_soem_dir}/build" -G "${CMAKE_GENERATOR}" ${_tc} "${_cflags}"
+    COMMAND "${CMAKE_COMMAND}" -S "${_soem_src}" -B "${_soem_dir}/build" -G "${CMAKE_GENERATOR}" ${_tc}
             -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER} -DCMAKE_BUILD_TYPE=Release
-            -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_SHARED_LIBS=OFF -DSOEM_BUILD_SAMPLES=OFF
+            -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_C_VISIBILITY_PRESET=hidden
+            -DBUILD_SHARED_LIBS=OFF -DSOEM_BUILD_SAMPLES=OFF
             -DCMAKE_INSTALL_PREFIX=${_soem_prefix}
     RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
   if(_rc EQUAL 0)
@@ -129,6 +135,14 @@ if(NOT EXISTS "${_soem_prefix}/include/soem/soem.h")
   if(NOT _rc EQUAL 0)
     file(REMOVE_RECURSE "${_soem_prefix}/include")
     message(FATAL_ERROR "SOEM link: building SOEM v2.0.0 from the crate failed:\n${_out}")
+  endif()
+  # SOEM's installed nicdrv.h includes pcap.h on Windows and macOS: install
+  # the headers it was built with beside it.
+  if(CMAKE_SYSTEM_NAME STREQUAL "Windows")
+    file(GLOB _pcap_h "${_soem_src}/oshw/win32/wpcap/Include/*")
+    file(COPY ${_pcap_h} DESTINATION "${_soem_prefix}/include/soem")
+  elseif(CMAKE_SYSTEM_NAME STREQUAL "Darwin")
+    file(COPY "${_soem_src}/oshw/macosx/pcap.h" "${_soem_src}/oshw/macosx/pcap" DESTINATION "${_soem_prefix}/include/soem")
   endif()
 endif()
 set(SOEM_ROOT "${_soem_prefix}" CACHE PATH "Install prefix of SOEM v2 (OpenEtherCATsociety/SOEM, GPL-3.0-only) for the SOEM link" FORCE)
