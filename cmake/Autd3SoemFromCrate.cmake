@@ -149,3 +149,6 @@ set(SOEM_ROOT "${_soem_prefix}" CACHE PATH "Install prefix of SOEM v2 (OpenEther
 # SOEM's slaveinfo sample, which the tests build as an independent CoE client
 # (tests/emu: emu_tool.soem_slaveinfo_*).
 set_property(GLOBAL PROPERTY AUTD3_SOEM_SAMPLES_DIR "${_soem_src}/samples")
+# The crate's folder under <build>/_soem (the Windows tests link SOEM's x64
+# import libraries from a Windows build's copy: tests/platform).
+set_property(GLOBAL PROPERTY AUTD3_SOEM_CRATE_DIR "autd3-rs-link-soem-${_crate_ver}")

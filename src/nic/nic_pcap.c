@@ -88,7 +88,9 @@ static void pc_close(autd3_nic_t *nic) {
 
 static const autd3_nic_ops_t pc_ops = {pc_send, pc_recv, pc_fd, pc_close, NULL};
 
-autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
+/* `tap`: both directions, frames this process sends on other handles too
+ * (nic.h autd3__nic_open_tap); libpcap sees those unless told otherwise. */
+static autd3_err_t pc_open(const char *ifname, bool tap, autd3_nic_t **out) {
   const autd3__pcap_api_t *api;
   autd3_err_t e = autd3__pcap_api(&api);
   if (e != AUTD3_OK)
@@ -119,7 +121,7 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
     api->close(p);
     return e;
   }
-  bool check_src = api->setdirection == NULL || api->setdirection(p, AUTD3_PCAP_D_IN) != 0;
+  bool check_src = !tap && (api->setdirection == NULL || api->setdirection(p, AUTD3_PCAP_D_IN) != 0);
   autd3__bpf_program_t prog;
   if (api->compile(p, &prog, "ether proto 0x88a4", 1, AUTD3_PCAP_NETMASK_UNKNOWN) == 0) {
     (void)api->setfilter(p, &prog);
@@ -137,10 +139,13 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
   }
   c->base.ops = &pc_ops;
   c->api = api;
-  c->base.io_path = "libpcap";
+  c->base.io_path = tap ? "libpcap (tap)" : "libpcap";
   c->p = p;
   c->check_src = check_src;
   autd3__nic_os_mac(ifname, c->base.mac);
   *out = &c->base;
   return AUTD3_OK;
 }
+
+autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) { return pc_open(ifname, false, out); }
+autd3_err_t autd3__nic_open_pcap_tap(const char *ifname, autd3_nic_t **out) { return pc_open(ifname, true, out); }

@@ -107,3 +107,33 @@ TEST(raw_roundtrip) {
   free(w0);
   free(w1);
 }
+
+/* The passive tap (capture files, the SOEM link's watch for another master)
+ * on libpcap: it sees the frames this process sends on the adapter through
+ * another handle and the ones arriving, never sends itself. */
+TEST(tap_sees_both_directions) {
+  char *w0 = npf_name_of("autd3w0");
+  autd3_nic_t *a = NULL, *b = NULL, *tap = NULL;
+  ASSERT_OK(autd3__nic_open_tap("autd3w0", &tap));
+  ASSERT_STREQ(autd3__nic_io_path(tap), "libpcap (tap)");
+  ASSERT_OK(autd3__nic_open(w0, AUTD3_NIC_AUTO, &a));
+  ASSERT_OK(autd3__nic_open("autd3w1", AUTD3_NIC_PCAP, &b));
+  uint8_t f[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0c, 0xec, 0xa7, 1, 2, 3, 0x88, 0xa4}, buf[AUTD3_NIC_MAX_FRAME];
+  f[11] = 3; /* out of autd3w0, through another handle */
+  ASSERT_OK(autd3__nic_send(a, f, sizeof f));
+  f[11] = 4; /* into autd3w0 */
+  ASSERT_OK(autd3__nic_send(b, f, sizeof f));
+  bool out = false, in = false;
+  size_t len = 0;
+  uint64_t end = autd3__now_ns() + 10000000000ull;
+  while (!(out && in) && autd3__nic_recv(tap, buf, sizeof buf, &len, end) == AUTD3_OK) {
+    ASSERT_EQ(len, sizeof f);
+    out |= buf[11] == 3, in |= buf[11] == 4;
+  }
+  ASSERT_TRUE(out);
+  ASSERT_TRUE(in);
+  autd3__nic_close(tap);
+  autd3__nic_close(a);
+  autd3__nic_close(b);
+  free(w0);
+}
