@@ -93,7 +93,7 @@ TEST(pcap_roundtrip) {
   autd3_nic_t *n;
   autd3_err_t e = autd3__nic_open("h4a", AUTD3_NIC_PCAP, &n);
   if (e == AUTD3_E_NOT_BUILT)
-    SKIP("libautd3 built without libpcap: %s", autd3_last_error());
+    SKIP("no libpcap back end or no libpcap to load: %s", autd3_last_error());
   ASSERT_OK(e);
   autd3__nic_close(n);
   roundtrip(AUTD3_NIC_PCAP, AUTD3_NIC_PCAP);
