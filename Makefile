@@ -92,11 +92,13 @@ abi-check:
 # macOS arm64 and x86-64 cross-built with Zig's C compiler (PyPI ziglang in
 # build/.venv-zig): built, never run. Then every Mach-O file must link with no
 # undefined symbol beyond the system's (scripts/macho-check.sh).
-MACOS_TARGETS ?= autd3_shared autd3_static autd3emu autd3-remote-server autd3-hostcheck autd3-perftest autd3-cli focus focus_cpp
+# The SOEM link on the crate's macOS port (SOEM_ARGS: SOEM built for each).
+MACOS_TARGETS ?= autd3_shared autd3_static autd3emu autd3-remote-server autd3-hostcheck autd3-perftest autd3-cli focus focus_cpp \
+                 autd3_link_soem_shared
 test-macos:
 	@scripts/setup-deps.sh
 	for a in aarch64 x86_64; do \
-	  cmake -S . -B build-macos-$$a --toolchain cmake/toolchains/$$a-macos-zig.cmake -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF $(WERROR) $(CMAKE_ARGS) && \
+	  cmake -S . -B build-macos-$$a --toolchain cmake/toolchains/$$a-macos-zig.cmake -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF $(WERROR) $(SOEM_ARGS) $(CMAKE_ARGS) && \
 	  cmake --build build-macos-$$a -j $(JOBS) --target $(MACOS_TARGETS) && \
 	  scripts/macho-check.sh build-macos-$$a || exit 1; \
 	done
