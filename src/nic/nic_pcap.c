@@ -20,7 +20,7 @@
 
 #include "autd3/link_driver.h"
 #include "nic/nic_impl.h"
-#include "nic/pcap_api.h"
+#include "nic/pcap_load.h"
 #include "platform/platform.h"
 
 typedef struct pc {
@@ -109,10 +109,8 @@ static autd3_err_t pc_open(const char *ifname, bool tap, autd3_nic_t **out) {
   int r = api->activate(p);
   if (r < 0) {
     if (r == AUTD3_PCAP_ERROR_PERM_DENIED || r == AUTD3_PCAP_ERROR_PROMISC_PERM_DENIED)
-      e = autd3_set_error(AUTD3_E_PERMISSION,
-                          "nic %s (pcap): capturing needs CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them "
-                          "once with `sudo setcap cap_net_raw,cap_net_admin+ep <your program>` (%s)",
-                          ifname, api->geterr(p));
+      e = autd3_set_error(AUTD3_E_PERMISSION, "nic %s (pcap): capturing needs %s (%s)", ifname,
+                          autd3__pcap_os_permission_hint(), api->geterr(p));
     else if (r == AUTD3_PCAP_ERROR_NO_SUCH_DEVICE)
       e = autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: no network interface \"%s\" (pcap)", ifname);
     else

@@ -24,6 +24,8 @@ autd3_err_t autd3__pcap_load(const char *lib, const autd3__pcap_api_t **out);
 bool autd3__pcap_os_library(size_t i, char *out, size_t cap);
 /* What to install when none loads (static text, for the error message). */
 const char *autd3__pcap_os_hint(void);
+/* What capturing needs when libpcap says permission denied (static text). */
+const char *autd3__pcap_os_permission_hint(void);
 /* Complete `t`, whose portable calls are bound from `dl`: wait and
  * selectable_fd, and where the OS offers them (and they work) the optional
  * calls (set_immediate_mode, setdirection), which it may leave NULL. */

@@ -45,6 +45,16 @@ const char *autd3__pcap_os_hint(void) {
 #endif
 }
 
+const char *autd3__pcap_os_permission_hint(void) {
+#ifdef __APPLE__
+  return "read and write access to /dev/bpf*: run as root, or give your user the access_bpf group "
+         "(Wireshark's ChmodBPF installs it)";
+#else
+  return "CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them once with "
+         "`sudo setcap cap_net_raw,cap_net_admin+ep <your program>`";
+#endif
+}
+
 static int posix_fd(autd3__pcap_t *p) { return get_fd ? get_fd(p) : -1; }
 
 static autd3_err_t posix_wait(autd3__pcap_t *p, const char *ifname, uint64_t ns) {

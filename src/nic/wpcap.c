@@ -53,6 +53,11 @@ const char *autd3__pcap_os_hint(void) {
   return "install Npcap (https://npcap.com) with \"Install Npcap in WinPcap API-compatible Mode\" checked, or WinPcap";
 }
 
+const char *autd3__pcap_os_permission_hint(void) {
+  return "Npcap's driver for this user: reinstall Npcap without \"Restrict Npcap driver's access to Administrators "
+         "only\", or run as administrator";
+}
+
 /* Wine's ntdll exports wine_get_version; Windows' does not. */
 static bool under_wine(void) {
   HMODULE nt = GetModuleHandleA("ntdll.dll");
