@@ -32,6 +32,8 @@ set(_crate_sha256 87e1c8da9445e1d82e0b609cc22ba5c650800f91e67a6814b262a482a2a04c
 set(_crate_url "https://static.crates.io/crates/autd3-rs-link-soem/autd3-rs-link-soem-${_crate_ver}.crate")
 set(AUTD3_DOWNLOAD_DIR "${CMAKE_BINARY_DIR}/_downloads" CACHE PATH
     "Where configure keeps downloaded registry packages (checked by checksum, so several build folders may share it)")
+set(AUTD3_SOEM_OPTIONS "" CACHE STRING
+    "SOEM's own compile-time options for the SOEM built from the crate, e.g. -DEC_TIMEOUTRET=20000 (SOEM's CMakeLists.txt)")
 set(_soem_dir "${CMAKE_BINARY_DIR}/_soem")
 set(_soem_prefix "${_soem_dir}/install")
 set(_crate_root "${_soem_dir}/autd3-rs-link-soem-${_crate_ver}")
@@ -109,6 +111,15 @@ exports:
   endif()
 endfunction()
 
+# Built once per build folder, again when AUTD3_SOEM_OPTIONS change.
+set(_soem_stamp "${_soem_dir}/options.txt")
+set(_soem_have_opts "")
+if(EXISTS "${_soem_stamp}")
+  file(READ "${_soem_stamp}" _soem_have_opts)
+endif()
+if(NOT _soem_have_opts STREQUAL "${AUTD3_SOEM_OPTIONS}")
+  file(REMOVE_RECURSE "${_soem_prefix}")
+endif()
 if(NOT EXISTS "${_soem_prefix}/include/soem/soem.h")
   set(_crate "${AUTD3_DOWNLOAD_DIR}/autd3-rs-link-soem-${_crate_ver}.crate")
   file(MAKE_DIRECTORY "${AUTD3_DOWNLOAD_DIR}")
@@ -125,7 +136,7 @@ if(NOT EXISTS "${_soem_prefix}/include/soem/soem.h")
     COMMAND "${CMAKE_COMMAND}" -S "${_soem_src}" -B "${_soem_dir}/build" -G "${CMAKE_GENERATOR}" ${_tc}
             -DCMAKE_C_COMPILER=${CMAKE_C_COMPILER} -DCMAKE_BUILD_TYPE=Release
             -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_C_VISIBILITY_PRESET=hidden
-            -DBUILD_SHARED_LIBS=OFF -DSOEM_BUILD_SAMPLES=OFF
+            -DBUILD_SHARED_LIBS=OFF -DSOEM_BUILD_SAMPLES=OFF ${AUTD3_SOEM_OPTIONS}
             -DCMAKE_INSTALL_PREFIX=${_soem_prefix}
     RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
   if(_rc EQUAL 0)
@@ -136,6 +147,7 @@ if(NOT EXISTS "${_soem_prefix}/include/soem/soem.h")
     file(REMOVE_RECURSE "${_soem_prefix}/include")
     message(FATAL_ERROR "SOEM link: building SOEM v2.0.0 from the crate failed:\n${_out}")
   endif()
+  file(WRITE "${_soem_stamp}" "${AUTD3_SOEM_OPTIONS}")
   # SOEM's installed nicdrv.h includes pcap.h on Windows and macOS: install
   # the headers it was built with beside it.
   if(CMAKE_SYSTEM_NAME STREQUAL "Windows")

@@ -107,6 +107,24 @@ TEST(stop_and_wait) {
   autd3_geometry_free(g);
 }
 
+/* interface "auto": the link lists the adapters (Npcap's, through wine's
+ * wpcap.dll; SOEM through its own port's listing) and takes the one whose
+ * devices are AUTD3s. */
+TEST(open_auto) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = option("auto");
+  autd3_link_t *l = open_chain(&o, g);
+  autd3_link_status_t s;
+  ASSERT_OK(autd3_link_check_state(l, &s));
+  ASSERT_EQ(s.state[0], AUTD3_DEVICE_OP);
+  char diag[2048] = "";
+  autd3_link_diagnostics(l, diag, sizeof diag);
+  printf("%s\n", diag);
+  autd3_link_close(l);
+  autd3_geometry_free(g);
+}
+
 TEST(wrong_interface) {
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(2, NULL, &g));
