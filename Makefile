@@ -107,8 +107,7 @@ test-macos:
 # and aarch64 (manylinux, auditwheel), Windows x64 (MinGW), macOS arm64 and x86-64 (Zig). The
 # Linux ones are also built and checked by the ctest python.wheel_manylinux of `make test`.
 wheels: deps
-	@scripts/setup-deps.sh --zig
 	scripts/python-wheels.sh dist/python
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) $(BUILD_A64) build-abi build-wheels
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) $(BUILD_A64) build-abi build-wheels build-macos-aarch64 build-macos-x86_64
