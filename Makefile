@@ -94,6 +94,7 @@ abi-check:
 # undefined symbol beyond the system's (scripts/macho-check.sh).
 # The SOEM link on the crate's macOS port (SOEM_ARGS: SOEM built for each).
 MACOS_TARGETS ?= autd3_shared autd3_static autd3emu autd3-remote-server autd3-hostcheck autd3-perftest autd3-cli focus focus_cpp \
+                 autd3_twincat_emu autd3-twincat-emu \
                  autd3_link_soem_shared
 test-macos:
 	@scripts/setup-deps.sh
