@@ -159,7 +159,7 @@ if(NOT EXISTS "${_soem_prefix}/include/soem/soem.h")
 endif()
 set(SOEM_ROOT "${_soem_prefix}" CACHE PATH "Install prefix of SOEM v2 (OpenEtherCATsociety/SOEM, GPL-3.0-only) for the SOEM link" FORCE)
 # SOEM's slaveinfo sample, which the tests build as an independent CoE client
-# (tests/emu: emu_tool.soem_slaveinfo_*).
+# (tests/CMakeLists.txt: emu_tool.soem_slaveinfo_*, the autd3 tool's scan/sii check).
 set_property(GLOBAL PROPERTY AUTD3_SOEM_SAMPLES_DIR "${_soem_src}/samples")
 # The crate's folder under <build>/_soem (the Windows tests link SOEM's x64
 # import libraries from a Windows build's copy: tests/platform).
