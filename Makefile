@@ -15,7 +15,9 @@ CMAKE_ARGS ?=
 WERROR ?= -DAUTD3_WERROR=ON
 # SOEM v2 (GPL-3.0-only) for the SOEM link, fetched and built in the build
 # folder (cmake/Autd3SoemFromCrate.cmake); a -DSOEM_ROOT= in CMAKE_ARGS wins.
-SOEM_ARGS ?= -DAUTD3_SOEM_FROM_CRATE=ON
+# AUTD3_LINK_SOEM=ON: a SOEM that cannot be fetched or built is a configure
+# error here, never a silently skipped link. The stages share one download.
+SOEM_ARGS ?= -DAUTD3_SOEM_FROM_CRATE=ON -DAUTD3_LINK_SOEM=ON -DAUTD3_DOWNLOAD_DIR=$(CURDIR)/$(BUILD)/_downloads
 
 all: build
 
@@ -42,9 +44,10 @@ test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L peer
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer (the SOEM
+# link too: link_soem.c instrumented, SOEM itself built as in `make test`).
 test-sanitize: deps
-	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DAUTD3_SANITIZE=ON -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python -DAUTD3_WINE_TESTS=OFF $(WERROR) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_SAN) -DCMAKE_BUILD_TYPE=Debug -DAUTD3_SANITIZE=ON -DAUTD3_PYTHON=$(CURDIR)/$(BUILD)/.venv/bin/python -DAUTD3_WINE_TESTS=OFF $(WERROR) $(SOEM_ARGS) $(CMAKE_ARGS)
 	cmake --build $(BUILD_SAN) -j $(JOBS)
 	ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS) -L peer
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan-suppressions.txt UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir $(BUILD_SAN) --output-on-failure -j $(JOBS) -LE slow
@@ -88,13 +91,15 @@ abi-check:
 
 # macOS arm64 and x86-64 cross-built with Zig's C compiler (PyPI ziglang in
 # build/.venv-zig): built, never run. Then every Mach-O file must link with no
-# undefined symbol beyond the system's (scripts/macho-check.sh). Not built yet:
-# autd3 (tools/autd3 needs the libpcap back end), autd3-twincat-emu (ppoll).
-MACOS_TARGETS ?= autd3_shared autd3_static autd3emu autd3-remote-server autd3-hostcheck autd3-perftest focus focus_cpp
+# undefined symbol beyond the system's (scripts/macho-check.sh).
+# The SOEM link on the crate's macOS port (SOEM_ARGS: SOEM built for each).
+MACOS_TARGETS ?= autd3_shared autd3_static autd3emu autd3-remote-server autd3-hostcheck autd3-perftest autd3-cli focus focus_cpp \
+                 autd3_twincat_emu autd3-twincat-emu \
+                 autd3_link_soem_shared
 test-macos:
-	@scripts/setup-deps.sh --zig
+	@scripts/setup-deps.sh
 	for a in aarch64 x86_64; do \
-	  cmake -S . -B build-macos-$$a --toolchain cmake/toolchains/$$a-macos-zig.cmake -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF $(WERROR) $(CMAKE_ARGS) && \
+	  cmake -S . -B build-macos-$$a --toolchain cmake/toolchains/$$a-macos-zig.cmake -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF $(WERROR) $(SOEM_ARGS) $(CMAKE_ARGS) && \
 	  cmake --build build-macos-$$a -j $(JOBS) --target $(MACOS_TARGETS) && \
 	  scripts/macho-check.sh build-macos-$$a || exit 1; \
 	done
@@ -103,8 +108,7 @@ test-macos:
 # and aarch64 (manylinux, auditwheel), Windows x64 (MinGW), macOS arm64 and x86-64 (Zig). The
 # Linux ones are also built and checked by the ctest python.wheel_manylinux of `make test`.
 wheels: deps
-	@scripts/setup-deps.sh --zig
 	scripts/python-wheels.sh dist/python
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) $(BUILD_A64) build-abi build-wheels
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_REL) $(BUILD_DBG) $(BUILD_A64) build-abi build-wheels build-macos-aarch64 build-macos-x86_64

@@ -1,5 +1,5 @@
 # The macOS cross toolchain on Zig's C compiler (PyPI ziglang ships macOS libc
-# headers and libSystem stubs; scripts/setup-deps.sh --zig installs it into
+# headers and libSystem stubs; scripts/setup-deps.sh installs it into
 # build/.venv-zig), for the architecture in AUTD3_MACOS_ARCH (arm64 or x86_64)
 # set by cmake/toolchains/*-macos-zig.cmake. Built, never run: docs/platforms.md "macOS".
 # The oldest macOS the binaries support (their LC_BUILD_VERSION minos; Zig's own default is its

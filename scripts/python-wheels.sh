@@ -97,7 +97,7 @@ elif "${AUTD3_ZIG_PYTHON:-$ROOT/build/.venv-zig/bin/python}" -c "import ziglang"
     cp "$(wheel "$dylib" "$tag")" "$OUT/"
   done
 else
-  echo "== macOS: SKIPPED (no Zig: scripts/setup-deps.sh --zig installs it into build/.venv-zig)"
+  echo "== macOS: SKIPPED (no Zig: scripts/setup-deps.sh installs it into build/.venv-zig)"
 fi
 echo "== wheels in $OUT"
 ls -l "$OUT"

@@ -8,15 +8,17 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Debian packages: compiler and build, raw-socket tests (iproute2 for veth,
-# util-linux for unshare), the libpcap back end, clang + its runtime for the
+# util-linux for unshare), libpcap (echocat's pcap back end; its headers for
+# SOEM's macOS port), clang + its runtime for the
 # libFuzzer targets, tshark for the capture checks, g++ for the C++ header test
 # (tests/api), abigail-tools for the ABI check (scripts/abi-check.sh); the
 # aarch64 cross compilers and qemu-user for `make test-aarch64`; MinGW-w64 and
 # wine for the Windows seam test (tests/platform); Mono's C# compiler and runtime for the C# binding's
-# tests (tests/csharp: mcs, mono, System.Core for LINQ and BlockingCollection).
+# tests (tests/csharp: mcs, mono, System.Core for LINQ and BlockingCollection); llvm for
+# llvm-nm, which reads the macOS builds' Mach-O files (scripts/macho-check.sh).
 APT_PKGS=(cmake make gcc g++ clang libclang-rt-14-dev libpcap-dev iproute2 util-linux tshark python3 python3-pip python3-venv pkg-config abigail-tools
           gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user mingw-w64 wine64
-          mono-mcs mono-runtime libmono-system-core4.0-cil)
+          mono-mcs mono-runtime libmono-system-core4.0-cil llvm)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -76,7 +78,6 @@ if [ -x "$BUILD_DIR/.venv/bin/python" ] && ! ls "$BUILD_DIR/.wheelhouse-build"/s
 fi
 make_venv "$BUILD_DIR/.venv-armt3" autd3==0.2.0 autd3-core==0.2.0 autd3-link-remote==0.2.0
 make_venv "$BUILD_DIR/.venv-pyautd3" pyautd3==36.0.2
-# `--zig` (make test-macos): Zig's C compiler for the macOS cross builds.
-if [ "${1:-}" = "--zig" ]; then
-  make_venv "$BUILD_DIR/.venv-zig" ziglang==0.17.0
-fi
+# Zig's C compiler for the macOS cross builds (`make test-macos`, and the
+# toolchain.* and macho_check.* tests of `make test`).
+make_venv "$BUILD_DIR/.venv-zig" ziglang==0.17.0

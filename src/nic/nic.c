@@ -71,16 +71,11 @@ autd3_err_t autd3__nic_open(const char *ifname, autd3_nic_backend_t backend, aut
 }
 
 #ifdef __linux__
-autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out) {
-  return open_with(ifname, autd3__nic_open_afpacket_tap, out);
-}
+#define TAP_OPEN autd3__nic_open_afpacket_tap
 #else
-autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out) {
-  if (out)
-    *out = NULL;
-  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: a capture tap needs Linux AF_PACKET", ifname ? ifname : "");
-}
+#define TAP_OPEN autd3__nic_open_pcap_tap
 #endif
+autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out) { return open_with(ifname, TAP_OPEN, out); }
 
 autd3_err_t autd3__nic_send(autd3_nic_t *nic, const uint8_t *frame, size_t len) {
   if (len < 14 || len > AUTD3_NIC_MAX_FRAME)
@@ -117,9 +112,10 @@ void autd3__nic_close(autd3_nic_t *nic) {
 #ifndef AUTD3_HAVE_PCAP
 autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
   (void)out;
-  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: libautd3 was built without libpcap (install libpcap-dev and rebuild)",
+  return autd3_set_error(AUTD3_E_NOT_BUILT, "nic %s: libautd3 was built without its libpcap back end (AUTD3_WITH_PCAP=OFF)",
                          ifname);
 }
+autd3_err_t autd3__nic_open_pcap_tap(const char *ifname, autd3_nic_t **out) { return autd3__nic_open_pcap(ifname, out); }
 #endif
 
 autd3_err_t autd3__nic_names(autd3_nic_names_t *out) {

@@ -47,8 +47,8 @@ autd3_err_t autd3__nic_resolve(const char *ifname, char **os_name);
 /* Open `ifname` as a passive tap (for capture files, src/nic/capture.h):
  * recv returns the EtherCAT frames of BOTH directions, including the ones
  * other sockets of this process send on the adapter (the tap itself never
- * sends). Same errors as autd3__nic_open; NOT_BUILT where the OS seam has no
- * tap (only Linux AF_PACKET has one so far). */
+ * sends). Linux: AF_PACKET; elsewhere libpcap without a direction filter.
+ * Same errors as autd3__nic_open (NOT_BUILT: no libpcap to load). */
 autd3_err_t autd3__nic_open_tap(const char *ifname, autd3_nic_t **out);
 /* Send one Ethernet frame (header included); frames shorter than 60 bytes are sent as is. */
 autd3_err_t autd3__nic_send(autd3_nic_t *nic, const uint8_t *frame, size_t len);

@@ -28,8 +28,9 @@ struct autd3_nic {
 /* Back-end open functions; `ifname` is the OS name (autd3__nic_os_resolve). */
 autd3_err_t autd3__nic_open_afpacket(const char *ifname, autd3_nic_t **out);
 autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out);
-/* AF_PACKET in tap mode (see autd3__nic_open_tap); Linux only. */
+/* Tap mode (see autd3__nic_open_tap): AF_PACKET on Linux, libpcap elsewhere. */
 autd3_err_t autd3__nic_open_afpacket_tap(const char *ifname, autd3_nic_t **out);
+autd3_err_t autd3__nic_open_pcap_tap(const char *ifname, autd3_nic_t **out);
 
 /* ---- the OS's adapters (nic_os_posix.c; wpcap.c on Windows) ---- */
 /* The OS name of the adapter the user named (allocated; free()), or

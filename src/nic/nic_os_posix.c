@@ -1,6 +1,6 @@
 /* The OS's adapters on Linux (and other POSIX systems with if_nameindex):
- * names, MAC (SIOCGIFHWADDR where it exists), listing, flags and the checks
- * of autd3__nic_probe (nic_impl.h). */
+ * names, listing, flags and the checks of autd3__nic_probe (nic_impl.h); the
+ * MAC is nic_mac_posix.c's. */
 #define _DEFAULT_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,22 +38,6 @@ autd3_err_t autd3__nic_os_resolve(const char *user, char **os_name) {
     return autd3_set_error(AUTD3_E_NOMEM, "nic: out of memory");
   memcpy(*os_name, user, n + 1);
   return AUTD3_OK;
-}
-
-void autd3__nic_os_mac(const char *os_name, uint8_t mac[6]) {
-  memset(mac, 0, 6);
-#ifdef SIOCGIFHWADDR
-  int s = socket(AF_INET, SOCK_DGRAM, 0);
-  if (s < 0)
-    return;
-  struct ifreq ifr;
-  ifreq_for(&ifr, os_name);
-  if (ioctl(s, SIOCGIFHWADDR, &ifr) == 0)
-    memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
-  close(s);
-#else
-  (void)os_name;
-#endif
 }
 
 /* A description of adapter `name`: its driver (Linux: ETHTOOL_GDRVINFO), MAC address and carrier. */

@@ -1,7 +1,8 @@
 /*
  * libpcap back end of nic.h: the route to Windows (Npcap's wpcap.dll loaded
  * at run time) and macOS; also works (and is tested) on Linux. The libpcap
- * calls come through one table (pcap_api.h): pcap_linked.c or wpcap.c.
+ * calls come through one table (pcap_api.h), filled from the libpcap loaded at
+ * run time (pcap_load.c).
  *
  * Immediate mode where offered (no buffering delay), promiscuous, a BPF
  * filter for EtherType 0x88A4, and PCAP_D_IN where offered so our own
@@ -19,7 +20,7 @@
 
 #include "autd3/link_driver.h"
 #include "nic/nic_impl.h"
-#include "nic/pcap_api.h"
+#include "nic/pcap_load.h"
 #include "platform/platform.h"
 
 typedef struct pc {
@@ -87,7 +88,9 @@ static void pc_close(autd3_nic_t *nic) {
 
 static const autd3_nic_ops_t pc_ops = {pc_send, pc_recv, pc_fd, pc_close, NULL};
 
-autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
+/* `tap`: both directions, frames this process sends on other handles too
+ * (nic.h autd3__nic_open_tap); libpcap sees those unless told otherwise. */
+static autd3_err_t pc_open(const char *ifname, bool tap, autd3_nic_t **out) {
   const autd3__pcap_api_t *api;
   autd3_err_t e = autd3__pcap_api(&api);
   if (e != AUTD3_OK)
@@ -106,10 +109,8 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
   int r = api->activate(p);
   if (r < 0) {
     if (r == AUTD3_PCAP_ERROR_PERM_DENIED || r == AUTD3_PCAP_ERROR_PROMISC_PERM_DENIED)
-      e = autd3_set_error(AUTD3_E_PERMISSION,
-                          "nic %s (pcap): capturing needs CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them "
-                          "once with `sudo setcap cap_net_raw,cap_net_admin+ep <your program>` (%s)",
-                          ifname, api->geterr(p));
+      e = autd3_set_error(AUTD3_E_PERMISSION, "nic %s (pcap): capturing needs %s (%s)", ifname,
+                          autd3__pcap_os_permission_hint(), api->geterr(p));
     else if (r == AUTD3_PCAP_ERROR_NO_SUCH_DEVICE)
       e = autd3_set_error(AUTD3_E_NO_INTERFACE, "nic: no network interface \"%s\" (pcap)", ifname);
     else
@@ -118,7 +119,7 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
     api->close(p);
     return e;
   }
-  bool check_src = api->setdirection == NULL || api->setdirection(p, AUTD3_PCAP_D_IN) != 0;
+  bool check_src = !tap && (api->setdirection == NULL || api->setdirection(p, AUTD3_PCAP_D_IN) != 0);
   autd3__bpf_program_t prog;
   if (api->compile(p, &prog, "ether proto 0x88a4", 1, AUTD3_PCAP_NETMASK_UNKNOWN) == 0) {
     (void)api->setfilter(p, &prog);
@@ -136,10 +137,13 @@ autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) {
   }
   c->base.ops = &pc_ops;
   c->api = api;
-  c->base.io_path = "libpcap";
+  c->base.io_path = tap ? "libpcap (tap)" : "libpcap";
   c->p = p;
   c->check_src = check_src;
   autd3__nic_os_mac(ifname, c->base.mac);
   *out = &c->base;
   return AUTD3_OK;
 }
+
+autd3_err_t autd3__nic_open_pcap(const char *ifname, autd3_nic_t **out) { return pc_open(ifname, false, out); }
+autd3_err_t autd3__nic_open_pcap_tap(const char *ifname, autd3_nic_t **out) { return pc_open(ifname, true, out); }

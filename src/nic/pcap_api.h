@@ -1,9 +1,9 @@
 /*
- * The libpcap calls the pcap back end (nic_pcap.c) makes, as one table, so
- * the same back end runs on the libpcap linked in (Linux, macOS:
- * pcap_linked.c) and on Npcap's wpcap.dll loaded at run time (Windows:
- * wpcap.c). The declarations are libpcap's stable ABI (pcap/pcap.h), spelled
- * here because the MinGW and MSVC toolchains have no pcap.h.
+ * The libpcap calls the pcap back end (nic_pcap.c) makes, as one table, filled
+ * from the libpcap loaded at run time (pcap_load.h: libpcap on Linux and
+ * macOS, Npcap's wpcap.dll on Windows). The declarations are libpcap's stable
+ * ABI (pcap/pcap.h), spelled here because the MinGW and MSVC toolchains and
+ * Zig's macOS SDK have no pcap.h; tests/nic/pcap_abi.c checks them against it.
  */
 #ifndef AUTD3_NIC_PCAP_API_H
 #define AUTD3_NIC_PCAP_API_H
@@ -26,7 +26,7 @@ typedef struct autd3__pcap autd3__pcap_t; /* pcap_t, opaque */
 /* struct pcap_pkthdr: a struct timeval, then caplen and len. `long` gives the
  * timeval's layout on every target: two 4-byte longs on Windows (Winsock's
  * timeval), 8-byte ones on LP64 Linux; on macOS tv_usec is an int followed by
- * padding, the same offsets (pcap_linked.c checks them against pcap.h). */
+ * padding, the same offsets (pcap_posix.c checks the timeval). */
 typedef struct autd3__pcap_pkthdr {
   long tv_sec, tv_usec;
   uint32_t caplen; /* bytes captured */
@@ -77,8 +77,8 @@ typedef struct autd3__pcap_api {
   int (*selectable_fd)(autd3__pcap_t *p);
 } autd3__pcap_api_t;
 
-/* The table of this build: the linked libpcap, or wpcap.dll loaded once
- * (then the Npcap error of wpcap.h when it cannot be loaded). */
+/* The table of this process: libpcap loaded once (pcap_load.h; the error
+ * says what to install when it cannot be loaded). */
 autd3_err_t autd3__pcap_api(const autd3__pcap_api_t **out);
 
 #endif

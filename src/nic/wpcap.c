@@ -1,5 +1,15 @@
-/* Npcap / WinPcap loaded at run time (see wpcap.h). Windows only. */
-#include <stdatomic.h>
+/*
+ * Windows' part of the NIC layer: Npcap (or WinPcap) as the pcap back end's
+ * libpcap (pcap_load.h), and the adapters (nic_impl.h: names, MAC, list).
+ *
+ * Npcap installs wpcap.dll in System32\Npcap (its own mode) and, when
+ * installed "in WinPcap API-compatible Mode", also in System32; we try the
+ * former first (Npcap's guide for applications), then the plain name.
+ * Npcap-only calls (pcap_set_immediate_mode, pcap_setdirection,
+ * pcap_getevent, pcap_setmintocopy) are looked up, never required, and not
+ * used under wine, whose wpcap.dll exports some of them as stubs that abort
+ * when called.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +18,7 @@
  * `#define interface struct` would break autd3_ethercat_option_t.interface. */
 #include "autd3/link_driver.h"
 #include "nic/nic_impl.h"
-#include "nic/wpcap.h"
-#include "platform/platform.h"
+#include "nic/pcap_load.h"
 
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
@@ -18,22 +27,35 @@
 #include <windows.h>
 #include <iphlpapi.h>
 
-static autd3__pcap_api_t api;
-static autd3__dl_t *_Atomic loaded;
 /* The Npcap/WinPcap calls behind the table's wait and immediate mode
- * (NULL: not offered, or under wine). */
-typedef struct extras {
+ * (NULL: not offered, or under wine). Set once, before the table is published. */
+static struct {
   void *(*getevent)(autd3__pcap_t *p);
   int (*setmintocopy)(autd3__pcap_t *p, int size);
-} extras_t;
-static extras_t ext;
+} ext;
 
-/* "C:\Windows\System32\Npcap\wpcap.dll" */
-static void npcap_path(char *out, size_t cap) {
-  char sys[MAX_PATH];
-  UINT n = GetSystemDirectoryA(sys, sizeof sys);
-  if (n == 0 || n >= sizeof sys) snprintf(sys, sizeof sys, "C:\\Windows\\System32");
-  snprintf(out, cap, "%s\\Npcap\\wpcap.dll", sys);
+bool autd3__pcap_os_library(size_t i, char *out, size_t cap) {
+  if (i == 0) { /* "C:\Windows\System32\Npcap\wpcap.dll" */
+    char sys[MAX_PATH];
+    UINT n = GetSystemDirectoryA(sys, sizeof sys);
+    if (n == 0 || n >= sizeof sys) snprintf(sys, sizeof sys, "C:\\Windows\\System32");
+    snprintf(out, cap, "%s\\Npcap\\wpcap.dll", sys);
+    return true;
+  }
+  if (i == 1) {
+    snprintf(out, cap, "wpcap.dll");
+    return true;
+  }
+  return false;
+}
+
+const char *autd3__pcap_os_hint(void) {
+  return "install Npcap (https://npcap.com) with \"Install Npcap in WinPcap API-compatible Mode\" checked, or WinPcap";
+}
+
+const char *autd3__pcap_os_permission_hint(void) {
+  return "Npcap's driver for this user: reinstall Npcap without \"Restrict Npcap driver's access to Administrators "
+         "only\", or run as administrator";
 }
 
 /* Wine's ntdll exports wine_get_version; Windows' does not. */
@@ -41,23 +63,6 @@ static bool under_wine(void) {
   HMODULE nt = GetModuleHandleA("ntdll.dll");
   return nt != NULL && GetProcAddress(nt, "wine_get_version") != NULL;
 }
-
-static INIT_ONCE lock_once = INIT_ONCE_STATIC_INIT;
-static autd3__mutex_t load_lock;
-
-static BOOL CALLBACK init_lock(PINIT_ONCE o, PVOID p, PVOID *c) {
-  (void)o;
-  (void)p;
-  (void)c;
-  return autd3__mutex_init(&load_lock) == AUTD3_OK;
-}
-
-static autd3__mutex_t *load_lock_ptr(void) {
-  return InitOnceExecuteOnce(&lock_once, init_lock, NULL, NULL) ? &load_lock : NULL;
-}
-
-#define NPCAP_HINT                                                                                                   \
-  "install Npcap (https://npcap.com) with \"Install Npcap in WinPcap API-compatible Mode\" checked, or WinPcap"
 
 /* Without immediate mode (WinPcap): a minimum of 0 bytes to copy wakes the
  * reader for every frame (Npcap's immediate mode does the same). */
@@ -82,84 +87,20 @@ static int win_fd(autd3__pcap_t *p) {
   return -1;
 }
 
-static bool bind_all(autd3__dl_t *dl, autd3__pcap_api_t *t, extras_t *x) {
+void autd3__pcap_os_complete(autd3__dl_t *dl, autd3__pcap_api_t *t) {
   autd3__dl_fn_t f;
-  memset(t, 0, sizeof *t);
-  memset(x, 0, sizeof *x);
-#define BIND_OPT(field, sym) \
-  if ((f = autd3__dl_fn(dl, sym)) != NULL) memcpy(&t->field, &f, sizeof f);
-#define BIND(field, sym)                                 \
-  if ((f = autd3__dl_fn(dl, sym)) == NULL) return false; \
-  memcpy(&t->field, &f, sizeof f);
-  BIND(create, "pcap_create")
-  BIND(set_snaplen, "pcap_set_snaplen")
-  BIND(set_promisc, "pcap_set_promisc")
-  BIND(set_timeout, "pcap_set_timeout")
-  BIND(activate, "pcap_activate")
-  BIND(compile, "pcap_compile")
-  BIND(setfilter, "pcap_setfilter")
-  BIND(freecode, "pcap_freecode")
-  BIND(setnonblock, "pcap_setnonblock")
-  BIND(sendpacket, "pcap_sendpacket")
-  BIND(next_ex, "pcap_next_ex")
-  BIND(geterr, "pcap_geterr")
-  BIND(statustostr, "pcap_statustostr")
-  BIND(close, "pcap_close")
-  BIND(findalldevs, "pcap_findalldevs")
-  BIND(freealldevs, "pcap_freealldevs")
-  BIND(lib_version, "pcap_lib_version")
-  if (!under_wine()) {
-    BIND_OPT(set_immediate_mode, "pcap_set_immediate_mode")
-    BIND_OPT(setdirection, "pcap_setdirection")
-    if ((f = autd3__dl_fn(dl, "pcap_getevent")) != NULL) memcpy(&x->getevent, &f, sizeof f);
-    if (t->set_immediate_mode == NULL && (f = autd3__dl_fn(dl, "pcap_setmintocopy")) != NULL) {
-      memcpy(&x->setmintocopy, &f, sizeof f);
-      t->set_immediate_mode = immediate_by_mintocopy;
-    }
-  }
-#undef BIND
-#undef BIND_OPT
   t->wait = win_wait;
   t->selectable_fd = win_fd;
-  return true;
-}
-
-autd3_err_t autd3__wpcap_load(const char *dll, const autd3__pcap_api_t **out) {
-  if (atomic_load(&loaded) != NULL && dll == NULL) {
-    *out = &api;
-    return AUTD3_OK;
+  if (under_wine())
+    return;
+  if ((f = autd3__dl_fn(dl, "pcap_set_immediate_mode")) != NULL) memcpy(&t->set_immediate_mode, &f, sizeof f);
+  if ((f = autd3__dl_fn(dl, "pcap_setdirection")) != NULL) memcpy(&t->setdirection, &f, sizeof f);
+  if ((f = autd3__dl_fn(dl, "pcap_getevent")) != NULL) memcpy(&ext.getevent, &f, sizeof f);
+  if (t->set_immediate_mode == NULL && (f = autd3__dl_fn(dl, "pcap_setmintocopy")) != NULL) {
+    memcpy(&ext.setmintocopy, &f, sizeof f);
+    t->set_immediate_mode = immediate_by_mintocopy;
   }
-  autd3__mutex_t *m = load_lock_ptr();
-  if (m == NULL) return AUTD3_E_INTERNAL; /* the seam set the message */
-  autd3__mutex_lock(m);
-  autd3_err_t err = AUTD3_OK;
-  if (atomic_load(&loaded) == NULL || dll != NULL) {
-    char first[300], why[256] = "";
-    if (dll) snprintf(first, sizeof first, "%s", dll);
-    else npcap_path(first, sizeof first);
-    autd3__dl_t *dl = autd3__dl_open(first, why, sizeof why);
-    if (dl == NULL && dll == NULL) dl = autd3__dl_open("wpcap.dll", why, sizeof why);
-    extras_t x;
-    autd3__pcap_api_t t;
-    if (dl == NULL) {
-      err = autd3_set_error(AUTD3_E_NOT_BUILT, "raw Ethernet needs Npcap, whose wpcap.dll cannot be loaded (%s): " NPCAP_HINT, why);
-    } else if (!bind_all(dl, &t, &x)) {
-      autd3__dl_close(dl);
-      err = autd3_set_error(AUTD3_E_NOT_BUILT, "%s lacks the libpcap API: " NPCAP_HINT, dll ? dll : "wpcap.dll");
-    } else if (dll != NULL) {
-      autd3__dl_close(dl); /* a probe of another library: the process-wide table stays as it is */
-    } else {
-      api = t;
-      ext = x;
-      atomic_store(&loaded, dl);
-    }
-  }
-  autd3__mutex_unlock(m);
-  if (err == AUTD3_OK && dll == NULL) *out = &api;
-  return err;
 }
-
-autd3_err_t autd3__pcap_api(const autd3__pcap_api_t **out) { return autd3__wpcap_load(NULL, out); }
 
 /* ---- the OS's adapters (nic_impl.h) ---- */
 
@@ -229,7 +170,8 @@ static autd3_err_t adapters(autd3__pcap_if_t **all, adapter_t **out, size_t *n) 
 }
 
 static void adapters_free(autd3__pcap_if_t *all, adapter_t *a) {
-  if (all != NULL) api.freealldevs(all);
+  const autd3__pcap_api_t *p;
+  if (all != NULL && autd3__pcap_api(&p) == AUTD3_OK) p->freealldevs(all);
   free(a);
 }
 

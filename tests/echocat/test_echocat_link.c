@@ -57,7 +57,7 @@ TEST(pcap_backend) {
   autd3_err_t e = autd3_link_open(&o, g, &l);
   autd3_geometry_free(g);
   if (e == AUTD3_E_NOT_BUILT)
-    SKIP("libautd3 was built without libpcap: %s", autd3_last_error());
+    SKIP("no libpcap back end or no libpcap to load: %s", autd3_last_error());
   ASSERT_OK(e);
   autd3_link_close(l);
   char diag[1024];

@@ -2,10 +2,11 @@
  * autd3-emu on a veth pair in the case's namespace: tests/platform/
  * win_run.sh starts tools/netns/autd3-netns there as the case's peer
  * (autd3m0 <-> autd3e0, 2 emulated devices), so the master side is wine's
- * wpcap.dll on the host libpcap. Registered for wine only
- * (tests/platform/CMakeLists.txt). No timing is asserted: wine 8 has no
- * immediate mode, frames wait for libpcap's 1 ms timeout; the figures printed
- * are for docs/platforms.md. */
+ * wpcap.dll on the host libpcap. Built a second time with AUTD3_TEST_SOEM
+ * for the SOEM link on SOEM's win32 port (test_soem_win). Registered for
+ * wine only (tests/platform/CMakeLists.txt). No timing is asserted: wine 8
+ * has no immediate mode, frames wait for libpcap's 1 ms timeout; the figures
+ * printed are for docs/platforms.md. */
 /* A Windows program's usual first include, objbase.h's `interface` macro
  * and all: the public headers must compile after it (link_ethercat.h). */
 #include <windows.h>
@@ -18,9 +19,20 @@
 #include "harness/test.h"
 #include "platform/platform.h"
 
+#ifdef AUTD3_TEST_SOEM
+#define LINK_KIND AUTD3_LINK_SOEM
+#define ETHERCAT(o) ((o).u.soem.ethercat)
+#else
+#define LINK_KIND AUTD3_LINK_ECHOCAT
+#define ETHERCAT(o) ((o).u.echocat.ethercat)
+#endif
+
 static autd3_link_option_t option(const char *ifname) {
-  autd3_link_option_t o = autd3_link_option_default(AUTD3_LINK_ECHOCAT);
-  o.u.echocat.ethercat.adapter = ifname; /* `interface` is a macro after <windows.h> */
+#ifdef AUTD3_TEST_SOEM
+  autd3_link_soem_register(); /* linked in: portable programs register it (docs/platforms.md) */
+#endif
+  autd3_link_option_t o = autd3_link_option_default(LINK_KIND);
+  ETHERCAT(o).adapter = ifname; /* `interface` is a macro after <windows.h> */
   return o;
 }
 
@@ -68,7 +80,7 @@ TEST(open_cycle_close_2) {
   autd3_geometry_free(g);
 }
 
-/* The client over echocat on Windows: every checked frame is acknowledged. */
+/* The client over the link on Windows: every checked frame is acknowledged. */
 TEST(stop_and_wait) {
   autd3_geometry_t *g = NULL;
   ASSERT_OK(autd3_geometry_create(2, NULL, &g));
@@ -92,6 +104,24 @@ TEST(stop_and_wait) {
   autd3_client_stats(c, &cs);
   ASSERT_EQ(cs.failed, 0);
   ASSERT_CLOSE_OK(c);
+  autd3_geometry_free(g);
+}
+
+/* interface "auto": the link lists the adapters (Npcap's, through wine's
+ * wpcap.dll; SOEM through its own port's listing) and takes the one whose
+ * devices are AUTD3s. */
+TEST(open_auto) {
+  autd3_geometry_t *g = NULL;
+  ASSERT_OK(autd3_geometry_create(2, NULL, &g));
+  autd3_link_option_t o = option("auto");
+  autd3_link_t *l = open_chain(&o, g);
+  autd3_link_status_t s;
+  ASSERT_OK(autd3_link_check_state(l, &s));
+  ASSERT_EQ(s.state[0], AUTD3_DEVICE_OP);
+  char diag[2048] = "";
+  autd3_link_diagnostics(l, diag, sizeof diag);
+  printf("%s\n", diag);
+  autd3_link_close(l);
   autd3_geometry_free(g);
 }
 
@@ -120,7 +150,7 @@ TEST(missing_wpcap) {
   printf("message: %s\n", autd3_last_error());
   ASSERT_CONTAINS(autd3_last_error(), "Npcap");
   ASSERT_CONTAINS(autd3_last_error(), "WinPcap API-compatible Mode");
-  o.u.echocat.ethercat.adapter = NULL; /* "auto" lists adapters: the same error */
+  ETHERCAT(o).adapter = NULL; /* "auto" lists adapters: the same error */
   ASSERT_ERR(autd3_link_open(&o, g, &l), AUTD3_E_NOT_BUILT);
   ASSERT_CONTAINS(autd3_last_error(), "Npcap");
   autd3_geometry_free(g);

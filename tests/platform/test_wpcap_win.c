@@ -1,4 +1,4 @@
-/* The NIC layer on Windows (src/nic: nic.c, nic_pcap.c on wpcap.c), under
+/* The NIC layer on Windows (src/nic: nic.c, nic_pcap.c on pcap_load.c and wpcap.c), under
  * wine: wine 8's wpcap.dll forwards to the host's libpcap and names adapters
  * "\Device\NPF_{...}" with the Linux interface name as description.
  * win_run.sh makes the veth pair autd3w0/autd3w1 in the case's namespace
@@ -9,12 +9,12 @@
 #include "autd3/error.h"
 #include "harness/test.h"
 #include "nic/nic.h"
-#include "nic/wpcap.h"
+#include "nic/pcap_load.h"
 #include "platform/platform.h"
 
 TEST(missing_dll_names_npcap) {
   const autd3__pcap_api_t *p = NULL;
-  ASSERT_ERR(autd3__wpcap_load("autd3-no-such-wpcap.dll", &p), AUTD3_E_NOT_BUILT);
+  ASSERT_ERR(autd3__pcap_load("autd3-no-such-wpcap.dll", &p), AUTD3_E_NOT_BUILT);
   ASSERT_CONTAINS(autd3_last_error(), "Npcap");
   ASSERT_CONTAINS(autd3_last_error(), "WinPcap API-compatible Mode");
 }
@@ -106,4 +106,34 @@ TEST(raw_roundtrip) {
   autd3__nic_close(b);
   free(w0);
   free(w1);
+}
+
+/* The passive tap (capture files, the SOEM link's watch for another master)
+ * on libpcap: it sees the frames this process sends on the adapter through
+ * another handle and the ones arriving, never sends itself. */
+TEST(tap_sees_both_directions) {
+  char *w0 = npf_name_of("autd3w0");
+  autd3_nic_t *a = NULL, *b = NULL, *tap = NULL;
+  ASSERT_OK(autd3__nic_open_tap("autd3w0", &tap));
+  ASSERT_STREQ(autd3__nic_io_path(tap), "libpcap (tap)");
+  ASSERT_OK(autd3__nic_open(w0, AUTD3_NIC_AUTO, &a));
+  ASSERT_OK(autd3__nic_open("autd3w1", AUTD3_NIC_PCAP, &b));
+  uint8_t f[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0c, 0xec, 0xa7, 1, 2, 3, 0x88, 0xa4}, buf[AUTD3_NIC_MAX_FRAME];
+  f[11] = 3; /* out of autd3w0, through another handle */
+  ASSERT_OK(autd3__nic_send(a, f, sizeof f));
+  f[11] = 4; /* into autd3w0 */
+  ASSERT_OK(autd3__nic_send(b, f, sizeof f));
+  bool out = false, in = false;
+  size_t len = 0;
+  uint64_t end = autd3__now_ns() + 10000000000ull;
+  while (!(out && in) && autd3__nic_recv(tap, buf, sizeof buf, &len, end) == AUTD3_OK) {
+    ASSERT_EQ(len, sizeof f);
+    out |= buf[11] == 3, in |= buf[11] == 4;
+  }
+  ASSERT_TRUE(out);
+  ASSERT_TRUE(in);
+  autd3__nic_close(tap);
+  autd3__nic_close(a);
+  autd3__nic_close(b);
+  free(w0);
 }

@@ -311,9 +311,12 @@ static void check_host(doc_t *d, uint64_t wake_cycles) {
   autd3_err_t e = autd3__pcap_api(&api);
 #ifdef _WIN32
   check_npcap(d, e == AUTD3_OK);
-#else
+#elif defined(__linux__)
   report(d, "pcap", e == AUTD3_OK ? PASS : SKIP,
          e == AUTD3_OK ? "libpcap available (backend pcap)" : "no libpcap: not needed, the links use AF_PACKET here", "");
+#else /* macOS: libpcap is echocat's only way to the adapter */
+  report(d, "pcap", e == AUTD3_OK ? PASS : FAIL, e == AUTD3_OK ? "libpcap loads (backend pcap)" : autd3_last_error(),
+         "macOS ships libpcap in /usr/lib");
 #endif
 }
 

@@ -58,11 +58,18 @@ void tool_thread_join(tool_thread_t *t) {
 }
 
 void (*tool_dl_fn(const char *stem, const char *sym, char *why, size_t why_cap))(void) {
-  char name[256];
-  snprintf(name, sizeof name, "%s.dll", stem);
+  /* MinGW names a library libNAME.dll, MSVC NAME.dll: the first that loads.
+   * Error 126 is the library or a DLL it needs missing (libautd3-link-soem.dll
+   * needs Npcap's wpcap.dll). */
+  char name[256], other[256];
+  snprintf(name, sizeof name, "lib%s.dll", stem);
+  snprintf(other, sizeof other, "%s.dll", stem);
   HMODULE h = LoadLibraryA(name);
+  unsigned long e = h == NULL ? (unsigned long)GetLastError() : 0;
+  if (h == NULL && (h = LoadLibraryA(other)) != NULL) memcpy(name, other, sizeof name);
   if (h == NULL) {
-    snprintf(why, why_cap, "cannot load %s: Windows error %lu", name, (unsigned long)GetLastError());
+    snprintf(why, why_cap, "cannot load %s (nor %s): Windows error %lu%s", name, other, e,
+             e == ERROR_MOD_NOT_FOUND ? ": it, or a DLL it needs (SOEM: Npcap's wpcap.dll), was not found" : "");
     return NULL;
   }
   FARPROC p = GetProcAddress(h, sym);
@@ -124,7 +131,11 @@ void tool_thread_join(tool_thread_t *t) {
 
 void (*tool_dl_fn(const char *stem, const char *sym, char *why, size_t why_cap))(void) {
   char name[256];
+#ifdef __APPLE__
+  snprintf(name, sizeof name, "lib%s.dylib", stem);
+#else
   snprintf(name, sizeof name, "lib%s.so", stem);
+#endif
   void *h = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
   if (h == NULL) {
     snprintf(why, why_cap, "cannot load %s: %s", name, dlerror());
