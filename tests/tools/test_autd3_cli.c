@@ -118,38 +118,40 @@ TEST(scan_shows_injected_counters_and_resets_them) {
   ASSERT_CONTAINS(r, "ok 0x01 code 0x0000");
 }
 
-/* A device that stops answering during a scan (muted at a moment swept across the scan): the scan says so
- * (exit 6, "answered": false and what was not read as null), never zeros as if the device had read them. A run
- * the mute missed (before the count, after the reads) is a clean scan of what answered. */
+/* The EtherCAT frames the emulator has answered so far ("replied" of its status line). */
+static unsigned long long replied_frames(void) {
+  char r[4096];
+  ctl("status", r, sizeof r);
+  const char *p = strstr(r, " replied ");
+  ASSERT_TRUE(p != NULL);
+  return strtoull(p + 9, NULL, 10);
+}
+
+/* A device that stops answering during a scan: the scan says so (exit 6, "answered": false and what was not
+ * read as null), never zeros as if the device had read them. The emulator mutes device 1 after a given number
+ * of frames (`mute 1 after N`), so the mute lands at known points of the scan's frame sequence, swept over its
+ * second half (where the per-device reads are), whatever the host's timing. */
 TEST(scan_marks_a_device_that_stops_answering) {
   autd3_test_in_emu_chain("scan_marks_a_device_that_stops_answering", 2, "", false);
   if (access(CLI, X_OK) != 0)
     SKIP("%s is not built", CLI);
-  char cmd[1024], r[256];
-  snprintf(cmd, sizeof cmd, "'%s' scan --interface '%s' --json 2>/dev/null", CLI, getenv("AUTD3_TEST_IFNAME"));
-  /* one scan's duration here, then mutes swept over its second part, where the per-device reads are */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  ASSERT_EQ(run("scan --interface @IF@ --json"), 0);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  long scan_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L;
+  char cmd[128], r[256];
+  unsigned long long f0 = replied_frames();
+  ASSERT_EQ(run("scan --interface @IF@ --json"), 0); /* a clean scan: how many frames one takes */
+  unsigned long long frames = replied_frames() - f0;
+  ASSERT_GT(frames, 4);
   int hits = 0;
-  for (int k = 0; k <= 40 && hits < 2; k++) {
-    long delay_us = scan_us * (20 + 2 * k) / 100;
-    FILE *p = popen(cmd, "r");
-    ASSERT_TRUE(p != NULL);
-    usleep((useconds_t)delay_us);
-    ctl("mute 1", r, sizeof r);
-    size_t n = fread(g_out, 1, sizeof g_out - 1, p);
-    g_out[n] = 0;
-    int st = pclose(p);
+  for (unsigned long long k = frames / 2; k < frames; k += (frames + 7) / 8) {
+    snprintf(cmd, sizeof cmd, "mute 1 after %llu", k);
+    ctl(cmd, r, sizeof r);
+    ASSERT_CONTAINS(r, "ok mute 1 after");
+    int code = run("scan --interface @IF@ --json");
     ctl("unmute 1", r, sizeof r);
-    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    if (code == 0) {
+    fprintf(stderr, "device 1 muted after %llu of a scan's %llu frames: exit %d\n", k, frames, code);
+    if (code == 0) { /* the mute came after the reads of device 1: a clean scan of what answered */
       ASSERT_TRUE(strstr(g_out, "\"answered\":false") == NULL);
       continue;
     }
-    fprintf(stderr, "mute after %ld us (a scan takes %ld us): exit %d\n%s\n", delay_us, scan_us, code, g_out);
     ASSERT_EQ(code, 6);
     const char *d1 = strstr(g_out, "{\"position\":1,");
     ASSERT_TRUE(d1 != NULL);
@@ -161,8 +163,7 @@ TEST(scan_marks_a_device_that_stops_answering) {
       ASSERT_CONTAINS(d1, "\"station\":null");
     hits++;
   }
-  if (hits == 0)
-    SKIP("the mute never landed inside a scan's reads of device 1 on this host");
+  ASSERT_GT(hits, 0); /* the second half of a scan reads device 1: some mute must land inside */
 }
 
 TEST(sii_matches_the_emulator_image) {

@@ -119,6 +119,8 @@ bool autd3_emu_process(autd3_emu_t *emu, uint8_t *f, size_t len, uint64_t now_ns
   uint32_t hop = emu->cfg.hop_ns;
   for (uint16_t i = 0; i < present; i++) {
     if (emu->faults.mute[i]) continue; /* forwarded untouched */
+    if (emu->faults.mute_after[i] != 0 && --emu->faults.mute_after[i] == 0)
+      emu->faults.mute[i] = true; /* this frame is the last it answers */
     autd3_esc_t *e = &emu->esc[i];
     uint64_t t = now_ns + (uint64_t)i * hop;
     uint64_t ret_t = now_ns + (uint64_t)(2u * (present - 1u) - i) * hop;

@@ -159,9 +159,17 @@ void autd3__emu_server_command(autd3_emu_server_t *s, char *line, char *reply, s
     snprintf(reply, cap, "ok silence %c", arg[0]);
   } else if ((!strcmp(cmd, "mute") || !strcmp(cmd, "unmute")) && n == 2) {
     long k = index_arg(arg, emu->cfg.devices - 1);
+    char after[16] = {0}, count[16] = {0};
+    int extra = sscanf(line, "%*s %*s %15s %15s", after, count);
+    long frames = extra == 2 && cmd[0] == 'm' && !strcmp(after, "after") ? index_arg(count, 1000000000) : extra <= 0 ? 0 : -1;
     if (k < 0) snprintf(reply, cap, "err %s %s: devices 0..%u", cmd, arg, (unsigned)emu->cfg.devices - 1);
-    else {
+    else if (frames < 0 || (extra == 2 && frames == 0)) snprintf(reply, cap, "err mute K [after N]: N frames 1..1000000000");
+    else if (frames > 0) {
+      emu->faults.mute_after[k] = (uint32_t)frames; /* answers N more frames, then mute */
+      snprintf(reply, cap, "ok mute %ld after %ld", k, frames);
+    } else {
       emu->faults.mute[k] = cmd[0] == 'm';
+      emu->faults.mute_after[k] = 0;
       snprintf(reply, cap, "ok %s %ld", cmd, k);
     }
   } else if (!strcmp(cmd, "al") && n == 2) {
@@ -188,7 +196,7 @@ void autd3__emu_server_command(autd3_emu_server_t *s, char *line, char *reply, s
     snprintf(reply, cap, "ok rx-clock kernel %llu read %llu", (unsigned long long)s->rx_clock.kernel,
              (unsigned long long)s->rx_clock.read);
   } else {
-    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, mute K, unmute K, al K, log K, output K, errors K KIND [P] N, ping, rx-clock)", line);
+    snprintf(reply, cap, "err unknown command '%s' (status, unplug K, replug, power-cycle K, drop P, corrupt P, delay US, silence 1|0, mute K [after N], unmute K, al K, log K, output K, errors K KIND [P] N, ping, rx-clock)", line);
   }
 }
 

@@ -91,6 +91,10 @@ typedef struct autd3_emu_faults {
    * no working-counter count, while the line through it stays intact: one
    * device gone silent in the middle of a chain. */
   bool mute[AUTD3_MAX_DEVICES];
+  /* Per device (mute K after N): frames device K still answers before it goes
+   * mute (0 = not armed): a mute that lands at a known point of a sequence of
+   * frames, whatever the host's timing. */
+  uint32_t mute_after[AUTD3_MAX_DEVICES];
 } autd3_emu_faults_t;
 
 /* Per-ESC state: one emulated device. */
