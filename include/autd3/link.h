@@ -143,6 +143,9 @@ typedef struct autd3_link autd3_link_t;
  * Link statistics, counted since open (the reference's LinkStats: crate autd3-rs-core 0.9.0 src/link/stats.rs).
  * A lost cycle (no reply) is also stale (inputs not valid). The fields after `lost_cycles` were appended in
  * 0.5.0; `measured` says which of them (and which of stale/lost) the link measures.
+ * Each field is read atomically, the set is not one snapshot: read while the link runs, a count of the cycle
+ * in progress may already be in (a link times its exchange before the cycle returns, so exchanges can be
+ * cycles + 1).
  */
 typedef struct autd3_link_stats {
   uint64_t cycles;       /**< cycles run (autd3_link_cycle() calls that returned AUTD3_OK) */

@@ -626,7 +626,9 @@ TEST(link_statistics) {
          (unsigned long long)s.phase_excursions, (unsigned long long)s.worst_phase_deviation_ns);
   ASSERT_EQ(s.measured & want, want);
   ASSERT_GT(s.exchanges, 0);
-  ASSERT_LE(s.exchanges, s.cycles); /* one timed exchange per cycle at most (open's are not counted) */
+  /* one timed exchange per cycle at most (open's are not counted); the cycle in progress may have timed its
+   * exchange before it is counted (include/autd3/link.h, autd3_link_stats_t) */
+  ASSERT_LE(s.exchanges, s.cycles + 1);
   ASSERT_GE(s.worst_exchange_ns * s.exchanges, s.exchange_ns_total);
   /* the DC samples move on with both clocks (no rate asserted: a loaded host's round trips blur it) */
   autd3__sleep_ns(100000000u);
