@@ -157,20 +157,23 @@ void pt_print_link(FILE *f, const pt_context_t *ctx) {
   if (ctx->check_error)
     fprintf(f, "  stopped       : %s\n", ctx->check_error);
   fprintf(f, "  %-4s %-12s %10s %12s  %s\n", "dev", "state", "recoveries", "stale", "ESC errors (KIND@PORT=N)");
+  bool starred = false;
   for (size_t d = 0; d < ctx->devices; d++) {
     const autd3_link_status_t *st = ctx->status;
     char rec[24] = "-", esc[128] = "-", stale[24] = "-";
     if (st && (st->measured & AUTD3_LINK_STATUS_DEVICE_RECOVERIES))
       snprintf(rec, sizeof rec, "%" PRIu32, st->device_recoveries[d]);
     if (ctx->dev_info) {
-      snprintf(stale, sizeof stale, "%" PRIu64 "%s", ctx->dev_info[d].stale_cycles,
-               ctx->dev_info[d].measured & AUTD3_LINK_MEASURES_DEVICE_STALE ? "" : "*");
+      const bool own = ctx->dev_info[d].measured & AUTD3_LINK_MEASURES_DEVICE_STALE;
+      snprintf(stale, sizeof stale, "%" PRIu64 "%s", ctx->dev_info[d].stale_cycles, own ? "" : "*");
+      starred = starred || !own;
       autd3_tool_device_counters_text(&ctx->dev_info[d], esc, sizeof esc);
     }
     fprintf(f, "  %-4zu %-12s %10s %12s  %s\n", d, st ? autd3_tool_device_state_name(st->state[d]) : "UNKNOWN", rec, stale,
             esc);
   }
-  fprintf(f, "  (* the link cannot tell whose inputs were stale: every stale cycle counts for every device)\n");
+  if (starred) /* the footnote of a '*' only where one is shown */
+    fprintf(f, "  (* the link cannot tell whose inputs were stale: every stale cycle counts for every device)\n");
 }
 
 /* The JSON members of the link: "link_stats", "state_checks" and "devices" (one line each). */
