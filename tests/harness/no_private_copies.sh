@@ -8,12 +8,12 @@
 # an unoptimised build keeps them as local symbols.
 nm_tool=$1
 lib=$2
-found=$("$nm_tool" "$lib" | grep ' [tT] autd3__' | grep -v -e ' autd3__error_save$' -e ' autd3__error_restore$')
+# The check can fail: a library nm cannot read fails it.
+syms=$("$nm_tool" "$lib") || { echo "$nm_tool cannot read $lib"; exit 1; }
+found=$(printf '%s\n' "$syms" | grep ' [tT] autd3__' | grep -v -e ' autd3__error_save$' -e ' autd3__error_restore$')
 if [ -n "$found" ]; then
   echo "$found"
   echo "private copies of libautd3 internals (above) in $lib"
   exit 1
 fi
-# The check can fail: the library must at least be readable by nm.
-"$nm_tool" "$lib" >/dev/null || exit 1
 echo "no private copies in $lib"
