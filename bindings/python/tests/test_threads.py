@@ -228,3 +228,23 @@ def test_wait_while_a_send_frees_the_requests_slot(geometry: autd.Geometry) -> N
         assert slow.wait().all_executed
         t.join(30)
         assert not t.is_alive()
+
+
+def test_slot_tokens_follow_the_library_when_a_send_finds_none(geometry: autd.Geometry) -> None:
+    """A send can return with no token left (the completer checks for room before it takes the send
+    lock; a wait gives its token back just after the library freed the slot). It must owe the token,
+    not drop it: else the next release would count a slot free that a handle still holds, and a send
+    could block in the library on requests nobody waits on."""
+    cfg = autd.ClientConfig(max_inflight=2)
+    with autd.Client.open(geometry, autd.EmulatorLinkOption(), cfg) as c:
+        core = c._core
+        assert core.slot_free(2) and not core.slot_free(3)
+        core.free.clear()  # two releases whose tokens are not back yet: the library has both slots, we count none
+        r = c.send(autd.Null())
+        assert core.debt == 1 and not core.slot_free()  # the send owes its token
+        core.released()  # the first late release pays the debt
+        assert core.debt == 0 and not core.slot_free()
+        core.released()  # the second gives its token back: one handle (r) out of two slots
+        assert core.slot_free(1) and not core.slot_free(2)
+        assert r.wait().all_executed
+        assert core.slot_free(2) and not core.slot_free(3)

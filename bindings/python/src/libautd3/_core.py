@@ -6,14 +6,21 @@ checked "not closed" and is about to enter the library must therefore not be ove
 ``close()`` on another thread. ``_Core`` counts the calls inside the library (``users``); ``close``
 marks the client closed (new calls raise ClosedError), waits until ``users`` is zero, then closes
 the C client. Waits on request handles need no count: an outstanding handle keeps the C client
-alive (client.h). The count is two short lock sections per call, never held across the call.
+alive (client.h). The count is two short lock sections per call, never held across the call. Sends
+are guarded by the send lock instead, which every send holds anyway (``send``).
 
-It also counts the handles it gave out and not yet released (``held``): in the library a handle
-holds its slot until it is released, which is what back-pressure follows.
+It also counts the handles it gave out and not yet released: in the library a handle holds its slot
+until it is released, which is what back-pressure follows. The count is a deque of ``max_inflight``
+tokens (``free``): a send takes one, a release gives one back. ``deque.pop``/``append`` are atomic in
+CPython, so the waits that release handles (one per command while streaming) take no lock for it.
+A send can return with no token left (the completer checks for room before it takes the send lock,
+and a release gives its token back just after the library freed the slot): it then owes one
+(``debt``, under the lock), paid back by the next release.
 """
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import threading
 from typing import Any, Callable, Optional, TypeVar
@@ -29,7 +36,7 @@ SLICE_MS = 200
 
 
 class _Core:
-    __slots__ = ("h", "lock", "cond", "users", "held", "closed", "max_inflight", "on_close", "wait_for", "detach",
+    __slots__ = ("h", "lock", "send_lock", "cond", "users", "free", "debt", "closed", "max_inflight", "on_close", "wait_for", "detach",
                  "_send", "_close")
 
     def __init__(self, h: ctypes.c_void_p, max_inflight: int) -> None:
@@ -37,14 +44,17 @@ class _Core:
         self.h = h
         self.lock = threading.Lock()  # taken with `with lock` (C-level; a Condition's own `with` is Python code)
         self.cond = threading.Condition(self.lock)  # close waits on it for the calls inside
+        self.send_lock = threading.Lock()  # a datagram's frames go out back to back; guards send (see send)
         self.users = 0  # calls inside the library with h
-        self.held = 0  # handles given out and not yet released
+        self.free = collections.deque([None] * max_inflight)  # a token per slot not held by a handle
+        self.debt = 0  # tokens owed by sends that found none (see above)
         self.closed = False
         self.max_inflight = max_inflight
         self.on_close: Optional[Callable[[], None]] = None
-        self.wait_for = lib.autd3_request_wait_for  # request handles need no count: they keep the client alive
+        # request handles need no count: they keep the client alive
+        self.wait_for = N.bare("autd3_request_wait_for")  # (c_void_p, int <= SLICE_MS, byref(Response))
         self.detach = lib.autd3_request_detach
-        self._send = lib.autd3_client_send
+        self._send = N.bare("autd3_client_send")  # (c_void_p, byref(Frame), byref(c_void_p))
         self._close = lib.autd3_client_close
 
     def enter(self) -> ctypes.c_void_p:
@@ -69,30 +79,37 @@ class _Core:
             self.leave()
 
     def send(self, frame: N.Frame) -> ctypes.c_void_p:
-        """autd3_client_send; the handle (counted in `held`) or the error (raised)."""
-        h = self.enter()
+        """autd3_client_send; the handle (it holds a token of `free`) or the error (raised). Called
+        with `send_lock` held (Client.send, the completer), which is the guard here instead of
+        `users`: close() takes that lock once after marking the client closed, so a send inside the
+        library finishes before the C client can be freed and a later one sees `closed`. (Streaming
+        sends once per command: two lock sections fewer.)"""
+        if self.closed:
+            raise ClosedError("the client is closed")
         r = ctypes.c_void_p()
-        e = -1
+        e = self._send(self.h, ctypes.byref(frame), ctypes.byref(r))
+        if e:
+            raise make_error(e, N.last_error())  # the message of this thread's call
         try:
-            e = self._send(h, ctypes.byref(frame), ctypes.byref(r))
-            err = make_error(e, N.last_error()) if e else None  # the message of this thread's call
-        finally:
+            self.free.pop()
+        except IndexError:
             with self.lock:
-                self.users -= 1
-                if e == 0:
-                    self.held += 1
-                if self.closed and not self.users:
-                    self.cond.notify_all()
-        if err is not None:
-            raise err
+                self.debt += 1
         return r
 
-    def released(self, n: int) -> None:
-        with self.lock:
-            self.held -= n
+    def released(self, n: int = 1) -> None:
+        """`n` handles ended (waited on or detached): their slots are free again."""
+        if self.debt:
+            with self.lock:
+                paid = min(n, self.debt)
+                self.debt -= paid
+                n -= paid
+        free = self.free
+        for _ in range(n):
+            free.append(None)
 
     def slot_free(self, n: int = 1) -> bool:
-        return self.held + n <= self.max_inflight
+        return len(self.free) - self.debt >= n
 
     def close(self) -> Optional[AUTD3Error]:
         """Refuse new calls, wait for those inside, close the C client (silencing the devices).
@@ -101,6 +118,9 @@ class _Core:
             if self.closed:
                 return None
             self.closed = True
+        with self.send_lock:  # a send inside the library returns first (see send)
+            pass
+        with self.lock:
             while self.users:
                 self.cond.wait()
         e = self._close(self.h)

@@ -387,6 +387,17 @@ def lib() -> ctypes.CDLL:
             + ("\n  tried: ".join(tried) if tried else "(nothing)"))
 
 
+def bare(name: str) -> Any:
+    """`name` without ctypes' argument conversion (its result type kept), for the calls made once per
+    command while streaming (send, wait, check), whose arguments the binding builds itself: a
+    c_void_p, byref() of the struct the prototype names, an int below 2**31. The conversion is about
+    half of a ctypes call's cost; a wrong argument here is the binding's bug, never a user's."""
+    lb = lib()
+    fn = lb._FuncPtr((name, lb))
+    fn.restype = _PROTOS[name][0]
+    return fn
+
+
 def last_error() -> str:
     """The calling thread's detailed message (read right after the failing call, in the same thread)."""
     m = lib().autd3_last_error()

@@ -23,7 +23,7 @@ import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar, overload
 
 from . import _check
 from . import _native as N
@@ -245,7 +245,7 @@ class Client:
         self._core = _Core(h, cc.max_inflight if self._protocol != Protocol.V12 else 1)
         self._checker_lock = threading.Lock()
         self._completer_obj = None
-        self._send_lock = threading.Lock()  # a datagram's frames go out back to back
+        self._send_lock = self._core.send_lock  # a datagram's frames go out back to back
         self._live = collections.deque()  # the requests sent, for _make_room
         self._finalizer = weakref.finalize(self, _close_forgotten, self._core)
         return self
@@ -312,26 +312,34 @@ class Client:
     def send(self, datagram: DatagramLike) -> Request:
         """Queue the datagram's frames (streaming). Blocks only under back-pressure (max_inflight
         frames in flight). Returns a Request to wait on, poll, await or detach."""
-        frames = self._frames(datagram)
+        frames = (datagram,) if type(datagram) is Frame else frames_of(datagram, self._geometry)
         core = self._core
         req = Request(self, core)
-        with self._send_lock:
-            for f in frames:
-                try:
-                    while not core.slot_free() and self._make_room(req):
-                        pass
-                    req._handles.append(core.send(f.c))
-                except BaseException:
-                    req._state = _DETACHED  # the frames queued before stay in flight
-                    req._detach_rest()
-                    raise
+        with core.send_lock:
+            if len(frames) == 1 and len(core.free) > core.debt:  # streaming's path: one frame, a slot free
+                req._handles.append(core.send(frames[0].c))  # raising, it queued nothing: req holds nothing
+            else:
+                self._send_frames(req, frames)
             live = self._live
             live.append(weakref.ref(req))
-            while live and ((x := live[0]()) is None or not x._handles):
-                live.popleft()
-            if len(live) > 4 * core.max_inflight:  # an old request kept unwaited: drop the finished behind it
+            # At most max_inflight requests hold handles: pruning the ended ones every max_inflight
+            # sends keeps the registry short at O(1) per send.
+            if len(live) > 2 * core.max_inflight:
                 self._live = collections.deque(w for w in live if (x := w()) is not None and x._handles)
         return req
+
+    def _send_frames(self, req: Request, frames: "Sequence[Frame]") -> None:
+        """Queue the frames for `req`, each after a slot is free (the send lock held)."""
+        core = self._core
+        for f in frames:
+            try:
+                while not core.slot_free() and self._make_room(req):
+                    pass
+                req._handles.append(core.send(f.c))
+            except BaseException:
+                req._state = _DETACHED  # the frames queued before stay in flight
+                req._detach_rest()
+                raise
 
     def _make_room(self, current: Optional[Request]) -> bool:
         """A handle holds its slot until it is released, so requests nobody waits on would block the

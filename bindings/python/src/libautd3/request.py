@@ -73,7 +73,7 @@ class Response:
     def check(self) -> "Response":
         """Raise DeviceError (naming the device and its code) for the first non-zero data byte
         (autd3_response_check); else return self."""
-        e = _response_check(self._raw)
+        e = (_check_fn or _load_check())(ctypes.byref(self._raw), None, None)
         if e != 0:
             raise _fail(e, self._raw)
         return self
@@ -87,8 +87,14 @@ class Response:
         return f"Response(devices={self.devices!r})"
 
 
-def _response_check(raw: N.Response) -> int:
-    return int(N.lib().autd3_response_check(ctypes.byref(raw), None, None))
+_check_fn: Any = None  # autd3_response_check(byref(Response), None, None), bare (see _native.bare)
+
+
+def _load_check() -> Any:
+    global _check_fn
+    _check_fn = N.bare("autd3_response_check")
+    return _check_fn
+
 
 
 def _fail(code: int, resp: Optional[N.Response]) -> AUTD3Error:
@@ -145,8 +151,7 @@ class Request:
         if e == _PENDING_CODE:
             return False
         del self._handles[0]
-        with core.lock:
-            core.held -= 1
+        core.released()
         if e != 0 and self._err is None:
             self._err = _fail(e, self._resp)  # read in this thread, right after the call
         return True
@@ -173,14 +178,44 @@ class Request:
         (DeviceResetError, TimedOutError, ClosedError, ...). Data bytes are not checked (see
         ``Response.check``). With `timeout` (s) for the whole request: PendingError if not done by
         then, and the request stays usable, as after an interrupted wait."""
-        ms = timeout_ms(timeout)
-        deadline = None if ms is None else time.monotonic() + ms / 1000
-        self._claim(_WAITING)
-        try:
-            self._wait_all(deadline)
-        except BaseException:  # PendingError, KeyboardInterrupt: the handles left stay usable
-            self._set(_PENDING if self._handles else _DONE)
-            raise
+        core = self._core
+        if timeout is None:  # streaming's path, once per command: _claim and _wait_all written out
+            with core.lock:
+                if self._state != _PENDING:
+                    claim = True
+                else:
+                    claim = False
+                    self._state = _WAITING
+            if claim:
+                self._claim(_WAITING)  # waits out a _REAPING step, or raises why it cannot be used
+            handles = self._handles
+            rr = ctypes.byref(self._resp)
+            wait_for = core.wait_for
+            try:
+                while handles:
+                    e = wait_for(handles[0], SLICE_MS, rr)  # a slice: Ctrl-C is seen between two
+                    if e == _PENDING_CODE:
+                        continue
+                    del handles[0]
+                    if core.debt:
+                        core.released()
+                    else:
+                        core.free.append(None)  # _Core.released(), written out
+                    if e != 0 and self._err is None:
+                        self._err = _fail(e, self._resp)  # read in this thread, right after the call
+            except BaseException:  # KeyboardInterrupt: the handles left stay usable
+                self._set(_PENDING if handles else _DONE)
+                raise
+        else:
+            ms = timeout_ms(timeout)
+            assert ms is not None
+            deadline = time.monotonic() + ms / 1000
+            self._claim(_WAITING)
+            try:
+                self._wait_all(deadline)
+            except BaseException:  # PendingError, KeyboardInterrupt: the handles left stay usable
+                self._set(_PENDING if self._handles else _DONE)
+                raise
         self._state = _DONE  # nobody else changes a claimed request's state
         if self._err is not None:
             raise self._err
