@@ -20,6 +20,7 @@ import collections
 import ctypes
 import enum
 import threading
+import time
 import warnings
 import weakref
 from dataclasses import dataclass, field, fields
@@ -355,7 +356,7 @@ class Client:
                     continue
                 r._state = _REAPING  # its owner's wait() waits for this step instead of failing
             try:
-                r._step(SLICE_MS)
+                r._wait_handles(time.monotonic() + SLICE_MS / 1000)
             finally:
                 with core.lock:
                     r._state = _PENDING

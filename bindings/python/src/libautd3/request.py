@@ -96,7 +96,6 @@ def _load_check() -> Any:
     return _check_fn
 
 
-
 def _fail(code: int, resp: Optional[N.Response]) -> AUTD3Error:
     """The exception of a failing call, with a copy of its response (read in the calling thread)."""
     e = make_error(code, N.last_error())
@@ -134,6 +133,9 @@ class Request:
     def _claim(self, to: int) -> None:
         core = self._core
         with core.lock:
+            if self._state == _PENDING:  # the common case first: one compare under the lock
+                self._state = to
+                return
             while self._state == _REAPING:  # a send is freeing its slot (Client._make_room): one slice at most
                 core.cond.wait()
             if self._state != _PENDING:
@@ -144,28 +146,31 @@ class Request:
         with self._core.lock:
             self._state = to
 
-    def _step(self, ms: int) -> bool:
-        """Wait up to `ms` (0: poll) on the oldest handle; False if it is still pending."""
+    def _wait_handles(self, deadline: Optional[float]) -> bool:
+        """Wait on the handles in order, in slices (Ctrl-C gets through between two), until every one
+        ended (True) or `deadline` (time.monotonic(); one already past polls) passed with some left
+        (False, those still valid). Streaming runs it once per command."""
+        handles = self._handles
         core = self._core
-        e = core.wait_for(self._handles[0], ms, ctypes.byref(self._resp))
-        if e == _PENDING_CODE:
-            return False
-        del self._handles[0]
-        core.released()
-        if e != 0 and self._err is None:
-            self._err = _fail(e, self._resp)  # read in this thread, right after the call
-        return True
-
-    def _wait_all(self, deadline: Optional[float]) -> None:
-        """Wait on the handles in order, in slices (Ctrl-C gets through between two), until `deadline`
-        (time.monotonic()); PendingError after it, with the rest of the handles still valid."""
-        while self._handles:
-            if deadline is None:
-                ms = SLICE_MS
-            else:
+        rr = ctypes.byref(self._resp)
+        wait_for = core.wait_for
+        ms = SLICE_MS
+        while handles:
+            if deadline is not None:
                 ms = min(SLICE_MS, max(0, int((deadline - time.monotonic()) * 1000 + 0.999)))
-            if not self._step(ms) and deadline is not None and ms == 0:
-                raise PendingError("request not finished within its timeout")
+            e = wait_for(handles[0], ms, rr)
+            if e == _PENDING_CODE:
+                if ms == 0:
+                    return False
+                continue
+            del handles[0]
+            if core.debt:
+                core.released()
+            else:
+                core.free.append(None)  # _Core.released(), written out
+            if e != 0 and self._err is None:
+                self._err = _fail(e, self._resp)  # read in this thread, right after the call
+        return True
 
     def _result(self) -> Response:
         if self._err is not None:
@@ -178,57 +183,24 @@ class Request:
         (DeviceResetError, TimedOutError, ClosedError, ...). Data bytes are not checked (see
         ``Response.check``). With `timeout` (s) for the whole request: PendingError if not done by
         then, and the request stays usable, as after an interrupted wait."""
-        core = self._core
-        if timeout is None:  # streaming's path, once per command: _claim and _wait_all written out
-            with core.lock:
-                if self._state != _PENDING:
-                    claim = True
-                else:
-                    claim = False
-                    self._state = _WAITING
-            if claim:
-                self._claim(_WAITING)  # waits out a _REAPING step, or raises why it cannot be used
-            handles = self._handles
-            rr = ctypes.byref(self._resp)
-            wait_for = core.wait_for
-            try:
-                while handles:
-                    e = wait_for(handles[0], SLICE_MS, rr)  # a slice: Ctrl-C is seen between two
-                    if e == _PENDING_CODE:
-                        continue
-                    del handles[0]
-                    if core.debt:
-                        core.released()
-                    else:
-                        core.free.append(None)  # _Core.released(), written out
-                    if e != 0 and self._err is None:
-                        self._err = _fail(e, self._resp)  # read in this thread, right after the call
-            except BaseException:  # KeyboardInterrupt: the handles left stay usable
-                self._set(_PENDING if handles else _DONE)
-                raise
-        else:
-            ms = timeout_ms(timeout)
-            assert ms is not None
-            deadline = time.monotonic() + ms / 1000
-            self._claim(_WAITING)
-            try:
-                self._wait_all(deadline)
-            except BaseException:  # PendingError, KeyboardInterrupt: the handles left stay usable
-                self._set(_PENDING if self._handles else _DONE)
-                raise
+        ms = None if timeout is None else timeout_ms(timeout)
+        self._claim(_WAITING)
+        try:
+            if not self._wait_handles(None if ms is None else time.monotonic() + ms / 1000):
+                raise PendingError("request not finished within its timeout")
+        except BaseException:  # PendingError, KeyboardInterrupt: the handles left stay usable
+            self._set(_PENDING if self._handles else _DONE)
+            raise
         self._state = _DONE  # nobody else changes a claimed request's state
-        if self._err is not None:
-            raise self._err
-        return Response(self._resp)  # nothing writes into _resp any more
+        return self._result()
 
     def poll(self) -> Optional[Response]:
         """Non-blocking: None while pending, else as wait() (and the request is consumed)."""
         self._claim(_WAITING)
         try:
-            while self._handles:
-                if not self._step(0):
-                    self._set(_PENDING)
-                    return None
+            if not self._wait_handles(0.0):  # a deadline long past: each wait polls
+                self._set(_PENDING)
+                return None
         except BaseException:
             self._set(_PENDING if self._handles else _DONE)
             raise
