@@ -248,3 +248,27 @@ def test_slot_tokens_follow_the_library_when_a_send_finds_none(geometry: autd.Ge
         assert core.slot_free(1) and not core.slot_free(2)
         assert r.wait().all_executed
         assert core.slot_free(2) and not core.slot_free(3)
+
+
+def test_a_client_dropped_while_its_thread_holds_the_send_lock_is_closed(geometry: autd.Geometry) -> None:
+    """A client dropped without close() is closed by its finalizer in whichever thread drops the last
+    reference: possibly the completer's, between two sends with the send lock held. That close must
+    not wait for the lock its own thread holds (it would wait forever)."""
+    import warnings
+
+    holder = {"client": autd.Client.open(geometry, autd.EmulatorLinkOption())}
+    core = holder["client"]._core
+    done = threading.Event()
+
+    def drop() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            with core.send_lock:
+                holder.pop("client")  # the last reference: the finalizer closes the client here
+        done.set()
+
+    t = threading.Thread(target=drop, daemon=True)
+    t.start()
+    t.join(10)
+    assert done.is_set(), "the finalizer's close waited on the send lock its own thread holds"
+    assert core.closed

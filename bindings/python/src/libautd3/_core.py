@@ -44,7 +44,11 @@ class _Core:
         self.h = h
         self.lock = threading.Lock()  # taken with `with lock` (C-level; a Condition's own `with` is Python code)
         self.cond = threading.Condition(self.lock)  # close waits on it for the calls inside
-        self.send_lock = threading.Lock()  # a datagram's frames go out back to back; guards send (see send)
+        # A datagram's frames go out back to back; it guards send (see there). Reentrant: a client
+        # dropped unclosed is closed by its finalizer in whichever thread drops the last reference,
+        # possibly the completer's while it holds this lock between two sends (close must not wait
+        # on itself then; no send of that thread is inside the library at that moment).
+        self.send_lock = threading.RLock()
         self.users = 0  # calls inside the library with h
         self.free = collections.deque([None] * max_inflight)  # a token per slot not held by a handle
         self.debt = 0  # tokens owed by sends that found none (see above)
@@ -84,10 +88,13 @@ class _Core:
         `users`: close() takes that lock once after marking the client closed, so a send inside the
         library finishes before the C client can be freed and a later one sees `closed`. (Streaming
         sends once per command: two lock sections fewer.)"""
+        r = ctypes.c_void_p()
+        fr, rr = ctypes.byref(frame), ctypes.byref(r)
+        # Nothing between this check and the call allocates, so no finalizer (see send_lock) can
+        # close the client on this thread in between.
         if self.closed:
             raise ClosedError("the client is closed")
-        r = ctypes.c_void_p()
-        e = self._send(self.h, ctypes.byref(frame), ctypes.byref(r))
+        e = self._send(self.h, fr, rr)
         if e:
             raise make_error(e, N.last_error())  # the message of this thread's call
         try:

@@ -212,7 +212,7 @@ class Client:
     _checker_lock: threading.Lock
     _completer_obj: Optional["Completer"]
     _finalizer: Any  # weakref.finalize
-    _send_lock: threading.Lock
+    _send_lock: "threading.RLock"
     _live: "collections.deque[weakref.ReferenceType[Request]]"
 
     def __init__(self) -> None:  # use Client.open
