@@ -56,7 +56,7 @@ class Completer:
     def __init__(self, client: "Client") -> None:
         self._core = client._core
         self._client = weakref.ref(client)  # no strong reference: a forgotten client is still collected
-        self._send_lock = client._send_lock
+        self._send_lock = client._core.send_lock  # the client's sends and ours go one at a time
         self._lock = threading.Lock()  # `with` on the lock itself: a Condition's `with` is Python code
         self._cond = threading.Condition(self._lock)
         self._inflight: collections.deque[tuple[ctypes.c_void_p, _Op]] = collections.deque()  # sent, in send order

@@ -111,9 +111,10 @@ class _Core:
                 paid = min(n, self.debt)
                 self.debt -= paid
                 n -= paid
-        free = self.free
-        for _ in range(n):
-            free.append(None)
+        if n == 1:  # every wait while streaming
+            self.free.append(None)
+        elif n:
+            self.free.extend([None] * n)
 
     def slot_free(self, n: int = 1) -> bool:
         return len(self.free) - self.debt >= n

@@ -24,7 +24,7 @@ import time
 import warnings
 import weakref
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, overload
 
 from . import _check
 from . import _native as N
@@ -212,7 +212,6 @@ class Client:
     _checker_lock: threading.Lock
     _completer_obj: Optional["Completer"]
     _finalizer: Any  # weakref.finalize
-    _send_lock: "threading.RLock"
     _live: "collections.deque[weakref.ReferenceType[Request]]"
 
     def __init__(self) -> None:  # use Client.open
@@ -246,7 +245,6 @@ class Client:
         self._core = _Core(h, cc.max_inflight if self._protocol != Protocol.V12 else 1)
         self._checker_lock = threading.Lock()
         self._completer_obj = None
-        self._send_lock = self._core.send_lock  # a datagram's frames go out back to back
         self._live = collections.deque()  # the requests sent, for _make_room
         self._finalizer = weakref.finalize(self, _close_forgotten, self._core)
         return self
@@ -313,7 +311,7 @@ class Client:
     def send(self, datagram: DatagramLike) -> Request:
         """Queue the datagram's frames (streaming). Blocks only under back-pressure (max_inflight
         frames in flight). Returns a Request to wait on, poll, await or detach."""
-        frames = (datagram,) if type(datagram) is Frame else frames_of(datagram, self._geometry)
+        frames = self._frames(datagram)
         core = self._core
         req = Request(self, core)
         with core.send_lock:
@@ -329,7 +327,7 @@ class Client:
                 self._live = collections.deque(w for w in live if (x := w()) is not None and x._handles)
         return req
 
-    def _send_frames(self, req: Request, frames: "Sequence[Frame]") -> None:
+    def _send_frames(self, req: Request, frames: list[Frame]) -> None:
         """Queue the frames for `req`, each after a slot is free (the send lock held)."""
         core = self._core
         for f in frames:

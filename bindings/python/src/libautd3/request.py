@@ -164,10 +164,7 @@ class Request:
                     return False
                 continue
             del handles[0]
-            if core.debt:
-                core.released()
-            else:
-                core.free.append(None)  # _Core.released(), written out
+            core.released()
             if e != 0 and self._err is None:
                 self._err = _fail(e, self._resp)  # read in this thread, right after the call
         return True
